@@ -1,0 +1,208 @@
+"""The dataflow graph, its scopes, and the scheduler.
+
+A `Dataflow` owns operators in creation order, which is a topological order of the graph once
+feedback edges are cut (an operator only reads operators created before it, except a loop
+variable, which reads its feedback). `step` computes every port's frontier (see `progress`) and
+then activates, in that order, each operator that has queued messages or whose input frontiers
+moved. Operators act only on complete times: those not beyond their input frontier. A frontier
+computed at the start of a pass stays sound for the whole pass, because an operator may only
+send at times at or after pointstamps that were counted.
+
+`run` steps until no operator has anything to do: every submitted epoch is then fully processed
+and every loop has converged (progress-based termination; no iteration count is assumed).
+
+A `Scope` gives times their length: the root scope has `dims` coordinates (1 by default:
+the epoch), and each iterative scope adds one coordinate, the loop counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import DataflowPoisoned
+from engine.lattice import Antichain, Time
+from engine.progress import compute_frontiers
+
+if TYPE_CHECKING:
+    from engine.collection import Collection
+    from engine.operators.input import InputHandle
+    from engine.trace import Trace
+
+EMPTY = Antichain()
+
+
+class Scope:
+    """A region of the dataflow whose times have `dims` coordinates."""
+
+    def __init__(
+        self,
+        dataflow: Dataflow,
+        parent: Scope | None,
+        dims: int,
+        limit: int | None = None,
+        name: str = "root",
+    ) -> None:
+        self.dataflow = dataflow
+        self.parent = parent
+        self.dims = dims
+        self.limit = limit
+        self.name = name
+
+    def iterative(self, limit: int | None = None, name: str | None = None) -> Scope:
+        """A nested scope for a loop; `limit` bounds its iteration counter."""
+        n = name or "loop%d" % (self.dataflow._scope_count + 1)
+        self.dataflow._scope_count += 1
+        return Scope(self.dataflow, self, self.dims + 1, limit, n)
+
+    def depth(self) -> int:
+        return 0 if self.parent is None else 1 + self.parent.depth()
+
+    def is_within(self, other: Scope) -> bool:
+        s: Scope | None = self
+        while s is not None:
+            if s is other:
+                return True
+            s = s.parent
+        return False
+
+    def __repr__(self) -> str:
+        return "Scope(%s, dims=%d)" % (self.name, self.dims)
+
+
+class Operator:
+    """Base class of every operator.
+
+    Subclasses set `needs_frontier` when they must run on frontier changes alone, override
+    `capabilities` to report the times at which they may still send, `summary` when they change
+    times, and `activate` to consume their queues.
+    """
+
+    needs_frontier = False
+
+    def __init__(self, scope: Scope, name: str, inputs: Iterable[Operator] = ()) -> None:
+        self.scope = scope
+        self.name = name
+        self.dataflow = scope.dataflow
+        self.inputs = list(inputs)
+        # Each queued message is (payload, lower): `lower` lists times every payload time is beyond.
+        self.queues: list[list[tuple[Any, list[Time]]]] = [[] for _ in self.inputs]
+        self.downstream: list[tuple[Operator, int]] = []
+        self.last_frontiers: list[Antichain] | None = None
+        for port, src in enumerate(self.inputs):
+            src.downstream.append((self, port))
+        self.index = self.dataflow._register(self)
+
+    # -- progress ------------------------------------------------------------------------------
+    def summary(self, t: Time) -> Time | None:
+        return t
+
+    def capabilities(self) -> Iterable[Time]:
+        return ()
+
+    def pointstamps(self) -> Iterable[Time]:
+        yield from self.capabilities()
+        for q in self.queues:
+            for _, lower in q:
+                for t in lower:
+                    s = self.summary(t)
+                    if s is not None:
+                        yield s
+
+    def has_messages(self) -> bool:
+        for q in self.queues:
+            if q:
+                return True
+        return False
+
+    # -- work ----------------------------------------------------------------------------------
+    def activate(self, frontiers: list[Antichain]) -> None:
+        raise NotImplementedError
+
+    def drain(self, port: int) -> list[tuple[Any, list[Time]]]:
+        q = self.queues[port]
+        self.queues[port] = []
+        return q
+
+    def send(self, payload: Any, lower: list[Time]) -> None:
+        """Queue `payload` (updates or a batch) at every downstream port."""
+        for dst, port in self.downstream:
+            dst.queues[port].append((payload, lower))
+
+    def __repr__(self) -> str:
+        return "%s#%d(%s)" % (type(self).__name__, self.index, self.name)
+
+
+class Dataflow:
+    """A graph of operators over collections, with its inputs and the scheduler that runs it."""
+
+    def __init__(self, dims: int = 1) -> None:
+        self.dims = dims
+        self.ops: list[Operator] = []
+        self.root = Scope(self, None, dims)
+        self._scope_count = 0
+        self.traces: list[Trace] = []
+        self.inputs: list[InputHandle] = []
+        self.poisoned: BaseException | None = None
+        self.steps = 0
+
+    def _register(self, op: Operator) -> int:
+        self.ops.append(op)
+        return len(self.ops) - 1
+
+    def new_input(self, name: str = "input") -> tuple[InputHandle, Collection]:
+        """A new input: a handle to send updates and advance epochs, and its collection."""
+        from engine.collection import Collection
+        from engine.operators.input import InputHandle, InputOp
+
+        op = InputOp(self.root, name)
+        handle = InputHandle(op)
+        self.inputs.append(handle)
+        return handle, Collection(op)
+
+    # -- scheduling ----------------------------------------------------------------------------
+    def step(self) -> bool:
+        """One pass: compute frontiers, then activate every operator with work. True if any did."""
+        if self.poisoned is not None:
+            raise DataflowPoisoned("the dataflow failed earlier: %s" % self.poisoned)
+        self.steps += 1
+        ports = compute_frontiers(self.ops)
+        busy = False
+        try:
+            for op in self.ops:
+                n = len(op.queues)
+                if n:
+                    frontiers = [ports.get((op.index, p), EMPTY) for p in range(n)]
+                else:
+                    frontiers = []
+                if op.has_messages():
+                    op.last_frontiers = frontiers
+                    op.activate(frontiers)
+                    busy = True
+                elif op.needs_frontier and frontiers != op.last_frontiers:
+                    op.last_frontiers = frontiers
+                    op.activate(frontiers)
+                    busy = True
+            for trace in self.traces:
+                if trace.pending:
+                    trace.maintain()
+        except BaseException as exc:
+            self.poisoned = exc
+            raise
+        return busy
+
+    def run(self, max_steps: int | None = None) -> int:
+        """Step until quiescent: every submitted epoch processed, every loop converged."""
+        n = 0
+        while self.step():
+            n += 1
+            if max_steps is not None and n >= max_steps:
+                break
+        return n
+
+    def arrangement_stats(self) -> list[dict[str, Any]]:
+        """Per trace: name, records held, batches, approximate bytes, readers."""
+        return [t.stats() for t in self.traces]
+
+    def total_records(self) -> int:
+        return sum(t.records() for t in self.traces)

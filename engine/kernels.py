@@ -1,0 +1,144 @@
+"""The bulk work of operators, as pure functions over batches.
+
+Nothing here knows about scheduling, frontiers of edges or capabilities: each function takes
+batches (or per-key histories) and returns updates. The in-process executor calls them from its
+operators; a distributed executor can call the same functions on partitions of the same data.
+
+Invariants each kernel keeps:
+- `join_batches`: every pair of updates `(k, v1, t1, r1)`, `(k, v2, t2, r2)` with one side from
+  the new batch yields `(f(k, v1, v2), join(t1, t2), r1 * r2)` exactly once per call.
+- `reduce_key`: for one key, emits corrections so that the accumulated output at every newly
+  interesting time equals `logic(key, accumulated input)`; times beyond `upper` are deferred.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from engine.lattice import Antichain, Time, join, less_equal
+from engine.order import sort_key
+from engine.trace import Batch, Entry
+
+Logic = Callable[[Any, list[tuple[Any, int]]], Iterable[tuple[Any, int]]]
+
+
+def join_batches(
+    new: Batch,
+    others: list[Batch],
+    f: Callable[[Any, Any, Any], Any],
+    new_is_left: bool,
+    out: list[tuple[Any, Time, int]],
+) -> None:
+    """Join the updates of `new` against `others` (a trace cut), appending to `out`."""
+    if not others:
+        return
+    for key, entries in new.updates.items():
+        for ob in others:
+            oentries = ob.updates.get(key)
+            if not oentries:
+                continue
+            if new_is_left:
+                for v1, t1, r1 in entries:
+                    for v2, t2, r2 in oentries:
+                        out.append((f(key, v1, v2), t1 if t1 == t2 else join(t1, t2), r1 * r2))
+            else:
+                for v2, t2, r2 in entries:
+                    for v1, t1, r1 in oentries:
+                        out.append((f(key, v1, v2), t1 if t1 == t2 else join(t1, t2), r1 * r2))
+
+
+def history(batches: list[Batch], key: Any) -> list[Entry]:
+    out: list[Entry] = []
+    for b in batches:
+        e = b.updates.get(key)
+        if e:
+            out.extend(e)
+    return out
+
+
+def accumulate(entries: list[Entry], t: Time) -> dict[Any, int]:
+    acc: dict[Any, int] = {}
+    for v, s, r in entries:
+        if s == t or less_equal(s, t):
+            acc[v] = acc.get(v, 0) + r
+    return acc
+
+
+def interesting_times(
+    seeds: set[Time], ground: set[Time], upper: Antichain
+) -> tuple[list[Time], set[Time]]:
+    """The closure under join of `seeds` with `ground`, split at `upper`.
+
+    Returns the times to evaluate now (not beyond `upper`, in a linear extension of the
+    partial order) and the times to defer (beyond `upper`).
+    """
+    active: set[Time] = set()
+    deferred: set[Time] = set()
+    todo = list(seeds)
+    beyond = upper.less_equal
+    while todo:
+        t = todo.pop()
+        if t in active:
+            continue
+        active.add(t)
+        for g in list(ground) + list(active):
+            if less_equal(g, t):
+                continue
+            j = join(t, g)
+            if j in active or j in deferred:
+                continue
+            if beyond(j):
+                deferred.add(j)
+            else:
+                todo.append(j)
+    return sorted(active), deferred
+
+
+def reduce_key(
+    key: Any,
+    inputs: list[Entry],
+    outputs: list[Entry],
+    seeds: set[Time],
+    upper: Antichain,
+    logic: Logic,
+) -> tuple[list[Entry], set[Time]]:
+    """Corrections for one key at its interesting times, and the times deferred past `upper`.
+
+    `inputs` is the key's whole input history (the new batch included) and `outputs` its
+    output history; `seeds` are the new batch's times and the pending times now complete.
+    """
+    if len(seeds) == 1:
+        (t0,) = seeds
+        # Fast path: the usual case of one new time that every stored time precedes.
+        simple = all(s == t0 or less_equal(s, t0) for _, s, _ in inputs) and all(
+            s == t0 or less_equal(s, t0) for _, s, _ in outputs
+        )
+    else:
+        simple = False
+    if simple:
+        times, deferred = [t0], set()
+    else:
+        ground = {t for _, t, _ in inputs}
+        ground.update(t for _, t, _ in outputs)
+        times, deferred = interesting_times(seeds, ground, upper)
+    emitted: list[Entry] = []
+    for t in times:
+        acc = accumulate(inputs, t)
+        want: dict[Any, int] = {}
+        nonzero = [(v, r) for v, r in acc.items() if r]
+        if nonzero:
+            nonzero.sort(key=lambda vr: sort_key(vr[0]))
+            for v, r in logic(key, nonzero):
+                if r:
+                    want[v] = want.get(v, 0) + r
+        have = accumulate(outputs, t)
+        if emitted:
+            for v, s, r in emitted:
+                if less_equal(s, t):
+                    have[v] = have.get(v, 0) + r
+        for v in want.keys() | have.keys():
+            d = want.get(v, 0) - have.get(v, 0)
+            if d:
+                emitted.append((v, t, d))
+    return emitted, deferred

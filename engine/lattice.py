@@ -1,0 +1,141 @@
+"""Timestamps under the product partial order, antichains (frontiers), and `advance_by`.
+
+A time is a flat tuple of ints `(epoch, i1, i2, ...)`: one coordinate for the input epoch and
+one per enclosing iteration scope. Times of one scope all have the same length. The order is
+the product order: `s <= t` when every coordinate of `s` is `<=` the matching one of `t`.
+`join` is the coordinate-wise max (least upper bound) and `meet` the coordinate-wise min.
+Python's tuple `<` is lexicographic: a linear extension of the product order, fine for sorting
+and evaluation order but never a substitute for `less_equal`.
+
+An `Antichain` is a set of mutually incomparable times, kept minimal. As a frontier it stands
+for every time beyond it: `t` is beyond `F` when some `f` in `F` has `f <= t`. The empty
+antichain is the frontier of a closed input: nothing is beyond it.
+
+`advance_by(t, F)` replaces `t` by the meet over `f` in `F` of `join(t, f)`. For every `g`
+beyond `F`, `t <= g` exactly when `advance_by(t, F) <= g`, so accumulations at times beyond
+`F` are unchanged; two times that no time beyond `F` can tell apart get the same
+representative, which is what lets compaction cancel updates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+Time = tuple[int, ...]
+
+
+def less_equal(s: Time, t: Time) -> bool:
+    """The product order: every coordinate of `s` is at most that of `t`."""
+    for a, b in zip(s, t, strict=True):
+        if a > b:
+            return False
+    return True
+
+
+def less_than(s: Time, t: Time) -> bool:
+    return s != t and less_equal(s, t)
+
+
+def join(s: Time, t: Time) -> Time:
+    """Least upper bound: the coordinate-wise max."""
+    if s == t:
+        return s
+    return tuple(a if a >= b else b for a, b in zip(s, t, strict=True))
+
+
+def meet(s: Time, t: Time) -> Time:
+    """Greatest lower bound: the coordinate-wise min."""
+    if s == t:
+        return s
+    return tuple(a if a <= b else b for a, b in zip(s, t, strict=True))
+
+
+class Antichain:
+    """A minimal set of mutually incomparable times.
+
+    Invariant: no element is `<=` another element. Mutating methods keep it.
+    """
+
+    __slots__ = ("elements",)
+
+    def __init__(self, times: Iterable[Time] = ()) -> None:
+        self.elements: list[Time] = []
+        for t in times:
+            self.insert(t)
+
+    def insert(self, t: Time) -> bool:
+        """Add `t` unless an element is already `<= t`; drop the elements `t` dominates.
+
+        Returns True when the antichain changed.
+        """
+        els = self.elements
+        for e in els:
+            if less_equal(e, t):
+                return False
+        self.elements = [e for e in els if not less_equal(t, e)]
+        self.elements.append(t)
+        return True
+
+    def less_equal(self, t: Time) -> bool:
+        """True when `t` is beyond this frontier (some element is `<= t`)."""
+        for e in self.elements:
+            if less_equal(e, t):
+                return True
+        return False
+
+    def less_than(self, t: Time) -> bool:
+        for e in self.elements:
+            if less_than(e, t):
+                return True
+        return False
+
+    def dominates(self, other: Antichain) -> bool:
+        """True when every time beyond `other` is beyond self (self <= other as frontiers)."""
+        return all(self.less_equal(t) for t in other.elements)
+
+    def meet(self, other: Antichain) -> Antichain:
+        """The frontier of times beyond either: the minimised union."""
+        out = Antichain(self.elements)
+        for t in other.elements:
+            out.insert(t)
+        return out
+
+    def join(self, other: Antichain) -> Antichain:
+        """The frontier of times beyond both: the minimised pairwise joins."""
+        return Antichain(join(a, b) for a in self.elements for b in other.elements)
+
+    def is_empty(self) -> bool:
+        return not self.elements
+
+    def sorted(self) -> list[Time]:
+        return sorted(self.elements)
+
+    def __iter__(self) -> Iterator[Time]:
+        return iter(self.elements)
+
+    def __len__(self) -> int:
+        return len(self.elements)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Antichain):
+            return NotImplemented
+        return sorted(self.elements) == sorted(other.elements)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.elements)))
+
+    def __repr__(self) -> str:
+        return "Antichain(%s)" % sorted(self.elements)
+
+
+def advance_by(t: Time, frontier: Iterable[Time]) -> Time:
+    """The meet over `f` in `frontier` of `join(t, f)`; `t` itself for an empty frontier."""
+    result: Time | None = None
+    for f in frontier:
+        j = join(t, f)
+        result = j if result is None else meet(result, j)
+    return t if result is None else result
+
+
+def minimum(dims: int) -> Time:
+    return (0,) * dims

@@ -1,0 +1,1 @@
+"""Operators: one module per concept (input, stateless, arrange, join, reduce, iterate, capture)."""

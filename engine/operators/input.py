@@ -1,0 +1,117 @@
+"""Inputs: where updates enter a dataflow, and the epochs that order them.
+
+An input holds a capability at its frontier (for the usual one-coordinate root scope: the
+current epoch). Updates are buffered at the frontier's time and sent on the next activation;
+`advance_to` moves the frontier forward, which lets everything downstream complete earlier
+times. Many epochs may be advanced before the dataflow runs: each update keeps its own epoch,
+and the operators process them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from engine.dataflow import Operator, Scope
+from engine.lattice import Antichain, Time
+
+
+class InputOp(Operator):
+    def __init__(self, scope: Scope, name: str) -> None:
+        super().__init__(scope, name, [])
+        self.frontier = Antichain([(0,) * scope.dims])
+        self.buffer: list[tuple[Any, Time, int]] = []
+        self.buffer_lower = Antichain()
+
+    def capabilities(self) -> Iterable[Time]:
+        yield from self.frontier.elements
+        yield from self.buffer_lower.elements
+
+    def has_messages(self) -> bool:
+        return bool(self.buffer)
+
+    def activate(self, frontiers: list[Antichain]) -> None:
+        if self.buffer:
+            out, lower = self.buffer, self.buffer_lower
+            self.buffer, self.buffer_lower = [], Antichain()
+            self.send(out, lower.elements)
+
+
+class InputHandle:
+    """The writer's side of an input: send updates at the current time, then advance it."""
+
+    def __init__(self, op: InputOp) -> None:
+        self.op = op
+        self.dims = op.scope.dims
+
+    @property
+    def epoch(self) -> int:
+        """The current epoch (the first coordinate of the smallest frontier element)."""
+        els = self.op.frontier.elements
+        if not els:
+            raise ValueError("input %r is closed" % self.op.name)
+        return min(t[0] for t in els)
+
+    @property
+    def frontier(self) -> Antichain:
+        return self.op.frontier
+
+    def _current_time(self) -> Time:
+        els = self.op.frontier.elements
+        if len(els) != 1:
+            raise ValueError(
+                "input %r has frontier %s: use update_at with an explicit time"
+                % (self.op.name, self.op.frontier)
+            )
+        return els[0]
+
+    def update(self, data: Any, diff: int) -> None:
+        """Send `(data, now, diff)`."""
+        self.update_at(data, self._current_time(), diff)
+
+    def insert(self, data: Any, diff: int = 1) -> None:
+        self.update(data, diff)
+
+    def remove(self, data: Any) -> None:
+        self.update(data, -1)
+
+    def send(self, updates: Iterable[tuple[Any, int]]) -> None:
+        """Send many `(data, diff)` pairs at the current time."""
+        t = self._current_time()
+        for data, diff in updates:
+            self.update_at(data, t, diff)
+
+    def update_at(self, data: Any, time: Time | int, diff: int) -> None:
+        """Send `(data, time, diff)`; `time` must be beyond the input's frontier."""
+        if isinstance(time, int):
+            time = (time,) + (0,) * (self.dims - 1)
+        if len(time) != self.dims:
+            raise ValueError("time %r must have %d coordinates" % (time, self.dims))
+        if not self.op.frontier.less_equal(time):
+            raise ValueError(
+                "time %r is not beyond the frontier %s of input %r"
+                % (time, self.op.frontier, self.op.name)
+            )
+        if not isinstance(diff, int) or isinstance(diff, bool):
+            raise TypeError("diff must be an int, got %r" % (diff,))
+        if diff:
+            self.op.buffer.append((data, time, diff))
+            self.op.buffer_lower.insert(time)
+
+    def advance_to(self, frontier: int | Time | Iterable[Time]) -> None:
+        """Move the frontier forward: no more updates at times not beyond it will be sent."""
+        if isinstance(frontier, int):
+            new = Antichain([(frontier,) + (0,) * (self.dims - 1)])
+        elif isinstance(frontier, tuple) and frontier and isinstance(frontier[0], int):
+            new = Antichain([frontier])
+        else:
+            new = Antichain(frontier)  # type: ignore[arg-type]
+        if not all(self.op.frontier.less_equal(t) for t in new):
+            raise ValueError(
+                "frontier %s would move input %r backwards from %s" % (new, self.op.name, self.op.frontier)
+            )
+        self.op.frontier = new
+
+    def close(self) -> None:
+        """No more updates, ever: the frontier becomes empty."""
+        self.op.frontier = Antichain()

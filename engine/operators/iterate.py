@@ -1,0 +1,157 @@
+"""Iteration: enter, leave, feedback and loop variables.
+
+Inside an iterative scope times gain a coordinate, the loop counter. `enter` maps `t` to
+`t + (0,)`; `leave` drops the counter and sends at once (summing a loop's differences over all
+iterations gives its limit, which is final when the outer frontier passes `t`, that is, when
+the loop has converged); feedback adds 1 to the counter.
+
+A `Variable` is a collection defined by a later `set`. `Variable(scope, source)` follows
+differential's `new_from`: its collection is `source` plus the feedback, and `set(result)`
+feeds back `result - source`, so at iteration i+1 the variable equals `result` at iteration i.
+The feedback operator only forwards consolidated updates at complete times, so updates that
+cancel never circulate, and an empty difference ends the loop by progress alone: no iteration
+count is assumed. A scope's optional limit turns a loop that is still changing at that
+iteration into `IterationLimitExceeded` instead of a hang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from engine.consolidation import consolidate
+from engine.dataflow import Operator, Scope
+from engine.errors import IterationLimitExceeded
+from engine.lattice import Antichain, Time
+
+if TYPE_CHECKING:
+    from engine.collection import Collection
+
+
+class EnterOp(Operator):
+    """Moves a collection from the parent scope into `scope`: t -> t + (0,)."""
+
+    def __init__(self, scope: Scope, source: Operator) -> None:
+        super().__init__(scope, "enter", [source])
+
+    def summary(self, t: Time) -> Time | None:
+        return t + (0,)
+
+    def activate(self, frontiers: list[Antichain]) -> None:
+        for updates, lower in self.drain(0):
+            self.send([(d, t + (0,), r) for d, t, r in updates], [t + (0,) for t in lower])
+
+
+class LeaveOp(Operator):
+    """Moves a collection from a loop to its parent scope: (t, i) -> t."""
+
+    def __init__(self, scope: Scope, source: Operator) -> None:
+        super().__init__(scope, "leave", [source])
+
+    def summary(self, t: Time) -> Time | None:
+        return t[:-1]
+
+    def activate(self, frontiers: list[Antichain]) -> None:
+        for updates, lower in self.drain(0):
+            self.send([(d, t[:-1], r) for d, t, r in updates], [t[:-1] for t in lower])
+
+
+class ConsolidateOp(Operator):
+    """Buffers updates until their times are complete, then sends them consolidated."""
+
+    needs_frontier = True
+
+    def __init__(self, scope: Scope, source: Operator, name: str = "consolidate") -> None:
+        super().__init__(scope, name, [source])
+        self.buffer: list[tuple[Any, Time, int]] = []
+        self.buffer_lower = Antichain()
+
+    def capabilities(self) -> Iterable[Time]:
+        return [self.summary(t) for t in self.buffer_lower.elements]  # type: ignore[misc]
+
+    def transform(self, updates: list[tuple[Any, Time, int]]) -> list[tuple[Any, Time, int]]:
+        return updates
+
+    def activate(self, frontiers: list[Antichain]) -> None:
+        for updates, _ in self.drain(0):
+            self.buffer.extend(updates)
+        if not self.buffer:
+            return
+        frontier = frontiers[0]
+        beyond = frontier.less_equal
+        ready, rest = [], []
+        for u in self.buffer:
+            (rest if beyond(u[1]) else ready).append(u)
+        self.buffer = rest
+        self.buffer_lower = Antichain(u[1] for u in rest)
+        if ready:
+            out = consolidate(ready)
+            if out:
+                out = self.transform(out)
+                lower = Antichain(t for _, t, _ in out)
+                self.send(out, lower.elements)
+
+
+class FeedbackOp(ConsolidateOp):
+    """The back edge of a loop: consolidates complete times and adds 1 to the counter."""
+
+    def __init__(self, scope: Scope, source: Operator) -> None:
+        super().__init__(scope, source, "feedback")
+
+    def summary(self, t: Time) -> Time | None:
+        return t[:-1] + (t[-1] + 1,)
+
+    def transform(self, updates: list[tuple[Any, Time, int]]) -> list[tuple[Any, Time, int]]:
+        limit = self.scope.limit
+        out = [(d, t[:-1] + (t[-1] + 1,), r) for d, t, r in updates]
+        if limit is not None:
+            for _, t, _ in out:
+                if t[-1] > limit:
+                    self.buffer = []
+                    self.buffer_lower = Antichain()
+                    raise IterationLimitExceeded(limit, self.scope.name, t[:-1])
+        return out
+
+
+class VariableOp(Operator):
+    """The loop variable's collection: its source (if any) plus what the feedback sends."""
+
+    def activate(self, frontiers: list[Antichain]) -> None:
+        for port in range(len(self.queues)):
+            for updates, lower in self.drain(port):
+                self.send(updates, lower)
+
+
+class Variable:
+    """A collection in an iterative scope whose next iteration is given by `set`."""
+
+    def __init__(self, scope: Scope, source: Collection | None = None, name: str = "variable") -> None:
+        from engine.collection import Collection
+
+        if scope.parent is None:
+            raise ValueError("a Variable needs an iterative scope (use scope.iterative())")
+        if source is not None and source.scope is not scope:
+            raise ValueError("the source of a Variable must be in its scope: use .enter(scope)")
+        self.scope = scope
+        self.source = source
+        self.op = VariableOp(scope, name, [source.op] if source is not None else [])
+        self.collection = Collection(self.op)
+        self.is_set = False
+
+    def set(self, result: Collection) -> Collection:
+        """Close the loop: the variable at iteration i+1 is `result` at iteration i."""
+        if self.is_set:
+            raise ValueError("variable already set")
+        if result.scope is not self.scope:
+            raise ValueError("a Variable must be set from a collection in its own scope")
+        self.is_set = True
+        fed = result if self.source is None else result.concat(self.source.negate())
+        fb = FeedbackOp(self.scope, fed.op)
+        fb.downstream.append((self.op, len(self.op.queues)))
+        self.op.queues.append([])
+        self.op.inputs.append(fb)
+        return result
+
+    # A Variable is used as a collection in the loop body.
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.collection, name)

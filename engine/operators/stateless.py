@@ -1,0 +1,67 @@
+"""Stateless operators: map, filter, flat_map, concat, negate, inspect.
+
+They hold no capabilities and keep no state: each queued message becomes one outgoing message
+at the same times (so its `lower` passes through unchanged), which is why they never wait for
+frontiers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.dataflow import Operator, Scope
+from engine.lattice import Antichain, Time
+
+Updates = list[tuple[Any, Time, int]]
+
+
+class UnaryOp(Operator):
+    """Applies `logic` to each batch of updates."""
+
+    def __init__(
+        self, scope: Scope, name: str, source: Operator, logic: Callable[[Updates], Updates]
+    ) -> None:
+        super().__init__(scope, name, [source])
+        self.logic = logic
+
+    def activate(self, frontiers: list[Antichain]) -> None:
+        for updates, lower in self.drain(0):
+            out = self.logic(updates)
+            if out:
+                self.send(out, lower)
+
+
+class ConcatOp(Operator):
+    """The multiset sum of its inputs."""
+
+    def activate(self, frontiers: list[Antichain]) -> None:
+        for port in range(len(self.queues)):
+            for updates, lower in self.drain(port):
+                if updates:
+                    self.send(updates, lower)
+
+
+def map_logic(f: Callable[[Any], Any]) -> Callable[[Updates], Updates]:
+    return lambda u: [(f(d), t, r) for d, t, r in u]
+
+
+def filter_logic(p: Callable[[Any], bool]) -> Callable[[Updates], Updates]:
+    return lambda u: [x for x in u if p(x[0])]
+
+
+def flat_map_logic(f: Callable[[Any], Any]) -> Callable[[Updates], Updates]:
+    return lambda u: [(y, t, r) for d, t, r in u for y in f(d)]
+
+
+def negate_logic(u: Updates) -> Updates:
+    return [(d, t, -r) for d, t, r in u]
+
+
+def inspect_logic(f: Callable[[Any, Time, int], None]) -> Callable[[Updates], Updates]:
+    def logic(u: Updates) -> Updates:
+        for d, t, r in u:
+            f(d, t, r)
+        return u
+
+    return logic

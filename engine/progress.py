@@ -1,0 +1,49 @@
+"""Progress tracking: for every operator input, the frontier of times that may still arrive.
+
+Pointstamps are held at operator outputs: an operator's capabilities (input epochs, pending
+times, buffered data) plus the times of the messages queued at its inputs, mapped through the
+operator's summary, because the operator will consume those messages and may send at those
+times. A port's frontier is the minimal antichain of every pointstamp that can reach it along
+edges, each operator applying its summary (identity, enter: append 0, leave: drop the last
+coordinate, feedback: +1 on the innermost coordinate).
+
+The frontier at a port excludes the messages queued at that port itself, which is sound because
+an operator consumes all of its queued messages when it is activated. Cycles terminate because
+every cycle passes a feedback edge, whose +1 makes the returning time dominated.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.lattice import Antichain
+
+if TYPE_CHECKING:
+    from engine.dataflow import Operator
+
+
+def compute_frontiers(ops: list[Operator]) -> dict[tuple[int, int], Antichain]:
+    reach: dict[int, Antichain] = {}
+    ports: dict[tuple[int, int], Antichain] = {}
+    work = []
+    for op in ops:
+        for t in op.pointstamps():
+            work.append((op, t))
+    while work:
+        op, t = work.pop()
+        r = reach.get(op.index)
+        if r is None:
+            r = reach[op.index] = Antichain()
+        if not r.insert(t):
+            continue
+        for dst, port in op.downstream:
+            key = (dst.index, port)
+            pf = ports.get(key)
+            if pf is None:
+                pf = ports[key] = Antichain()
+            if not pf.insert(t):
+                continue
+            t2 = dst.summary(t)
+            if t2 is not None:
+                work.append((dst, t2))
+    return ports

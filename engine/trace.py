@@ -1,0 +1,263 @@
+"""Traces: arrangements of updates indexed by key, in immutable batches held in a spine.
+
+A `Batch` holds updates `key -> [(val, time, diff)]`, consolidated, with a description
+`(lower, upper, since)`: every time in it is beyond `lower` and not beyond `upper`, and at any
+time beyond `since` accumulating the batch gives the true accumulation of that interval (times
+not beyond `since` may have been advanced). Consecutive batches tile time.
+
+A `Trace` is a spine of batches that merges geometrically (a new batch merges with its
+predecessor while it is at least half its size), so it holds O(log n) batches. Merging is where
+compaction happens: every time is advanced by the trace's logical compaction frontier, which is
+the meet of all its readers' frontiers, and equal `(key, val, time)` entries are consolidated.
+
+Readers (`TraceReader`) share the trace. Each reader has its own logical compaction frontier,
+only ever moved forward, and an acknowledgement (`acked`): the sequence number of the last batch
+it has accepted. A batch is merged only once every reader has accepted it, so a reader can always
+see the trace "through" exactly the batches it has accepted (the physical compaction rule);
+this is what lets a join produce every pair of updates exactly once.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from engine.lattice import Antichain, Time, advance_by
+
+Entry = tuple[Any, Time, int]  # (val, time, diff)
+
+
+class Batch:
+    """An immutable, consolidated set of keyed updates with its description."""
+
+    __slots__ = ("updates", "lower", "upper", "since", "seq", "records")
+
+    def __init__(
+        self,
+        updates: dict[Any, list[Entry]],
+        lower: Antichain,
+        upper: Antichain,
+        since: Antichain,
+        seq: int = 0,
+    ) -> None:
+        self.updates = updates
+        self.lower = lower
+        self.upper = upper
+        self.since = since
+        self.seq = seq
+        self.records = sum(len(v) for v in updates.values())
+
+    def __len__(self) -> int:
+        return self.records
+
+    def __repr__(self) -> str:
+        return "Batch(seq=%d, records=%d, lower=%s, upper=%s)" % (
+            self.seq,
+            self.records,
+            self.lower,
+            self.upper,
+        )
+
+
+def consolidate_entries(entries: Iterable[Entry], frontier: Antichain | None = None) -> list[Entry]:
+    """Advance every time by `frontier` (when given), then sum equal `(val, time)` and drop zeros."""
+    acc: dict[tuple[Any, Time], int] = {}
+    get = acc.get
+    if frontier is not None and frontier.elements:
+        f = frontier.elements
+        for v, t, r in entries:
+            k = (v, advance_by(t, f))
+            acc[k] = get(k, 0) + r
+    else:
+        for v, t, r in entries:
+            k = (v, t)
+            acc[k] = get(k, 0) + r
+    return [(v, t, r) for (v, t), r in acc.items() if r]
+
+
+def build_batch(
+    updates: Iterable[tuple[Any, Any, Time, int]],
+    lower: Antichain,
+    upper: Antichain,
+    since: Antichain,
+) -> Batch:
+    """Index `(key, val, time, diff)` updates by key and consolidate them into a batch."""
+    acc: dict[Any, dict[tuple[Any, Time], int]] = {}
+    for k, v, t, r in updates:
+        d = acc.get(k)
+        if d is None:
+            d = acc[k] = {}
+        vt = (v, t)
+        d[vt] = d.get(vt, 0) + r
+    out: dict[Any, list[Entry]] = {}
+    for k, d in acc.items():
+        lst = [(v, t, r) for (v, t), r in d.items() if r]
+        if lst:
+            out[k] = lst
+    return Batch(out, lower, upper, since)
+
+
+def merge_batches(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
+    """Merge two adjacent batches, advancing times by `frontier` and consolidating."""
+    since = older.since.join(newer.since)
+    since = since.join(frontier) if frontier.elements else since
+    compact = since if since.elements else None
+    out: dict[Any, list[Entry]] = {}
+    a, b = older.updates, newer.updates
+    if len(a) < len(b):
+        a, b = b, a
+    for k, lst in a.items():
+        other = b.get(k)
+        merged = consolidate_entries(lst + other if other else lst, compact)
+        if merged:
+            out[k] = merged
+    for k, lst in b.items():
+        if k not in a:
+            merged = consolidate_entries(lst, compact)
+            if merged:
+                out[k] = merged
+    return Batch(out, older.lower, newer.upper, since, max(older.seq, newer.seq))
+
+
+class TraceReader:
+    """One reader's handle on a shared trace: its compaction frontier and acknowledgement."""
+
+    __slots__ = ("trace", "logical", "acked", "name", "dropped")
+
+    def __init__(self, trace: Trace, name: str) -> None:
+        self.trace = trace
+        self.logical = Antichain(trace.logical_frontier().elements)
+        # A new reader has accepted nothing: it will be handed every existing batch first.
+        self.acked = -1
+        self.name = name
+        self.dropped = False
+
+    def set_logical_compaction(self, frontier: Antichain) -> None:
+        """Allow the trace to advance times to `frontier`; it only ever moves forward."""
+        self.logical = self.logical.join(frontier) if self.logical.elements else Antichain(
+            frontier.elements
+        )
+
+    def accept(self, batch: Batch) -> None:
+        if batch.seq > self.acked:
+            self.acked = batch.seq
+
+    def batches(self) -> list[Batch]:
+        """The trace through the batches this reader has accepted."""
+        return self.trace.batches_through(self.acked)
+
+    def drop(self) -> None:
+        """Release this reader: it no longer holds back compaction."""
+        self.dropped = True
+        self.trace.readers = [r for r in self.trace.readers if r is not self]
+
+
+class Trace:
+    """A spine of batches shared by many readers (see the module docstring)."""
+
+    def __init__(self, name: str, dims: int) -> None:
+        self.name = name
+        self.dims = dims
+        self.spine: list[Batch] = []
+        self.pending: list[Batch] = []
+        self.readers: list[TraceReader] = []
+        self.next_seq = 0
+        self.upper = Antichain([(0,) * dims])
+        self.own_logical = Antichain([(0,) * dims])
+
+    # -- readers -----------------------------------------------------------------------------
+    def new_reader(self, name: str) -> TraceReader:
+        reader = TraceReader(self, name)
+        self.readers.append(reader)
+        return reader
+
+    def logical_frontier(self) -> Antichain:
+        """The meet of every reader's logical frontier: times may be advanced to it."""
+        if not self.readers:
+            return Antichain(self.own_logical.elements)
+        out = Antichain()
+        for r in self.readers:
+            for t in r.logical.elements:
+                out.insert(t)
+        return out
+
+    def existing_batches(self) -> list[Batch]:
+        return self.spine + self.pending
+
+    def batches_through(self, seq: int) -> list[Batch]:
+        out = [b for b in self.spine if b.seq <= seq]
+        out.extend(b for b in self.pending if b.seq <= seq)
+        return out
+
+    # -- writers -----------------------------------------------------------------------------
+    def insert(self, batch: Batch) -> Batch:
+        batch.seq = self.next_seq
+        self.next_seq += 1
+        self.upper = batch.upper
+        self.own_logical = batch.upper
+        self.pending.append(batch)
+        return batch
+
+    def maintain(self) -> None:
+        """Move batches every reader has accepted into the spine and merge geometrically."""
+        acked = min((r.acked for r in self.readers), default=self.next_seq)
+        if not self.pending or self.pending[0].seq > acked:
+            return
+        frontier = self.logical_frontier()
+        while self.pending and self.pending[0].seq <= acked:
+            batch = self.pending.pop(0)
+            if batch.records == 0 and self.spine:
+                # An empty batch only extends the description of its predecessor.
+                last = self.spine[-1]
+                self.spine[-1] = Batch(last.updates, last.lower, batch.upper, last.since, batch.seq)
+                continue
+            self.spine.append(batch)
+            while len(self.spine) >= 2 and 2 * self.spine[-1].records >= self.spine[-2].records:
+                newer = self.spine.pop()
+                older = self.spine.pop()
+                self.spine.append(merge_batches(older, newer, frontier))
+
+    def compact_all(self) -> None:
+        """Merge the whole spine into one batch (used by tests and after big loads)."""
+        self.maintain()
+        while len(self.spine) >= 2:
+            newer = self.spine.pop()
+            older = self.spine.pop()
+            self.spine.append(merge_batches(older, newer, self.logical_frontier()))
+
+    # -- statistics --------------------------------------------------------------------------
+    def records(self) -> int:
+        return sum(b.records for b in self.spine) + sum(b.records for b in self.pending)
+
+    def batch_count(self) -> int:
+        return len(self.spine) + len(self.pending)
+
+    def approx_bytes(self) -> int:
+        """A cheap estimate: per-entry tuple and list slot costs plus sampled key/value sizes."""
+        total = 0
+        for b in self.existing_batches():
+            if not b.records:
+                continue
+            sample_key = next(iter(b.updates))
+            entry = b.updates[sample_key][0]
+            per_entry = sys.getsizeof(entry) + sys.getsizeof(entry[1]) + 8 + _deep(entry[0])
+            per_key = 100 + _deep(sample_key)
+            total += b.records * per_entry + len(b.updates) * per_key
+        return total
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "records": self.records(),
+            "batches": self.batch_count(),
+            "bytes": self.approx_bytes(),
+            "readers": len(self.readers),
+        }
+
+
+def _deep(x: Any) -> int:
+    if isinstance(x, tuple):
+        return sys.getsizeof(x) + sum(_deep(y) for y in x)
+    return sys.getsizeof(x)
+
