@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import DataflowPoisoned
 from engine.lattice import Antichain, Time
-from engine.progress import compute_frontiers
+from engine.progress import compute_reach
 
 if TYPE_CHECKING:
     from engine.collection import Collection
@@ -109,6 +109,19 @@ class Operator:
                     if s is not None:
                         yield s
 
+    def reach(self, frontiers: list[Antichain]) -> Antichain:
+        """A lower bound on every time this operator may still send at, given its input frontiers."""
+        out = Antichain()
+        for t in self.pointstamps():
+            out.insert(t)
+        summary = self.summary
+        for f in frontiers:
+            for t in f.elements:
+                s = summary(t)
+                if s is not None:
+                    out.insert(s)
+        return out
+
     def has_messages(self) -> bool:
         for q in self.queues:
             if q:
@@ -145,6 +158,8 @@ class Dataflow:
         self.inputs: list[InputHandle] = []
         self.poisoned: BaseException | None = None
         self.steps = 0
+        self._has_loops = False
+        self._loops_version = -1
 
     def _register(self, op: Operator) -> int:
         self.ops.append(op)
@@ -162,19 +177,25 @@ class Dataflow:
 
     # -- scheduling ----------------------------------------------------------------------------
     def step(self) -> bool:
-        """One pass: compute frontiers, then activate every operator with work. True if any did."""
+        """One pass over the operators in topological order. True if any had work.
+
+        Each operator's input frontier is the `reach` of the operator feeding that port: the
+        times it may still send at, computed just after that operator's own turn in this pass
+        (for operators earlier in the order) or in the previous pass (for a loop's feedback,
+        which comes later). A reach computed earlier is still a lower bound on everything the
+        operator can send, so both are sound, and a loop advances one iteration per pass.
+        """
         if self.poisoned is not None:
             raise DataflowPoisoned("the dataflow failed earlier: %s" % self.poisoned)
         self.steps += 1
-        ports = compute_frontiers(self.ops)
+        # A loop's feedback is read before it is computed in this pass, so its reach must come
+        # from real pointstamps: a reach carried around a cycle from the previous pass would
+        # only ever grow by one and never let the loop retire.
+        reach = compute_reach(self.ops) if self.has_loops() else {}
         busy = False
         try:
             for op in self.ops:
-                n = len(op.queues)
-                if n:
-                    frontiers = [ports.get((op.index, p), EMPTY) for p in range(n)]
-                else:
-                    frontiers = []
+                frontiers = [reach[src.index] for src in op.inputs]
                 if op.has_messages():
                     op.last_frontiers = frontiers
                     op.activate(frontiers)
@@ -183,6 +204,7 @@ class Dataflow:
                     op.last_frontiers = frontiers
                     op.activate(frontiers)
                     busy = True
+                reach[op.index] = op.reach(frontiers)
             for trace in self.traces:
                 if trace.pending:
                     trace.maintain()
@@ -190,6 +212,14 @@ class Dataflow:
             self.poisoned = exc
             raise
         return busy
+
+    def has_loops(self) -> bool:
+        if self._loops_version != len(self.ops):
+            self._has_loops = any(
+                src.index >= op.index for op in self.ops for src in op.inputs
+            )
+            self._loops_version = len(self.ops)
+        return self._has_loops
 
     def run(self, max_steps: int | None = None) -> int:
         """Step until quiescent: every submitted epoch processed, every loop converged."""

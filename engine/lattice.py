@@ -20,16 +20,22 @@ representative, which is what lets compaction cancel updates.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from operator import le as _le
 
 Time = tuple[int, ...]
 
 
 def less_equal(s: Time, t: Time) -> bool:
     """The product order: every coordinate of `s` is at most that of `t`."""
-    for a, b in zip(s, t, strict=True):
-        if a > b:
-            return False
-    return True
+    # Unrolled for the common depths: this is the innermost loop of every operator.
+    n = len(s)
+    if n == 1:
+        return s[0] <= t[0]
+    if n == 2:
+        return s[0] <= t[0] and s[1] <= t[1]
+    if n == 3:
+        return s[0] <= t[0] and s[1] <= t[1] and s[2] <= t[2]
+    return all(map(_le, s, t))
 
 
 def less_than(s: Time, t: Time) -> bool:
@@ -40,14 +46,28 @@ def join(s: Time, t: Time) -> Time:
     """Least upper bound: the coordinate-wise max."""
     if s == t:
         return s
-    return tuple(a if a >= b else b for a, b in zip(s, t, strict=True))
+    n = len(s)
+    if n == 1:
+        return s if s[0] >= t[0] else t
+    if n == 2:
+        a, b = s
+        c, d = t
+        return (a if a >= c else c, b if b >= d else d)
+    return tuple(map(max, s, t))
 
 
 def meet(s: Time, t: Time) -> Time:
     """Greatest lower bound: the coordinate-wise min."""
     if s == t:
         return s
-    return tuple(a if a <= b else b for a, b in zip(s, t, strict=True))
+    n = len(s)
+    if n == 1:
+        return s if s[0] <= t[0] else t
+    if n == 2:
+        a, b = s
+        c, d = t
+        return (a if a <= c else c, b if b <= d else d)
+    return tuple(map(min, s, t))
 
 
 class Antichain:
@@ -135,6 +155,17 @@ def advance_by(t: Time, frontier: Iterable[Time]) -> Time:
         j = join(t, f)
         result = j if result is None else meet(result, j)
     return t if result is None else result
+
+
+def advancer(frontier: Antichain | list[Time]):  # noqa: ANN201 - returns a Time -> Time function
+    """A fast `advance_by` for a fixed frontier (one element: a single join)."""
+    els = frontier.elements if isinstance(frontier, Antichain) else list(frontier)
+    if not els:
+        return lambda t: t
+    if len(els) == 1:
+        f = els[0]
+        return lambda t: join(t, f)
+    return lambda t: advance_by(t, els)
 
 
 def minimum(dims: int) -> Time:

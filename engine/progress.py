@@ -22,28 +22,19 @@ if TYPE_CHECKING:
     from engine.dataflow import Operator
 
 
-def compute_frontiers(ops: list[Operator]) -> dict[tuple[int, int], Antichain]:
-    reach: dict[int, Antichain] = {}
-    ports: dict[tuple[int, int], Antichain] = {}
+def compute_reach(ops: list[Operator]) -> dict[int, Antichain]:
+    """For every operator, the antichain of times it may still send at (at its output)."""
+    reach: dict[int, Antichain] = {op.index: Antichain() for op in ops}
     work = []
     for op in ops:
         for t in op.pointstamps():
             work.append((op, t))
     while work:
         op, t = work.pop()
-        r = reach.get(op.index)
-        if r is None:
-            r = reach[op.index] = Antichain()
-        if not r.insert(t):
+        if not reach[op.index].insert(t):
             continue
-        for dst, port in op.downstream:
-            key = (dst.index, port)
-            pf = ports.get(key)
-            if pf is None:
-                pf = ports[key] = Antichain()
-            if not pf.insert(t):
-                continue
+        for dst, _port in op.downstream:
             t2 = dst.summary(t)
             if t2 is not None:
                 work.append((dst, t2))
-    return ports
+    return reach

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from engine.lattice import Antichain, Time, advance_by
+from engine.lattice import Antichain, Time, advancer
 
 Entry = tuple[Any, Time, int]  # (val, time, diff)
 
@@ -65,9 +65,9 @@ def consolidate_entries(entries: Iterable[Entry], frontier: Antichain | None = N
     acc: dict[tuple[Any, Time], int] = {}
     get = acc.get
     if frontier is not None and frontier.elements:
-        f = frontier.elements
+        adv = advancer(frontier)
         for v, t, r in entries:
-            k = (v, advance_by(t, f))
+            k = (v, adv(t))
             acc[k] = get(k, 0) + r
     else:
         for v, t, r in entries:
@@ -99,7 +99,12 @@ def build_batch(
 
 
 def merge_batches(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
-    """Merge two adjacent batches, advancing times by `frontier` and consolidating."""
+    """Merge two adjacent batches, advancing times by `frontier` and consolidating.
+
+    A key present in one batch with a single entry is kept as it is: advancing a lone entry
+    cannot cancel anything, and advancing is a permission, not an obligation (every query time
+    is beyond `since`). This keeps the frequent small merges cheap.
+    """
     since = older.since.join(newer.since)
     since = since.join(frontier) if frontier.elements else since
     compact = since if since.elements else None
@@ -109,11 +114,17 @@ def merge_batches(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
         a, b = b, a
     for k, lst in a.items():
         other = b.get(k)
+        if other is None and len(lst) == 1:
+            out[k] = lst
+            continue
         merged = consolidate_entries(lst + other if other else lst, compact)
         if merged:
             out[k] = merged
     for k, lst in b.items():
         if k not in a:
+            if len(lst) == 1:
+                out[k] = lst
+                continue
             merged = consolidate_entries(lst, compact)
             if merged:
                 out[k] = merged
