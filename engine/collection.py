@@ -14,7 +14,7 @@ from typing import Any
 
 from engine import reducers
 from engine.dataflow import Operator, Scope
-from engine.operators.arrange import ArrangeOp, Arranged
+from engine.operators.arrange import Arranged, ArrangeOp
 from engine.operators.capture import Capture, CaptureOp, Probe, ProbeOp
 from engine.operators.iterate import ConsolidateOp, EnterOp, LeaveOp, Variable
 from engine.operators.stateless import (

@@ -123,7 +123,24 @@ def reduce_key(
         ground.update(t for _, t, _ in outputs)
         times, deferred = interesting_times(seeds, ground, upper)
     emitted: list[Entry] = []
+    counting = getattr(logic, "counting", None)
     for t in times:
+        if counting is not None:
+            # Logic that depends only on the key's total count: no per-value accumulation.
+            total = 0
+            for _, s, r in inputs:
+                if s == t or less_equal(s, t):
+                    total += r
+            want = dict(counting(total)) if total else {}
+            have = accumulate(outputs, t)
+            for v, s, r in emitted:
+                if less_equal(s, t):
+                    have[v] = have.get(v, 0) + r
+            for v in want.keys() | have.keys():
+                d = want.get(v, 0) - have.get(v, 0)
+                if d:
+                    emitted.append((v, t, d))
+            continue
         acc = accumulate(inputs, t)
         want: dict[Any, int] = {}
         nonzero = [(v, r) for v, r in acc.items() if r]

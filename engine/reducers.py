@@ -21,11 +21,22 @@ def distinct(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
     return [((), 1)] if sum(r for _, r in vals) > 0 else []
 
 
+# Reductions that depend only on the key's total count expose it, so kernels can skip
+# accumulating per value.
+count.counting = lambda n: [(n, 1)]  # type: ignore[attr-defined]
+distinct.counting = lambda n: [((), 1)] if n > 0 else []  # type: ignore[attr-defined]
+
+
 def threshold(f: Callable[[int], int]) -> Callable[[Any, list[tuple[Any, int]]], list[tuple[Any, int]]]:
     def logic(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
         m = f(sum(r for _, r in vals))
         return [((), m)] if m else []
 
+    def counting(n: int) -> list[tuple[Any, int]]:
+        m = f(n)
+        return [((), m)] if m else []
+
+    logic.counting = counting  # type: ignore[attr-defined]
     return logic
 
 

@@ -78,14 +78,15 @@ class ReduceOp(Operator):
                         del self.pending[key]
         in_batches = self.reader.batches()
         out_batches = self.output_reader.batches()
-        # Times not beyond the previous upper cannot be told apart by any time we evaluate now.
+        # Times not beyond the previous upper cannot be told apart by any time we evaluate now;
+        # advancing long histories to it shrinks the set of interesting times.
         compact = self.upper if self.upper.elements else None
         out: list[tuple[Any, Any, Time, int]] = []
         logic = self.logic
         for key, key_seeds in seeds.items():
             inputs = history(in_batches, key)
             outputs = history(out_batches, key)
-            if compact is not None and (len(inputs) > 1 or len(outputs) > 1):
+            if compact is not None and (len(inputs) > 4 or len(outputs) > 4):
                 inputs = consolidate_entries(inputs, compact)
                 outputs = consolidate_entries(outputs, compact)
             emitted, deferred = reduce_key(key, inputs, outputs, key_seeds, upper, logic)

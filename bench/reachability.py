@@ -1,0 +1,171 @@
+"""The differential dataflow roadmap's reachability benchmark.
+
+`reach(root, node)`: `(r, r)` for each of 10 random roots, plus `(r, d)` whenever `(r, n)` is in
+reach and `(n, d)` is an edge; distinct pairs. The workload slides a window over the edges:
+each update removes the oldest edge and adds a random new one, and is its own epoch. Updates are
+submitted in batches of 1, 10 or 100 (every update still its own epoch, so every output keeps
+its update's time).
+
+Prints hydration time (ours and DuckDB's WITH RECURSIVE on the same data, same run), updates/s
+and p50/p99 latency per batch size, and peak RSS; checks the maintained reach set against BFS on
+a sample of epochs (and exits non-zero on a mismatch).
+
+    python bench/reachability.py --config b            # N=1,000  M=2,000
+    python bench/reachability.py --config a --updates 200 --batches 1,100
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import statistics
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine import Dataflow  # noqa: E402
+
+CONFIGS = {"a": (1_000_000, 2_000_000), "b": (1_000, 2_000)}
+
+
+def bfs(edges: list[tuple[int, int]], roots: list[int]) -> set[tuple[int, int]]:
+    adj: dict[int, list[int]] = {}
+    for s, d in edges:
+        adj.setdefault(s, []).append(d)
+    out: set[tuple[int, int]] = set()
+    for r in roots:
+        seen = {r}
+        q = deque([r])
+        while q:
+            n = q.popleft()
+            for m in adj.get(n, ()):
+                if m not in seen:
+                    seen.add(m)
+                    q.append(m)
+        out.update((r, x) for x in seen)
+    return out
+
+
+def duckdb_hydration(edges: list[tuple[int, int]], roots: list[int]) -> tuple[float, int]:
+    import duckdb
+    import pyarrow as pa
+
+    con = duckdb.connect()
+    src = pa.array([e[0] for e in edges], pa.int64())
+    dst = pa.array([e[1] for e in edges], pa.int64())
+    edges_tbl = pa.table({"src": src, "dst": dst})  # noqa: F841 - read by DuckDB by name
+    roots_tbl = pa.table({"r": pa.array(roots, pa.int64())})  # noqa: F841
+    con.execute("CREATE TABLE edges AS SELECT * FROM edges_tbl")
+    con.execute("CREATE TABLE roots AS SELECT * FROM roots_tbl")
+    t0 = time.perf_counter()
+    n = con.execute(
+        "WITH RECURSIVE reach(root, node) AS ("
+        " SELECT r, r FROM roots UNION"
+        " SELECT reach.root, edges.dst FROM reach JOIN edges ON reach.node = edges.src)"
+        " SELECT count(*) FROM reach"
+    ).fetchone()[0]
+    return time.perf_counter() - t0, n
+
+
+def build() -> tuple[Dataflow, object, object, object]:
+    df = Dataflow()
+    edges_in, edges = df.new_input("edges")
+    roots_in, roots = df.new_input("roots")
+    edges_by_src = edges
+
+    def body(reach):  # type: ignore[no-untyped-def]
+        e = edges_by_src.enter(reach.scope)
+        step = reach.map(lambda p: (p[1], p[0])).join_map(e, lambda n, r, d: (r, d))
+        return step.concat(reach).distinct()
+
+    reach = roots.map(lambda r: (r, r)).iterate(body)
+    cap = reach.capture(history=False)
+    return df, edges_in, roots_in, cap
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", choices=sorted(CONFIGS), default="b")
+    ap.add_argument("--updates", type=int, default=1000, help="updates per batch size")
+    ap.add_argument("--batches", default="1,10,100")
+    ap.add_argument("--checks", type=int, default=5, help="epochs checked against BFS per batch size")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    n_nodes, n_edges = CONFIGS[args.config]
+    rng = random.Random(args.seed)
+    edges = [(rng.randrange(n_nodes), rng.randrange(n_nodes)) for _ in range(n_edges)]
+    roots = rng.sample(range(n_nodes), 10)
+    print("config %s: N=%d M=%d roots=10" % (args.config, n_nodes, n_edges))
+
+    duck_s, duck_n = duckdb_hydration(edges, roots)
+    print("duckdb   hydration: %.3f s (reach %d pairs)" % (duck_s, duck_n))
+
+    df, edges_in, roots_in, cap = build()
+    t0 = time.perf_counter()
+    for e in edges:
+        edges_in.insert(e)
+    for r in roots:
+        roots_in.insert(r)
+    edges_in.advance_to(1)
+    roots_in.advance_to(1)
+    df.run()
+    hyd = time.perf_counter() - t0
+    got = cap.current()
+    print("diffsql  hydration: %.3f s (reach %d pairs)  ratio to duckdb %.1fx" % (hyd, len(got), hyd / duck_s))
+    ok = len(got) == duck_n and all(v == 1 for v in got.values())
+    if not ok:
+        print("MISMATCH: hydration reach differs from DuckDB (%d vs %d)" % (len(got), duck_n))
+
+    window = deque(edges)
+    epoch = 1
+    for bsize in [int(b) for b in args.batches.split(",")]:
+        lat: list[float] = []
+        n_done = 0
+        rounds = max(1, args.updates // bsize)
+        check_every = max(1, rounds // max(1, args.checks))
+        t_start = time.perf_counter()
+        for rnd in range(rounds):
+            t1 = time.perf_counter()
+            for _ in range(bsize):
+                edges_in.remove(window.popleft())
+                new = (rng.randrange(n_nodes), rng.randrange(n_nodes))
+                window.append(new)
+                edges_in.insert(new)
+                epoch += 1
+                edges_in.advance_to(epoch)
+                roots_in.advance_to(epoch)
+            df.run()
+            lat.append(time.perf_counter() - t1)
+            n_done += bsize
+            if rnd % check_every == check_every - 1:
+                want = bfs(list(window), roots)
+                cur = cap.current()
+                if set(cur) != want or any(v != 1 for v in cur.values()):
+                    print("MISMATCH against BFS at epoch %d" % (epoch - 1))
+                    ok = False
+        elapsed = time.perf_counter() - t_start
+        lat_ms = sorted(x * 1000 for x in lat)
+        p50 = statistics.median(lat_ms)
+        p99 = lat_ms[min(len(lat_ms) - 1, int(0.99 * len(lat_ms)))]
+        print(
+            "batch %4d: %8.1f updates/s   latency per batch p50 %.2f ms  p99 %.2f ms  (%d updates)"
+            % (bsize, n_done / elapsed, p50, p99, n_done)
+        )
+    stats = df.arrangement_stats()
+    print("trace records held: %d in %d traces" % (sum(s["records"] for s in stats), len(stats)))
+    print("peak RSS: %.0f MB" % peak_rss_mb())
+    print("results checked against BFS and DuckDB: %s" % ("OK" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
