@@ -149,8 +149,12 @@ class Operator:
 class Dataflow:
     """A graph of operators over collections, with its inputs and the scheduler that runs it."""
 
-    def __init__(self, dims: int = 1) -> None:
+    def __init__(self, dims: int = 1, executor: Any = None) -> None:
+        from engine.executor import DEFAULT_EXECUTOR
+
         self.dims = dims
+        # Where operators' bulk work runs (see engine/executor.py).
+        self.executor = executor if executor is not None else DEFAULT_EXECUTOR
         self.ops: list[Operator] = []
         self.root = Scope(self, None, dims)
         self._scope_count = 0

@@ -167,8 +167,9 @@ class TraceReader:
 class Trace:
     """A spine of batches shared by many readers (see the module docstring)."""
 
-    def __init__(self, name: str, dims: int) -> None:
+    def __init__(self, name: str, dims: int, merge: Any = None) -> None:
         self.name = name
+        self.merge = merge if merge is not None else merge_batches
         self.dims = dims
         self.spine: list[Batch] = []
         self.pending: list[Batch] = []
@@ -227,7 +228,7 @@ class Trace:
             while len(self.spine) >= 2 and 2 * self.spine[-1].records >= self.spine[-2].records:
                 newer = self.spine.pop()
                 older = self.spine.pop()
-                self.spine.append(merge_batches(older, newer, frontier))
+                self.spine.append(self.merge(older, newer, frontier))
 
     def compact_all(self) -> None:
         """Merge the whole spine into one batch (used by tests and after big loads)."""
@@ -235,7 +236,7 @@ class Trace:
         while len(self.spine) >= 2:
             newer = self.spine.pop()
             older = self.spine.pop()
-            self.spine.append(merge_batches(older, newer, self.logical_frontier()))
+            self.spine.append(self.merge(older, newer, self.logical_frontier()))
 
     # -- statistics --------------------------------------------------------------------------
     def records(self) -> int:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.dataflow import Operator, Scope
 from engine.lattice import Antichain, Time
-from engine.trace import Batch, Trace, build_batch
+from engine.trace import Trace
 
 if TYPE_CHECKING:
     from engine.collection import Collection
@@ -30,9 +30,9 @@ class ArrangeOp(Operator):
     def __init__(self, scope: Scope, name: str, source: Operator, by_self: bool) -> None:
         super().__init__(scope, name, [source])
         self.by_self = by_self
-        self.trace = Trace(name, scope.dims)
+        self.trace = Trace(name, scope.dims, self.dataflow.executor.merge)
         self.dataflow.traces.append(self.trace)
-        self.buffer: list[tuple[Any, Any, Time, int]] = []
+        self.buffer: list[Any] = []
         self.buffer_lower = Antichain()
         self.upper = Antichain([(0,) * scope.dims])
 
@@ -40,40 +40,31 @@ class ArrangeOp(Operator):
         return self.buffer_lower.elements
 
     def activate(self, frontiers: list[Antichain]) -> None:
-        buf = self.buffer
-        if self.by_self:
-            for updates, _ in self.drain(0):
-                buf.extend((d, (), t, r) for d, t, r in updates)
-        else:
-            for updates, _ in self.drain(0):
-                buf.extend((d[0], d[1], t, r) for d, t, r in updates)
+        for updates, _ in self.drain(0):
+            self.buffer.append(updates)
         frontier = frontiers[0]
-        if frontier == self.upper and not buf:
+        if frontier == self.upper and not self.buffer:
             return
-        if not buf:
-            self.upper = frontier
+        ready = None
+        if self.buffer:
+            ex = self.dataflow.executor
+            ready, rest = ex.split(self.buffer, frontier)
+            if ex.is_empty(rest):
+                self.buffer, self.buffer_lower = [], Antichain()
+            else:
+                self.buffer, self.buffer_lower = [rest], ex.lower(rest)
+            if ex.is_empty(ready):
+                ready = None
+        lower = self.upper
+        self.upper = frontier
+        if ready is None:
             self.trace.upper = frontier
             self.trace.own_logical = frontier
             return
-        beyond = frontier.less_equal
-        ready = [u for u in buf if not beyond(u[2])]
-        if len(ready) == len(buf):
-            self.buffer = []
-            self.buffer_lower = Antichain()
-        else:
-            self.buffer = [u for u in buf if beyond(u[2])]
-            self.buffer_lower = Antichain(u[2] for u in self.buffer)
-        if ready:
-            lower = self.upper
-            batch = build_batch(ready, lower, frontier, Antichain([(0,) * self.scope.dims]))
-            self.trace.insert(batch)
-            self.upper = frontier
-            if batch.records:
-                self.send(batch, lower.elements)
-        else:
-            self.upper = frontier
-            self.trace.upper = frontier
-            self.trace.own_logical = frontier
+        batch = self.dataflow.executor.seal(ready, self.by_self, lower, frontier, self.scope.dims)
+        self.trace.insert(batch)
+        if batch.records:
+            self.send(batch, lower.elements)
 
 
 class Arranged:
@@ -130,15 +121,11 @@ class AsCollectionOp(Operator):
         self.f = f
 
     def activate(self, frontiers: list[Antichain]) -> None:
-        f = self.f
+        ex = self.dataflow.executor
         for batch, lower in self.drain(0):
-            assert isinstance(batch, Batch)
-            if f is None:
-                out = [((k, v), t, r) for k, es in batch.updates.items() for v, t, r in es]
-            else:
-                out = [(f(k, v), t, r) for k, es in batch.updates.items() for v, t, r in es]
+            out = ex.unarrange(batch, self.f)
             self.reader.accept(batch)
-            if out:
+            if not ex.is_empty(out):
                 self.send(out, lower)
         # This reader needs no history: let the trace compact up to what may still arrive.
         self.reader.set_logical_compaction(frontiers[0])

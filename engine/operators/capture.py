@@ -30,7 +30,9 @@ class CaptureOp(Operator):
         self.drained: list[tuple[Any, Time, int]] = []
 
     def activate(self, frontiers: list[Antichain]) -> None:
-        for updates, _ in self.drain(0):
+        ex = self.dataflow.executor
+        for payload, _ in self.drain(0):
+            updates = ex.collect(payload)
             if self.keep_history:
                 self.updates.extend(updates)
             self.unfinal.extend(updates)

@@ -34,7 +34,7 @@ class InputOp(Operator):
         if self.buffer:
             out, lower = self.buffer, self.buffer_lower
             self.buffer, self.buffer_lower = [], Antichain()
-            self.send(out, lower.elements)
+            self.send(self.dataflow.executor.from_updates(out), lower.elements)
 
 
 class InputHandle:

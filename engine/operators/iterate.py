@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from engine.consolidation import consolidate
 from engine.dataflow import Operator, Scope
 from engine.errors import IterationLimitExceeded
 from engine.lattice import Antichain, Time
@@ -38,8 +37,9 @@ class EnterOp(Operator):
         return t + (0,)
 
     def activate(self, frontiers: list[Antichain]) -> None:
+        ex = self.dataflow.executor
         for updates, lower in self.drain(0):
-            self.send([(d, t + (0,), r) for d, t, r in updates], [t + (0,) for t in lower])
+            self.send(ex.apply(enter_logic, updates), [t + (0,) for t in lower])
 
 
 class LeaveOp(Operator):
@@ -52,8 +52,9 @@ class LeaveOp(Operator):
         return t[:-1]
 
     def activate(self, frontiers: list[Antichain]) -> None:
+        ex = self.dataflow.executor
         for updates, lower in self.drain(0):
-            self.send([(d, t[:-1], r) for d, t, r in updates], [t[:-1] for t in lower])
+            self.send(ex.apply(leave_logic, updates), [t[:-1] for t in lower])
 
 
 class ConsolidateOp(Operator):
@@ -63,33 +64,31 @@ class ConsolidateOp(Operator):
 
     def __init__(self, scope: Scope, source: Operator, name: str = "consolidate") -> None:
         super().__init__(scope, name, [source])
-        self.buffer: list[tuple[Any, Time, int]] = []
+        self.buffer: list[Any] = []
         self.buffer_lower = Antichain()
 
     def capabilities(self) -> Iterable[Time]:
         return [self.summary(t) for t in self.buffer_lower.elements]  # type: ignore[misc]
 
-    def transform(self, updates: list[tuple[Any, Time, int]]) -> list[tuple[Any, Time, int]]:
-        return updates
+    def transform(self, payload: Any, lower: Antichain) -> tuple[Any, list[Time]]:
+        return payload, lower.elements
 
     def activate(self, frontiers: list[Antichain]) -> None:
         for updates, _ in self.drain(0):
-            self.buffer.extend(updates)
+            self.buffer.append(updates)
         if not self.buffer:
             return
-        frontier = frontiers[0]
-        beyond = frontier.less_equal
-        ready, rest = [], []
-        for u in self.buffer:
-            (rest if beyond(u[1]) else ready).append(u)
-        self.buffer = rest
-        self.buffer_lower = Antichain(u[1] for u in rest)
-        if ready:
-            out = consolidate(ready)
-            if out:
-                out = self.transform(out)
-                lower = Antichain(t for _, t, _ in out)
-                self.send(out, lower.elements)
+        ex = self.dataflow.executor
+        ready, rest = ex.split(self.buffer, frontiers[0])
+        if ex.is_empty(rest):
+            self.buffer, self.buffer_lower = [], Antichain()
+        else:
+            self.buffer, self.buffer_lower = [rest], ex.lower(rest)
+        if not ex.is_empty(ready):
+            out = ex.consolidate(ready)
+            if not ex.is_empty(out):
+                payload, lower = self.transform(out, ex.lower(out))
+                self.send(payload, lower)
 
 
 class FeedbackOp(ConsolidateOp):
@@ -101,16 +100,28 @@ class FeedbackOp(ConsolidateOp):
     def summary(self, t: Time) -> Time | None:
         return t[:-1] + (t[-1] + 1,)
 
-    def transform(self, updates: list[tuple[Any, Time, int]]) -> list[tuple[Any, Time, int]]:
+    def transform(self, payload: Any, lower: Antichain) -> tuple[Any, list[Time]]:
         limit = self.scope.limit
-        out = [(d, t[:-1] + (t[-1] + 1,), r) for d, t, r in updates]
         if limit is not None:
-            for _, t, _ in out:
-                if t[-1] > limit:
+            for t in lower.elements:
+                if t[-1] + 1 > limit:
                     self.buffer = []
                     self.buffer_lower = Antichain()
                     raise IterationLimitExceeded(limit, self.scope.name, t[:-1])
-        return out
+        out = self.dataflow.executor.apply(feedback_logic, payload)
+        return out, [t[:-1] + (t[-1] + 1,) for t in lower.elements]
+
+
+def enter_logic(updates: list[tuple[Any, Time, int]]) -> list[tuple[Any, Time, int]]:
+    return [(d, t + (0,), r) for d, t, r in updates]
+
+
+def leave_logic(updates: list[tuple[Any, Time, int]]) -> list[tuple[Any, Time, int]]:
+    return [(d, t[:-1], r) for d, t, r in updates]
+
+
+def feedback_logic(updates: list[tuple[Any, Time, int]]) -> list[tuple[Any, Time, int]]:
+    return [(d, t[:-1] + (t[-1] + 1,), r) for d, t, r in updates]
 
 
 class VariableOp(Operator):

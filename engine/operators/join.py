@@ -17,8 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.dataflow import Operator
-from engine.kernels import join_batches
-from engine.lattice import Antichain, Time
+from engine.lattice import Antichain
 from engine.operators.arrange import Arranged
 
 
@@ -38,21 +37,18 @@ class JoinOp(Operator):
         self.f = f
 
     def activate(self, frontiers: list[Antichain]) -> None:
-        out: list[tuple[Any, Time, int]] = []
-        lower = Antichain()
+        ex = self.dataflow.executor
         lr, rr = self.left_reader, self.right_reader
         for batch, blower in self.drain(0):
-            join_batches(batch, rr.batches(), self.f, True, out)
+            out = ex.join(batch, rr.batches(), self.f, True)
             lr.accept(batch)
-            for t in blower:
-                lower.insert(t)
+            if not ex.is_empty(out):
+                self.send(out, blower)
         for batch, blower in self.drain(1):
-            join_batches(batch, lr.batches(), self.f, False, out)
+            out = ex.join(batch, lr.batches(), self.f, False)
             rr.accept(batch)
-            for t in blower:
-                lower.insert(t)
-        if out:
-            self.send(out, lower.elements)
+            if not ex.is_empty(out):
+                self.send(out, blower)
         # Join preservation: each trace only needs accuracy at times beyond the other input.
         lr.set_logical_compaction(frontiers[1])
         rr.set_logical_compaction(frontiers[0])

@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.dataflow import Operator
-from engine.kernels import Logic, history, reduce_key
+from engine.kernels import Logic
 from engine.lattice import Antichain, Time
 from engine.operators.arrange import Arranged
-from engine.trace import Batch, Trace, build_batch, consolidate_entries
+from engine.trace import Batch, Trace
 
 
 class ReduceOp(Operator):
@@ -34,7 +34,7 @@ class ReduceOp(Operator):
         source.op.downstream.append((self, 0))
         self.reader = source.attach(self, 0, name + ".input")
         self.logic = logic
-        self.output = Trace(name, source.scope.dims)
+        self.output = Trace(name, source.scope.dims, self.dataflow.executor.merge)
         self.dataflow.traces.append(self.output)
         # The reduce reads its own output history; it is the output trace's first reader.
         self.output_reader = self.output.new_reader(name + ".output")
@@ -57,50 +57,21 @@ class ReduceOp(Operator):
             return
         for b in batches:
             self.reader.accept(b)
-        beyond = upper.less_equal
-        seeds: dict[Any, set[Time]] = {}
-        for b in batches:
-            for key, entries in b.updates.items():
-                s = seeds.get(key)
-                if s is None:
-                    s = seeds[key] = set()
-                for _, t, _ in entries:
-                    s.add(t)
-        if self.pending:
-            for key in list(self.pending):
-                ready = {p for p in self.pending[key] if not beyond(p)}
-                if ready:
-                    seeds.setdefault(key, set()).update(ready)
-                    rest = self.pending[key] - ready
-                    if rest:
-                        self.pending[key] = rest
-                    else:
-                        del self.pending[key]
-        in_batches = self.reader.batches()
-        out_batches = self.output_reader.batches()
-        # Times not beyond the previous upper cannot be told apart by any time we evaluate now;
-        # advancing long histories to it shrinks the set of interesting times.
-        compact = self.upper if self.upper.elements else None
-        out: list[tuple[Any, Any, Time, int]] = []
-        logic = self.logic
-        for key, key_seeds in seeds.items():
-            inputs = history(in_batches, key)
-            outputs = history(out_batches, key)
-            if compact is not None and (len(inputs) > 4 or len(outputs) > 4):
-                inputs = consolidate_entries(inputs, compact)
-                outputs = consolidate_entries(outputs, compact)
-            emitted, deferred = reduce_key(key, inputs, outputs, key_seeds, upper, logic)
-            for v, t, r in emitted:
-                out.append((key, v, t, r))
-            if deferred:
-                self.pending.setdefault(key, set()).update(deferred)
-        lower = self.upper
-        if out:
-            batch = build_batch(out, lower, upper, Antichain([(0,) * self.scope.dims]))
+        batch, self.pending = self.dataflow.executor.reduce_round(
+            batches,
+            self.pending,
+            self.reader.batches(),
+            self.output_reader.batches(),
+            self.upper,
+            upper,
+            self.logic,
+            self.scope.dims,
+        )
+        if batch is not None:
             self.output.insert(batch)
             self.output_reader.accept(batch)
             if batch.records:
-                self.send(batch, lower.elements)
+                self.send(batch, self.upper.elements)
         self._advance(upper)
 
     def _advance(self, upper: Antichain) -> None:

@@ -26,9 +26,10 @@ class UnaryOp(Operator):
         self.logic = logic
 
     def activate(self, frontiers: list[Antichain]) -> None:
+        ex = self.dataflow.executor
         for updates, lower in self.drain(0):
-            out = self.logic(updates)
-            if out:
+            out = ex.apply(self.logic, updates)
+            if not ex.is_empty(out):
                 self.send(out, lower)
 
 
@@ -38,8 +39,7 @@ class ConcatOp(Operator):
     def activate(self, frontiers: list[Antichain]) -> None:
         for port in range(len(self.queues)):
             for updates, lower in self.drain(port):
-                if updates:
-                    self.send(updates, lower)
+                self.send(updates, lower)
 
 
 def map_logic(f: Callable[[Any], Any]) -> Callable[[Updates], Updates]:

@@ -1,0 +1,139 @@
+"""The executor boundary: where operators hand their bulk work to a runtime.
+
+Operators (in `engine/operators/`) keep everything about scheduling: queues, frontiers,
+capabilities, which batches a reader has accepted, pending times. Everything that touches the
+updates themselves goes through the dataflow's `Executor`: applying a stateless function to a
+set of updates, splitting buffered updates at a frontier, sealing and merging batches, joining a
+batch with a trace cut, one round of reduce over the keys a batch touches, consolidation, and
+collecting results. A payload (a set of updates) and a batch are opaque to the operators.
+
+`InProcessExecutor` is the embedded default: payloads are Python lists of `(data, time, diff)`,
+batches are `trace.Batch` (dicts of key -> entries), and the per-key work is `kernels`. Another
+executor (for example one on Apache Spark) implements the same methods over its own payloads
+and batches, and runs the same dataflow with the same scheduler and the same results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.consolidation import consolidate
+from engine.kernels import Logic, history, join_batches, reduce_key
+from engine.lattice import Antichain, Time
+from engine.trace import Batch, build_batch, consolidate_entries, merge_batches
+
+Updates = list[tuple[Any, Time, int]]
+
+
+class InProcessExecutor:
+    """Runs operators' bulk work in this process over Python lists and dicts."""
+
+    name = "inprocess"
+
+    # -- payloads ------------------------------------------------------------------------------
+    def from_updates(self, updates: Updates) -> Updates:
+        return updates
+
+    def collect(self, payload: Updates) -> Updates:
+        return payload
+
+    def apply(self, logic: Callable[[Updates], Updates], payload: Updates) -> Updates:
+        return logic(payload)
+
+    def is_empty(self, payload: Updates) -> bool:
+        return not payload
+
+    def consolidate(self, payload: Updates) -> Updates:
+        return consolidate(payload)
+
+    def lower(self, payload: Updates) -> Antichain:
+        return Antichain(t for _, t, _ in payload)
+
+    def split(self, payloads: list[Updates], frontier: Antichain) -> tuple[Updates, Updates]:
+        """Updates at complete times (not beyond `frontier`), and the rest."""
+        beyond = frontier.less_equal
+        ready: Updates = []
+        rest: Updates = []
+        for p in payloads:
+            for u in p:
+                (rest if beyond(u[1]) else ready).append(u)
+        return ready, rest
+
+    # -- batches -------------------------------------------------------------------------------
+    def seal(
+        self, ready: Updates, by_self: bool, lower: Antichain, upper: Antichain, dims: int
+    ) -> Batch:
+        """A batch `[lower, upper)` of `ready` updates, keyed by the data or its first half."""
+        since = Antichain([(0,) * dims])
+        if by_self:
+            return build_batch(((d, (), t, r) for d, t, r in ready), lower, upper, since)
+        return build_batch(((d[0], d[1], t, r) for d, t, r in ready), lower, upper, since)
+
+    def merge(self, older: Batch, newer: Batch, frontier: Antichain) -> Batch:
+        return merge_batches(older, newer, frontier)
+
+    def unarrange(self, batch: Batch, f: Callable[[Any, Any], Any] | None) -> Updates:
+        if f is None:
+            return [((k, v), t, r) for k, es in batch.updates.items() for v, t, r in es]
+        return [(f(k, v), t, r) for k, es in batch.updates.items() for v, t, r in es]
+
+    # -- stateful kernels ----------------------------------------------------------------------
+    def join(
+        self, new: Batch, others: list[Batch], f: Callable[[Any, Any, Any], Any], new_is_left: bool
+    ) -> Updates:
+        out: Updates = []
+        join_batches(new, others, f, new_is_left, out)
+        return out
+
+    def reduce_round(
+        self,
+        new: list[Batch],
+        pending: dict[Any, set[Time]],
+        inputs: list[Batch],
+        outputs: list[Batch],
+        lower: Antichain,
+        upper: Antichain,
+        logic: Logic,
+        dims: int,
+    ) -> tuple[Batch | None, dict[Any, set[Time]]]:
+        """One round of reduce: corrections for every key `new` touches or with pending times
+        now complete, as a batch `[lower, upper)`; returns it and the pending times left."""
+        beyond = upper.less_equal
+        seeds: dict[Any, set[Time]] = {}
+        for b in new:
+            for key, entries in b.updates.items():
+                s = seeds.get(key)
+                if s is None:
+                    s = seeds[key] = set()
+                for _, t, _ in entries:
+                    s.add(t)
+        left: dict[Any, set[Time]] = {}
+        for key, times in pending.items():
+            ready = {p for p in times if not beyond(p)}
+            if ready:
+                seeds.setdefault(key, set()).update(ready)
+            rest = times - ready
+            if rest:
+                left[key] = rest
+        # Times not beyond `lower` cannot be told apart by any time evaluated now; advancing
+        # long histories to it shrinks the set of interesting times.
+        compact = lower if lower.elements else None
+        out: list[tuple[Any, Any, Time, int]] = []
+        for key, key_seeds in seeds.items():
+            ins = history(inputs, key)
+            outs = history(outputs, key)
+            if compact is not None and (len(ins) > 4 or len(outs) > 4):
+                ins = consolidate_entries(ins, compact)
+                outs = consolidate_entries(outs, compact)
+            emitted, deferred = reduce_key(key, ins, outs, key_seeds, upper, logic)
+            for v, t, r in emitted:
+                out.append((key, v, t, r))
+            if deferred:
+                left.setdefault(key, set()).update(deferred)
+        if not out:
+            return None, left
+        return build_batch(out, lower, upper, Antichain([(0,) * dims])), left
+
+
+DEFAULT_EXECUTOR = InProcessExecutor()
