@@ -251,6 +251,10 @@ class Trace:
         for b in self.existing_batches():
             if not b.records:
                 continue
+            if not isinstance(b, Batch):
+                # Another executor's batch reports its own size.
+                total += int(getattr(b, "approx_bytes", lambda: 0)())
+                continue
             sample_key = next(iter(b.updates))
             entry = b.updates[sample_key][0]
             per_entry = sys.getsizeof(entry) + sys.getsizeof(entry[1]) + 8 + _deep(entry[0])
