@@ -95,6 +95,27 @@ def interesting_times(
     return sorted(active), deferred
 
 
+def desired(
+    key: Any, inputs: list[Entry], t: Time, logic: Logic, counting: Any = None
+) -> dict[Any, int]:
+    """The output `logic` wants at `t`: `{out_val: multiplicity}` from the input accumulated there."""
+    if counting is not None:
+        # Logic that depends only on the key's total count: no per-value accumulation.
+        total = 0
+        for _, s, r in inputs:
+            if s == t or less_equal(s, t):
+                total += r
+        return dict(counting(total)) if total else {}
+    nonzero = [(v, r) for v, r in accumulate(inputs, t).items() if r]
+    want: dict[Any, int] = {}
+    if nonzero:
+        nonzero.sort(key=lambda vr: sort_key(vr[0]))
+        for v, r in logic(key, nonzero):
+            if r:
+                want[v] = want.get(v, 0) + r
+    return want
+
+
 def reduce_key(
     key: Any,
     inputs: list[Entry],
@@ -125,35 +146,11 @@ def reduce_key(
     emitted: list[Entry] = []
     counting = getattr(logic, "counting", None)
     for t in times:
-        if counting is not None:
-            # Logic that depends only on the key's total count: no per-value accumulation.
-            total = 0
-            for _, s, r in inputs:
-                if s == t or less_equal(s, t):
-                    total += r
-            want = dict(counting(total)) if total else {}
-            have = accumulate(outputs, t)
-            for v, s, r in emitted:
-                if less_equal(s, t):
-                    have[v] = have.get(v, 0) + r
-            for v in want.keys() | have.keys():
-                d = want.get(v, 0) - have.get(v, 0)
-                if d:
-                    emitted.append((v, t, d))
-            continue
-        acc = accumulate(inputs, t)
-        want: dict[Any, int] = {}
-        nonzero = [(v, r) for v, r in acc.items() if r]
-        if nonzero:
-            nonzero.sort(key=lambda vr: sort_key(vr[0]))
-            for v, r in logic(key, nonzero):
-                if r:
-                    want[v] = want.get(v, 0) + r
+        want = desired(key, inputs, t, logic, counting)
         have = accumulate(outputs, t)
-        if emitted:
-            for v, s, r in emitted:
-                if less_equal(s, t):
-                    have[v] = have.get(v, 0) + r
+        for v, s, r in emitted:
+            if less_equal(s, t):
+                have[v] = have.get(v, 0) + r
         for v in want.keys() | have.keys():
             d = want.get(v, 0) - have.get(v, 0)
             if d:

@@ -13,9 +13,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from engine import Collection, Dataflow, InputHandle, Variable
-
 import naive
+
+from engine import Collection, Dataflow, InputHandle, Variable
 
 
 class Stream2D:

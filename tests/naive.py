@@ -135,7 +135,9 @@ def op_antijoin(a: Multiset, keys: Multiset) -> Multiset:
     return {(k, v): c for (k, v), c in a.items() if keys.get(k, 0) <= 0}
 
 
-def op_reduce(m: Multiset, f: Callable[[Any, list[tuple[Any, int]]], list[tuple[Any, int]]]) -> Multiset:
+def op_reduce(
+    m: Multiset, f: Callable[[Any, list[tuple[Any, int]]], list[tuple[Any, int]]]
+) -> Multiset:
     acc: dict[Any, int] = defaultdict(int)
     for k, vals in group(m).items():
         for out, c in f(k, vals):
@@ -186,7 +188,9 @@ def op_top_k(
     return dict(acc)
 
 
-def fixpoint(start: Multiset, body: Callable[[Multiset], Multiset], limit: int = 10_000) -> Multiset:
+def fixpoint(
+    start: Multiset, body: Callable[[Multiset], Multiset], limit: int = 10_000
+) -> Multiset:
     """Iterate ``x_{i+1} = body(x_i)`` from ``x_0 = start`` until it stops changing."""
     x = start
     for _ in range(limit):

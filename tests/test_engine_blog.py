@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import naive
 import pytest
 
 from engine import Dataflow, Variable
-
-import naive
 
 INPUT = {
     (0, 0): [("a", 1), ("b", 3), ("cc", 2)],
@@ -70,4 +69,3 @@ def test_count_distinct_by_length_blog_2015(schedule: str) -> None:
     assert naive.accumulate(out_cap.updates, (1, 1)) == {("length: 1", 1): 1, ("length: 2", 1): 1}
     for t in [(0, 0), (0, 1), (1, 0), (1, 1), (0, 5), (1, 5)]:
         assert not out_cap.frontier.less_equal(t), f"{t} should be complete"
-

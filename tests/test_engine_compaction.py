@@ -15,9 +15,9 @@ import random
 from collections import Counter
 from typing import Any
 
-from engine import Dataflow
-
 import naive
+
+from engine import Dataflow
 
 NODES, WINDOW, UPDATES, SLIDES_PER_EPOCH = 1_000, 2_000, 20_000, 10
 
@@ -77,7 +77,8 @@ def test_sliding_window_join_distinct_traces_stay_bounded() -> None:
         epoch += 1
         handle.advance_to(epoch)
         df.run()
-        samples.append(total_records(df))
+        if epoch % 10 == 0:  # arrangement_stats walks every record for "bytes": sample
+            samples.append(total_records(df))
         if epoch % 250 == 0:
             for data, _t, d in cap.drain():
                 state[data] = state.get(data, 0) + d
@@ -102,11 +103,13 @@ def test_sliding_window_reachability_loop_traces_stay_bounded() -> None:
     edges_h, edges = df.new_input(name="edges")
     roots_h, roots = df.new_input(name="roots")
     reach = roots.iterate(
-        lambda x: x.map(lambda v: (v, ()))
-        .join(edges.enter(x.scope))
-        .map(lambda kv: kv[1][1])
-        .concat(x)
-        .distinct()
+        lambda x: (
+            x.map(lambda v: (v, ()))
+            .join(edges.enter(x.scope))
+            .map(lambda kv: kv[1][1])
+            .concat(x)
+            .distinct()
+        )
     )
     cap = reach.capture()
     for r in range(3):
@@ -121,7 +124,8 @@ def test_sliding_window_reachability_loop_traces_stay_bounded() -> None:
         edges_h.advance_to(epoch)
         roots_h.advance_to(epoch)
         df.run()
-        samples.append(total_records(df))
+        if epoch % 4 == 0:
+            samples.append(total_records(df))
         if epoch % 100 == 0:
             got = naive.accumulate(cap.updates, (epoch - 1,))
             assert got == {v: 1 for v in naive.reachable({0, 1, 2}, set(window))}, epoch
@@ -133,4 +137,4 @@ def test_sliding_window_reachability_loop_traces_stay_bounded() -> None:
     late = samples[len(samples) // 2 :]
     early = samples[: len(samples) // 4]
     assert max(late) <= 2 * max(early), f"loop traces keep growing: {max(early)} -> {max(late)}"
-    assert max(samples) <= 40 * window_size, f"loop traces hold {max(samples)} records"
+    assert max(samples) <= 10 * window_size, f"loop traces hold {max(samples)} records"

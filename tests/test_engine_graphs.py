@@ -15,11 +15,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import naive
 import networkx as nx
 
 from engine import Capture, Collection, Dataflow
-
-import naive
 
 
 def drain_into(state: dict[Any, int], cap: Capture) -> dict[Any, int]:
@@ -34,10 +33,7 @@ def drain_into(state: dict[Any, int], cap: Capture) -> dict[Any, int]:
 def min_label(nodes: Collection, edges: Collection) -> Collection:
     """Fig. 7: labels (node, label) improved to the minimum over in-neighbours, to fixpoint."""
     return nodes.iterate(
-        lambda x: x.join(edges.enter(x.scope))
-        .map(lambda kv: (kv[1][1], kv[1][0]))
-        .concat(x)
-        .min()
+        lambda x: x.join(edges.enter(x.scope)).map(lambda kv: (kv[1][1], kv[1][0])).concat(x).min()
     )
 
 
@@ -106,8 +102,8 @@ def test_connected_components_fig7_under_random_updates() -> None:
     present = set(start)
     for e in sorted(start):
         handle.insert(e)
-    epoch = 0
-    for pos in range(0, len(stream) + 1, per_epoch):
+    chunks = [stream[i : i + per_epoch] for i in range(0, len(stream), per_epoch)]
+    for epoch in range(len(chunks) + 1):
         handle.advance_to(epoch + 1)
         df.run()
         drain_into(state, cap)
@@ -115,8 +111,7 @@ def test_connected_components_fig7_under_random_updates() -> None:
         g.add_edges_from(present)
         want = {(v, min(c)): 1 for c in nx.connected_components(g) for v in c}
         assert state == want, f"labels wrong after epoch {epoch}"
-        epoch += 1
-        for e, d in stream[pos : pos + per_epoch]:
+        for e, d in chunks[epoch] if epoch < len(chunks) else []:
             handle.insert(e, d)
             (present.add if d > 0 else present.discard)(e)
 
@@ -132,8 +127,8 @@ def test_scc_fig8_doubly_nested_under_random_updates() -> None:
     present = set(start)
     for e in sorted(start):
         handle.insert(e)
-    epoch = 0
-    for pos in range(0, len(stream) + 1, per_epoch):
+    chunks = [stream[i : i + per_epoch] for i in range(0, len(stream), per_epoch)]
+    for epoch in range(len(chunks) + 1):
         handle.advance_to(epoch + 1)
         df.run()
         drain_into(state, cap)
@@ -143,8 +138,7 @@ def test_scc_fig8_doubly_nested_under_random_updates() -> None:
         want = {(a, b): 1 for a, b in present if comp[a] == comp[b]}
         assert state == want, f"SCC edges wrong after epoch {epoch}"
         assert set(want) == naive.scc_edges_fixpoint(present)  # the oracle agrees with itself
-        epoch += 1
-        for e, d in stream[pos : pos + per_epoch]:
+        for e, d in chunks[epoch] if epoch < len(chunks) else []:
             handle.insert(e, d)
             (present.add if d > 0 else present.discard)(e)
 
@@ -173,7 +167,9 @@ def test_scc_many_epochs_in_flight_equals_stepwise() -> None:
     for epoch, (e, d) in enumerate(stream):
         (present.add if d > 0 else present.discard)(e)
         want = {x: 1 for x in naive.scc_edges_fixpoint(present)}
-        assert naive.accumulate([(x, t, r) for (x, t), r in results[1].items()], (epoch + 1,)) == want
+        assert (
+            naive.accumulate([(x, t, r) for (x, t), r in results[1].items()], (epoch + 1,)) == want
+        )
 
 
 def test_reachability_sliding_window_changing_roots() -> None:
@@ -183,11 +179,13 @@ def test_reachability_sliding_window_changing_roots() -> None:
     edges_h, edges = df.new_input(name="edges")
     roots_h, roots = df.new_input(name="roots")
     reach = roots.iterate(
-        lambda x: x.map(lambda v: (v, ()))
-        .join(edges.enter(x.scope))
-        .map(lambda kv: kv[1][1])
-        .concat(x)
-        .distinct()
+        lambda x: (
+            x.map(lambda v: (v, ()))
+            .join(edges.enter(x.scope))
+            .map(lambda kv: kv[1][1])
+            .concat(x)
+            .distinct()
+        )
     )
     cap = reach.capture()
     state: dict[Any, int] = {}

@@ -13,9 +13,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from engine import Collection, Dataflow
-
 import naive
+
+from engine import Collection, Dataflow
 
 BUCKETS = 16
 POOL = [f"str{i:02d}" for i in range(24)]

@@ -10,11 +10,10 @@
 
 from __future__ import annotations
 
+import naive
 import pytest
 
 from engine import Collection, Dataflow, IterationLimitExceeded, Variable
-
-import naive
 
 
 def counter(x: Collection) -> Collection:
@@ -49,7 +48,9 @@ def test_converging_loops_within_limit_do_not_raise() -> None:
     df = Dataflow()
     handle, start = df.new_input(name="start")
     # a chain 0 -> 1 -> ... -> 30 needs 30 rounds; limit 50 is enough
-    cap = start.iterate(lambda x: x.map(lambda n: min(n + 1, 30)).concat(x).distinct(), limit=50).capture()
+    cap = start.iterate(
+        lambda x: x.map(lambda n: min(n + 1, 30)).concat(x).distinct(), limit=50
+    ).capture()
     handle.insert(0)
     handle.advance_to(1)
     df.run()
@@ -78,7 +79,9 @@ def test_iterate_mod_closure_matches_naive_over_epochs() -> None:
         df.run()
         want = naive.fixpoint(
             {n: 1 for n in current},
-            lambda m: naive.op_distinct(naive.op_concat(naive.op_map(m, lambda n: (n * 3 + 1) % 37), m)),
+            lambda m: naive.op_distinct(
+                naive.op_concat(naive.op_map(m, lambda v: (v * 3 + 1) % 37), m)
+            ),
         )
         assert naive.accumulate(cap.updates, (epoch,)) == want, f"epoch {epoch}"
 

@@ -110,8 +110,6 @@ def test_advance_by_canonicity(case: tuple[Time, Time, list[Time]]) -> None:
     t1, t2, frontier = case
     same = advance_by(t1, frontier) == advance_by(t2, frontier)
     indistinguishable = all(
-        less_equal(t1, g) == less_equal(t2, g)
-        for g in grid(len(t1), 5)
-        if beyond(frontier, g)
+        less_equal(t1, g) == less_equal(t2, g) for g in grid(len(t1), 5) if beyond(frontier, g)
     )
     assert same == indistinguishable, (t1, t2, frontier)

@@ -12,6 +12,9 @@ nested iterate) is checked two ways:
 * the consolidated output differences are exactly the Moebius inversion of the naive outputs,
   which makes them identical whatever the epoch grouping (run after every epoch, one run after
   all epochs, or a few single scheduling steps in between).
+
+A hypothesis test also feeds arbitrary signed updates (negative accumulations included) at
+2-D times to count and join, whose results are defined for any multiplicities.
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import naive
 import pytest
+from harness import Stream2D, random_grid
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import Collection, Dataflow, Variable
-
-import naive
-from harness import Stream2D, random_grid
 
 Multiset = naive.Multiset
 EPOCHS = 5
@@ -37,7 +41,9 @@ EPOCHS = 5
 
 
 def gen_keyed(rng: random.Random) -> Multiset:
-    return {(rng.randrange(4), rng.randrange(6)): rng.randint(1, 2) for _ in range(rng.randint(2, 7))}
+    return {
+        (rng.randrange(4), rng.randrange(6)): rng.randint(1, 2) for _ in range(rng.randint(2, 7))
+    }
 
 
 def mutate_keyed(rng: random.Random, m: Multiset) -> Multiset:
@@ -67,7 +73,11 @@ def mutate_set(rng: random.Random, m: Multiset) -> Multiset:
     return out
 
 
-GENERATORS = {"A": (gen_keyed, mutate_keyed), "B": (gen_keyed, mutate_keyed), "K": (gen_set, mutate_set)}
+GENERATORS = {
+    "A": (gen_keyed, mutate_keyed),
+    "B": (gen_keyed, mutate_keyed),
+    "K": (gen_set, mutate_set),
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,12 +169,16 @@ CASES = [
         "map_filter",
         ("A",),
         lambda a: a.map(lambda kv: (kv[0] % 2, kv[1])).filter(lambda kv: kv[1] != 3),
-        lambda a: naive.op_filter(naive.op_map(a, lambda kv: (kv[0] % 2, kv[1])), lambda kv: kv[1] != 3),
+        lambda a: naive.op_filter(
+            naive.op_map(a, lambda kv: (kv[0] % 2, kv[1])), lambda kv: kv[1] != 3
+        ),
     ),
     Case(
         "flat_map_negate_concat",
         ("A", "B"),
-        lambda a, b: a.flat_map(lambda kv: [kv, (kv[0] + 10, kv[1])]).concat(b.negate()).consolidate(),
+        lambda a, b: (
+            a.flat_map(lambda kv: [kv, (kv[0] + 10, kv[1])]).concat(b.negate()).consolidate()
+        ),
         lambda a, b: naive.op_concat(
             a, naive.op_map(a, lambda kv: (kv[0] + 10, kv[1])), naive.op_negate(b)
         ),
@@ -188,11 +202,18 @@ CASES = [
         lambda a, b: (lambda arr: a.join(arr).concat(arr.as_collection(lambda k, v: (k, (v, v)))))(
             b.arrange_by_key()
         ),
-        lambda a, b: naive.op_concat(naive.op_join(a, b), naive.op_map(b, lambda kv: (kv[0], (kv[1], kv[1])))),
+        lambda a, b: naive.op_concat(
+            naive.op_join(a, b), naive.op_map(b, lambda kv: (kv[0], (kv[1], kv[1])))
+        ),
     ),
     Case("semijoin", ("A", "K"), lambda a, k: a.semijoin(k), naive.op_semijoin),
     Case("antijoin", ("A", "K"), lambda a, k: a.antijoin(k), naive.op_antijoin),
-    Case("reduce", ("A",), lambda a: a.reduce(reduce_logic), lambda a: naive.op_reduce(a, reduce_logic)),
+    Case(
+        "reduce",
+        ("A",),
+        lambda a: a.reduce(reduce_logic),
+        lambda a: naive.op_reduce(a, reduce_logic),
+    ),
     Case("count", ("A",), lambda a: a.count(), naive.op_count),
     Case(
         "count_keys",
@@ -212,8 +233,12 @@ CASES = [
         lambda a: a.map(lambda kv: kv[1] % 3).threshold(lambda c: c // 2),
         lambda a: naive.op_threshold(naive.op_map(a, lambda kv: kv[1] % 3), lambda c: c // 2),
     ),
-    Case("sum", ("A",), lambda a: a.map(lambda kv: (kv[0], kv[1] + 1)).sum(),
-         lambda a: naive.op_sum(naive.op_map(a, lambda kv: (kv[0], kv[1] + 1)))),
+    Case(
+        "sum",
+        ("A",),
+        lambda a: a.map(lambda kv: (kv[0], kv[1] + 1)).sum(),
+        lambda a: naive.op_sum(naive.op_map(a, lambda kv: (kv[0], kv[1] + 1))),
+    ),
     Case("min", ("A",), lambda a: a.min(), naive.op_min),
     Case("max", ("A",), lambda a: a.max(), naive.op_max),
     Case("top_k", ("A",), lambda a: a.top_k(2), lambda a: naive.op_top_k(a, 2)),
@@ -255,9 +280,7 @@ CASES = [
 def run_case(case: Case, seed: int, nested: bool, schedule: str) -> None:
     rng = random.Random(f"{case.name}/{seed}/{nested}")
     delays = 3 if nested else 1
-    grids = {
-        name: random_grid(rng, EPOCHS, delays, *GENERATORS[name]) for name in case.inputs
-    }
+    grids = {name: random_grid(rng, EPOCHS, delays, *GENERATORS[name]) for name in case.inputs}
     diffs = {name: naive.mobius_2d(g) for name, g in grids.items()}
 
     df = Dataflow()
@@ -345,7 +368,7 @@ def run_case(case: Case, seed: int, nested: bool, schedule: str) -> None:
 @pytest.mark.parametrize("nested", [False, True], ids=["root", "2d"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_operator_matches_naive(case: Case, nested: bool, schedule: str) -> None:
-    for seed in range(3):
+    for seed in range(5):
         run_case(case, seed, nested, schedule)
 
 
@@ -363,3 +386,46 @@ def test_harness_feeds_2d_times() -> None:
         s.advance_to(e + 1)
     df.run()
     assert naive.consolidate(cap.updates) == diffs
+
+
+signed_updates = st.lists(
+    st.tuples(
+        st.tuples(st.integers(0, 2), st.integers(0, 2)),
+        st.tuples(st.integers(0, 2), st.integers(0, 2)),
+        st.sampled_from([-2, -1, 1, 2]),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(signed_updates, signed_updates, st.booleans())
+def test_count_and_join_with_signed_updates(
+    a_ups: list[Any], b_ups: list[Any], run_each_epoch: bool
+) -> None:
+    """count and join are defined for any (also negative) accumulation; hypothesis shrinks."""
+    a_diffs = naive.consolidate(a_ups)
+    b_diffs = naive.consolidate(b_ups)
+    df = Dataflow()
+    _, anchor = df.new_input(name="anchor")
+    scope = anchor.scope.iterative()
+    sa, sb = Stream2D(df, scope, 3, "a"), Stream2D(df, scope, 3, "b")
+    count_cap = sa.collection.count().capture()
+    join_cap = sa.collection.join(sb.collection).capture()
+    for e in range(3):
+        sa.send(e, a_diffs)
+        sb.send(e, b_diffs)
+        sa.advance_to(e + 1)
+        sb.advance_to(e + 1)
+        if run_each_epoch:
+            df.run()
+    df.run()
+    a_list = [(d, t, r) for (d, t), r in a_diffs.items()]
+    b_list = [(d, t, r) for (d, t), r in b_diffs.items()]
+    grid = [(e, i) for e in range(3) for i in range(3)]
+    want_count = naive.mobius_2d({t: naive.op_count(naive.accumulate(a_list, t)) for t in grid})
+    want_join = naive.mobius_2d(
+        {t: naive.op_join(naive.accumulate(a_list, t), naive.accumulate(b_list, t)) for t in grid}
+    )
+    assert naive.consolidate(count_cap.updates) == want_count
+    assert naive.consolidate(join_cap.updates) == want_join

@@ -17,6 +17,13 @@ from engine.lattice import Antichain, Time, less_equal
 from engine.order import sort_key
 
 
+def frontier_passed(frontier: Antichain, time: Time | int, dims: int) -> bool:
+    """True when `time` (an epoch, or a full time) is no longer beyond `frontier`."""
+    if isinstance(time, int):
+        time = (time,) + (0,) * (dims - 1)
+    return not frontier.less_equal(time)
+
+
 class CaptureOp(Operator):
     needs_frontier = True
 
@@ -68,9 +75,7 @@ class Capture:
 
     def done(self, time: Time | int) -> bool:
         """True when every update at `time` has been received."""
-        if isinstance(time, int):
-            time = (time,) + (0,) * (self.op.scope.dims - 1)
-        return not self.op.frontier.less_equal(time)
+        return frontier_passed(self.op.frontier, time, self.op.scope.dims)
 
     def current(self) -> dict[Any, int]:
         """The accumulated collection over all final (complete) updates."""
@@ -131,9 +136,8 @@ class Probe:
         return self.op.frontier
 
     def done(self, time: Time | int) -> bool:
-        if isinstance(time, int):
-            time = (time,) + (0,) * (self.op.scope.dims - 1)
-        return not self.op.frontier.less_equal(time)
+        """True when every update at `time` has passed the probe."""
+        return frontier_passed(self.op.frontier, time, self.op.scope.dims)
 
     def less_equal(self, times: Iterable[Time]) -> bool:
         return any(self.op.frontier.less_equal(t) for t in times)

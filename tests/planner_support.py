@@ -1,0 +1,140 @@
+"""Shared fixtures for the planner tests: NULL-heavy random tables, a DuckDB mirror, and
+multiset comparison with float tolerance.
+
+Invariant: ``World`` keeps the authoritative table contents in Python; after every batch the
+DuckDB mirror is rebuilt from them and the same (data, diff) updates go to the engine inputs, so
+both sides always see identical data.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import os
+import random
+import sys
+from collections import Counter
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import duckdb  # noqa: E402
+
+from planner import Catalog, Column, TableSchema, ViewDef, compile_view  # noqa: E402
+
+SCHEMAS = {
+    "t": [("id", "INTEGER"), ("a", "INTEGER"), ("b", "VARCHAR"), ("c", "DOUBLE"),
+          ("d", "DATE"), ("flag", "BOOLEAN")],
+    "u": [("id", "INTEGER"), ("a", "INTEGER"), ("s", "VARCHAR"), ("m", "DECIMAL(8,2)")],
+    "e": [("src", "INTEGER"), ("dst", "INTEGER")],
+}
+
+STRINGS = ["x", "y", "ab", "Ba", "abc", " a ", "q", "xa"]
+FLOATS = [0.5, 1.25, 2.0, -3.5, 10.0, 2.5, -0.75]
+DATES = [datetime.date(2023, 1, 31), datetime.date(2023, 12, 1), datetime.date(2024, 2, 29),
+         datetime.date(2022, 6, 15)]
+
+
+def maybe(rng: random.Random, v: Any, p: float = 0.25) -> Any:
+    return None if rng.random() < p else v
+
+
+def random_row(rng: random.Random, table: str, next_id: int) -> tuple[Any, ...]:
+    if table == "t":
+        return (next_id, maybe(rng, rng.randint(-2, 6)), maybe(rng, rng.choice(STRINGS)),
+                maybe(rng, rng.choice(FLOATS)), maybe(rng, rng.choice(DATES)),
+                maybe(rng, rng.random() < 0.5))
+    if table == "u":
+        return (next_id, maybe(rng, rng.randint(-1, 6)), maybe(rng, rng.choice(STRINGS[:5])),
+                maybe(rng, decimal.Decimal(rng.randint(-500, 2000)) / 100))
+    return (maybe(rng, rng.randint(1, 9), 0.08), maybe(rng, rng.randint(1, 9), 0.08))
+
+
+def catalog(views: dict[str, str] | None = None) -> Catalog:
+    cat = Catalog(tables={n: TableSchema(n, [Column(c, t) for c, t in cols])
+                          for n, cols in SCHEMAS.items()})
+    for name, sql in (views or {}).items():
+        cv = compile_view(sql, cat, name=name)
+        cat.views[name] = ViewDef(name, sql, cv.columns)
+    return cat
+
+
+def norm_value(v: Any) -> Any:
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, (float, decimal.Decimal)):
+        f = float(v)
+        if math.isnan(f):
+            return "nan"
+        if math.isinf(f):
+            return f
+        r = round(f, 6)
+        return 0.0 if r == 0 else r
+    return v
+
+
+def norm(bag: dict[tuple[Any, ...], int] | Counter) -> Counter:
+    out: Counter = Counter()
+    for row, c in bag.items():
+        if c:
+            out[tuple(norm_value(v) for v in row)] += c
+    return +out
+
+
+class World:
+    """Random tables mirrored in DuckDB and (optionally) fed to engine input handles."""
+
+    def __init__(self, seed: int, sizes: dict[str, int] | None = None) -> None:
+        self.rng = random.Random(seed)
+        self.con = duckdb.connect()
+        self.rows: dict[str, list[tuple[Any, ...]]] = {}
+        self.next_id = 1000
+        for name, cols in SCHEMAS.items():
+            self.con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols)
+                             + ")")
+            n = (sizes or {}).get(name, 40 if name != "e" else 14)
+            self.rows[name] = [self.new_row(name) for _ in range(n)]
+        self.sync()
+
+    def new_row(self, table: str) -> tuple[Any, ...]:
+        self.next_id += 1
+        return random_row(self.rng, table, self.next_id % 50)
+
+    def sync(self) -> None:
+        for name, cols in SCHEMAS.items():
+            self.con.execute(f"DELETE FROM {name}")
+            if self.rows[name]:
+                self.con.executemany(
+                    f"INSERT INTO {name} VALUES (" + ", ".join("?" for _ in cols) + ")",
+                    [list(r) for r in self.rows[name]])
+
+    def random_batch(self, size: int = 6) -> list[tuple[str, tuple[Any, ...], int]]:
+        """Random INSERT/UPDATE/DELETE, applied to self.rows; returns (table, row, diff)."""
+        out: list[tuple[str, tuple[Any, ...], int]] = []
+        for _ in range(size):
+            table = self.rng.choice(list(SCHEMAS))
+            rows = self.rows[table]
+            op = self.rng.random()
+            if op < 0.4 or not rows:
+                r = self.new_row(table)
+                rows.append(r)
+                out.append((table, r, 1))
+            elif op < 0.7:
+                r = rows.pop(self.rng.randrange(len(rows)))
+                out.append((table, r, -1))
+            else:  # UPDATE: one column changes
+                i = self.rng.randrange(len(rows))
+                old = rows[i]
+                fresh = self.new_row(table)
+                j = self.rng.randrange(1 if table != "e" else 0, len(old))
+                new = old[:j] + (fresh[j],) + old[j + 1:]
+                rows[i] = new
+                out += [(table, old, -1), (table, new, 1)]
+        return out
+
+    def bags(self) -> dict[str, Counter]:
+        return {n: Counter(rs) for n, rs in self.rows.items()}
+
+    def duck(self, sql: str) -> Counter:
+        return norm(Counter(self.con.execute(sql).fetchall()))

@@ -1,0 +1,194 @@
+"""Helpers for the server's end-to-end tests: run the real server as a subprocess (uvicorn on
+127.0.0.1, a free port, a temporary data directory) and talk to it over HTTP, SSE and
+WebSocket. Nothing here replaces a component of the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """A `diffsql serve` subprocess; `start`, `stop` (SIGTERM) or `kill` (SIGKILL)."""
+
+    def __init__(self, data_dir: Path, *extra: str, token: str | None = None) -> None:
+        self.data_dir = data_dir
+        self.extra = list(extra)
+        self.token = token
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.http = httpx.Client(timeout=60.0)
+        self.log_path = data_dir.parent / f"{data_dir.name}-server.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def start(self, timeout: float = 60.0) -> Server:
+        self.port = free_port()
+        self.http.close()
+        # One client per server run: creating an httpx client costs far more than a request.
+        self.http = httpx.Client(base_url=self.url, timeout=60.0)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(REPO)) if p)
+        env.pop("DIFFSQL_TOKEN", None)
+        args = [
+            sys.executable,
+            "-m",
+            "server.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
+            "--log-level",
+            "warning",
+            *self.extra,
+        ]
+        if self.token:
+            args += ["--token", self.token]
+        log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(
+            args, cwd=self.data_dir.parent, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log_path.read_text()[-3000:]}")
+            try:
+                r = self.http.get("/health", headers=self.headers(), timeout=1.0)
+                if r.status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"server did not start: {self.log_path.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        self.http.close()
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    # -- HTTP ------------------------------------------------------------------------------
+
+    def sql(self, text: str) -> list[dict[str, Any]]:
+        r = self.http.post("/sql", json={"sql": text}, headers=self.headers())
+        assert r.status_code == 200, r.text
+        return r.json()["results"]  # type: ignore[no-any-return]
+
+    def query(self, text: str) -> dict[str, Any]:
+        r = self.http.post("/query", json={"sql": text}, headers=self.headers())
+        assert r.status_code == 200, r.text
+        return r.json()  # type: ignore[no-any-return]
+
+    def rows(self, view: str, as_of: int | None = None) -> dict[str, Any]:
+        params = {} if as_of is None else {"as_of": as_of}
+        r = self.http.get(f"/views/{view}/rows", params=params, headers=self.headers())
+        assert r.status_code == 200, r.text
+        return r.json()  # type: ignore[no-any-return]
+
+
+def multiset(rows: list[list[Any]]) -> Counter[str]:
+    """Rows as a multiset of canonical JSON strings (order-insensitive comparison)."""
+    return Counter(json.dumps(r) for r in rows)
+
+
+class SSE:
+    """A Server-Sent Events subscription read synchronously, event by event."""
+
+    def __init__(self, server: Server, view: str, **params: Any) -> None:
+        self._cm = server.http.stream(
+            "GET",
+            f"/views/{view}/changes",
+            params={k: str(v).lower() if isinstance(v, bool) else v for k, v in params.items()},
+            headers=server.headers(),
+            timeout=httpx.Timeout(30.0, read=20.0),
+        )
+        self.response = self._cm.__enter__()
+        self.status = self.response.status_code
+        self._lines: Iterator[str] = self.response.iter_lines()
+
+    def next(self) -> dict[str, Any]:
+        event, data = "message", None
+        for line in self._lines:
+            if line == "":
+                if data is not None:
+                    return {"type": event, **data}
+                continue
+            if line.startswith(":"):
+                continue
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                data = json.loads(line[5:])
+        raise EOFError("stream ended")
+
+    def close(self) -> None:
+        self._cm.__exit__(None, None, None)
+
+
+class Feed:
+    """Accumulates a change feed (any transport) into contents by timestamp."""
+
+    def __init__(self) -> None:
+        self.contents: Counter[str] = Counter()
+        self.progress = -1
+        self.seen: list[int] = []
+
+    def apply(self, msg: dict[str, Any]) -> None:
+        if msg["type"] == "update":
+            assert msg["timestamp"] > self.progress, "update at or before progress"
+            self.seen.append(msg["timestamp"])
+            for u in msg["updates"]:
+                self.contents[json.dumps(u["row"])] += u["diff"]
+            self.contents = +self.contents
+        elif msg["type"] == "progress":
+            assert msg["timestamp"] >= self.progress
+            self.progress = msg["timestamp"]
+        else:
+            raise AssertionError(f"unexpected message {msg}")
+
+    def read_until(self, source: Any, ts: int) -> None:
+        """Apply messages from `source.next()` until progress reaches `ts`."""
+        while self.progress < ts:
+            self.apply(source.next())

@@ -1,0 +1,81 @@
+"""Every error class is rejected at view creation as a PlanError naming the construct and, where
+the construct has one, its line and column; never another exception."""
+
+from __future__ import annotations
+
+import pytest
+from planner_support import catalog
+
+from planner import Catalog, PlanError, compile_view
+
+CASES = [
+    # (sql, code, substring of message, line, column)
+    ("SELEC id FROM t", "syntax_error", "syntax", 1, None),
+    ("SELECT id FROM nope", "unknown_table", "nope", 1, 16),
+    ("SELECT id,\n  zzz FROM t", "unknown_column", "zzz", 2, 3),
+    ("SELECT x.id FROM t", "unknown_table", "x", 1, 8),
+    ("SELECT t.nope FROM t", "unknown_column", "t.nope", 1, 8),
+    ("SELECT id FROM t JOIN u ON t.a = u.a", "ambiguous_column", "id", 1, 8),
+    ("SELECT a FROM t, u", "ambiguous_column", "a", 1, 8),
+    ("SELECT b + 1 FROM t", "type_error", "+", 1, 8),
+    ("SELECT sum(b) FROM t", "type_error", "SUM", 1, 8),
+    ("SELECT id FROM t WHERE b", "type_error", "BOOLEAN", 1, 24),
+    ("SELECT lower(a) FROM t", "type_error", "VARCHAR", 1, 14),
+    ("SELECT id FROM t WHERE b = 1", "type_error", "compare", 1, 24),
+    ("SELECT a FROM t UNION SELECT a, b FROM t", "type_error", "columns", None, None),
+    ("SELECT a, count(*) FROM t", "grouping_error", "GROUP BY", 1, 8),
+    ("SELECT id FROM t WHERE count(*) > 1", "grouping_error", "WHERE", 1, 24),
+    ("SELECT id, row_number() OVER () FROM t", "unsupported", "window", 1, 12),
+    ("SELECT id FROM t QUALIFY id > 1", "unsupported", "QUALIFY", None, None),
+    ("SELECT string_agg(b, ',') FROM t", "unsupported", "aggregate", 1, None),
+    ("SELECT id FROM t LIMIT a", "unsupported", "LIMIT", None, None),
+    ("SELECT md5(b) FROM t", "unsupported", "MD5", 1, 8),
+    ("DELETE FROM t", "unsupported", "DELETE", None, None),
+    ("SELECT 1; SELECT 2", "syntax_error", "one", None, None),
+]
+
+
+@pytest.mark.parametrize("sql,code,text,line,col", CASES)
+def test_error_classes(sql: str, code: str, text: str, line: int | None,
+                       col: int | None) -> None:
+    with pytest.raises(PlanError) as info:
+        compile_view(sql, catalog())
+    err = info.value
+    assert err.code == code, (err.code, err.message)
+    assert text.lower() in err.message.lower()
+    if line is not None:
+        assert err.line == line, err
+    if col is not None:
+        assert err.column == col, err
+
+
+def test_error_dict_shape() -> None:
+    with pytest.raises(PlanError) as info:
+        compile_view("SELECT nope FROM t", catalog())
+    assert info.value.to_dict() == {"code": "unknown_column",
+                                    "message": 'column "nope" does not exist',
+                                    "line": 1, "column": 8}
+
+
+def test_no_partial_state_on_error() -> None:
+    cat = catalog()
+    before = (dict(cat.tables), dict(cat.views))
+    with pytest.raises(PlanError):
+        compile_view("CREATE VIEW v AS SELECT nope FROM t", cat)
+    assert (dict(cat.tables), dict(cat.views)) == before
+
+
+def test_empty_catalog_unknown_table() -> None:
+    with pytest.raises(PlanError) as info:
+        compile_view("SELECT 1 FROM t", Catalog())
+    assert info.value.code == "unknown_table"
+
+
+def test_create_view_forms() -> None:
+    v = compile_view("CREATE MATERIALIZED VIEW big_t (x, y) AS SELECT id, a FROM t WHERE a > 1",
+                     catalog())
+    assert v.name == "big_t"
+    assert [c.name for c in v.columns] == ["x", "y"]
+    assert [c.type for c in v.columns] == ["INTEGER", "INTEGER"]
+    assert v.sql == "SELECT id, a FROM t WHERE a > 1"
+    assert v.dependencies == ["t"]

@@ -1,0 +1,75 @@
+"""The `diffsql` command line: serve options, `sql` and `subscribe` against a live server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from server_harness import REPO, Server
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(REPO)) if p)
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=REPO.parent,
+    )
+
+
+def test_spark_executor_is_rejected_clearly(tmp_path: Path) -> None:
+    r = run_cli(
+        "serve", "--data-dir", str(tmp_path), "--executor", "spark", "--spark-master", "local[2]"
+    )
+    assert r.returncode == 2
+    assert "spark executor is not implemented yet" in r.stderr
+
+
+def test_serve_requires_storage_choice() -> None:
+    r = run_cli("serve")
+    assert r.returncode == 2
+
+
+def test_sql_and_subscribe(tmp_path: Path) -> None:
+    s = Server(tmp_path / "data", "--history-retention", "50").start()
+    try:
+        r = run_cli(
+            "sql",
+            "--url",
+            s.url,
+            "CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1), (1);"
+            "CREATE VIEW v AS SELECT a, count(*) AS n FROM t GROUP BY a",
+        )
+        assert r.returncode == 0, r.stderr
+        results = json.loads(r.stdout)["results"]
+        assert [x["statement"] for x in results] == ["CREATE TABLE", "INSERT", "CREATE VIEW"]
+        r = run_cli("sql", "--url", s.url, "SELEC * FROM t")
+        assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "syntax_error"
+        # subscribe prints one JSON message per line; read the snapshot and its progress.
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(REPO)) if p)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "subscribe", "v", "--url", s.url],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=REPO.parent,
+        )
+        try:
+            assert p.stdout is not None
+            first = json.loads(p.stdout.readline())
+            second = json.loads(p.stdout.readline())
+        finally:
+            p.kill()
+            p.wait(10)
+        assert first["type"] == "update" and first["updates"] == [{"row": [1, 2], "diff": 1}]
+        assert second == {"type": "progress", "timestamp": first["timestamp"]}
+    finally:
+        s.stop()

@@ -1,0 +1,169 @@
+"""Bad input (acceptance 3): each is a clear 4xx in the one error shape, nothing of the
+request is applied, and the server keeps serving. Also authentication and size limits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from server_harness import Server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    s = Server(tmp_path_factory.mktemp("errors") / "data", "--max-request-bytes", "65536").start()
+    s.sql(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, d DATE);"
+        "INSERT INTO t VALUES (1, 'a', DATE '2024-01-01'), (2, 'b', NULL);"
+        "CREATE VIEW v AS SELECT name FROM t"
+    )
+    yield s
+    s.stop()
+
+
+def state(s: Server) -> tuple[Any, ...]:
+    health = s.http.get("/health").json()
+    tables = s.http.get("/tables").json()
+    views = [(v["name"], v["row_count"]) for v in s.http.get("/views").json()["views"]]
+    rows = s.query("SELECT * FROM t ORDER BY id")["rows"]
+    return health["timestamp"], tables, views, rows
+
+
+def assert_error(
+    r: httpx.Response, status: int | None = None, code: str | None = None
+) -> dict[str, Any]:
+    assert 400 <= r.status_code < 500, r.text
+    if status is not None:
+        assert r.status_code == status, r.text
+    body = r.json()
+    assert set(body) == {"error"}
+    err = body["error"]
+    assert set(err) == {"code", "message", "line", "column"}
+    assert isinstance(err["code"], str) and err["code"]
+    assert isinstance(err["message"], str) and err["message"]
+    if code is not None:
+        assert err["code"] == code, err
+    return err  # type: ignore[no-any-return]
+
+
+BAD_SQL = [
+    ("SELEC * FROM t", "syntax_error"),
+    ("INSERT INTO t VALUES (3, 'c', NULL);\nINSERT INTO t VALUES (4, 'd' NULL)", "syntax_error"),
+    ("INSERT INTO nope VALUES (1)", "unknown_table"),
+    ("INSERT INTO t VALUES (3, 'c', NULL); INSERT INTO nope VALUES (1)", "unknown_table"),
+    ("INSERT INTO t VALUES ('x', 'c', NULL)", "type_error"),
+    ("INSERT INTO t VALUES (5, 'e', 'not a date')", "type_error"),
+    ("INSERT INTO t VALUES (6, NULL, NULL)", "constraint_violation"),
+    (
+        "INSERT INTO t VALUES (7, 'g', NULL); INSERT INTO t VALUES (1, 'dup', NULL)",
+        "constraint_violation",
+    ),
+    ("UPDATE t SET nope = 1", None),
+    ("DELETE FROM v", "read_only_view"),
+    ("CREATE TABLE x (a BLOB)", "unsupported"),
+    ("CREATE TABLE t (a INTEGER)", "already_exists"),
+    ("DROP TABLE t", "dependent_objects"),
+    ("ALTER TABLE t ADD COLUMN z INTEGER", "unsupported"),
+    ("CHECKPOINT", "unsupported"),
+    ("COPY t TO '/tmp/x.csv'", "unsupported"),
+    ("SET threads = 1", "unsupported"),
+    ("INSERT INTO t SELECT * FROM read_csv('/etc/passwd')", "forbidden"),
+    ("CREATE TABLE ok1 (a INTEGER); CREATE VIEW bad AS SELECT nope FROM ok1", None),
+    ("CREATE TABLE ok2 (a INTEGER); SELECT * FROM nope", "unknown_table"),
+]
+
+
+@pytest.mark.parametrize("sql,code", BAD_SQL)
+def test_bad_sql_is_rejected_atomically(server: Server, sql: str, code: str | None) -> None:
+    before = state(server)
+    r = server.http.post("/sql", json={"sql": sql})
+    assert_error(r, code=code)
+    assert state(server) == before
+    assert server.http.get("/health").status_code == 200
+
+
+def test_error_position_is_in_the_request(server: Server) -> None:
+    r = server.http.post("/sql", json={"sql": "INSERT INTO t VALUES (8, 'h', NULL);\n  SELEC 1"})
+    err = assert_error(r, 400, "syntax_error")
+    assert err["line"] == 2 and err["column"] is not None
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "COPY t TO '/tmp/diffsql-test.csv'",
+        "ATTACH '/tmp/diffsql-test.duckdb' AS x",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM '/etc/passwd'",
+        "SELECT * FROM glob('/etc/*')",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET threads = 1",
+        "PRAGMA version",
+        "SELECT * FROM main.t",
+        "INSERT INTO t VALUES (9, 'i', NULL)",
+        "DELETE FROM t",
+        "SELECT 1; SELECT 2",
+        "SELECT current_setting('threads')",
+        "SELECT * FROM query('SELECT 1')",
+    ],
+)
+def test_query_sandbox(server: Server, sql: str) -> None:
+    before = state(server)
+    r = server.http.post("/query", json={"sql": sql})
+    assert_error(r)
+    assert state(server) == before
+
+
+def test_malformed_requests(server: Server) -> None:
+    before = state(server)
+    r = server.http.post("/sql", content=b"{not json", headers={"content-type": "application/json"})
+    assert_error(r, 400, "invalid_json")
+    assert_error(server.http.post("/sql", json={"query": "SELECT 1"}), 400, "invalid_request")
+    assert_error(server.http.post("/sql", json={"sql": ""}), 400)
+    assert_error(server.http.post("/query", json=["SELECT 1"]), 400, "invalid_request")
+    assert_error(server.http.get("/nope"), 404, "not_found")
+    assert_error(server.http.put("/sql"), 405, "method_not_allowed")
+    assert_error(server.http.get("/views/nope/rows"), 404, "unknown_view")
+    assert_error(server.http.get("/views/v/rows", params={"as_of": "x"}), 400)
+    assert_error(server.http.post("/views", json={"sql": "SELECT 1"}), 400)
+    big = "INSERT INTO t VALUES " + ", ".join(f"({i + 100}, 'x', NULL)" for i in range(5000))
+    assert_error(server.http.post("/sql", json={"sql": big}), 413, "payload_too_large")
+    assert state(server) == before
+
+
+def test_select_errors_in_a_write_request_roll_back(server: Server) -> None:
+    before = state(server)
+    r = server.http.post(
+        "/sql", json={"sql": "INSERT INTO t VALUES (10, 'j', NULL); SELECT nope FROM t"}
+    )
+    assert_error(r, 400)
+    assert state(server) == before
+
+
+def test_token_required_everywhere(tmp_path: Any) -> None:
+    s = Server(tmp_path / "data", token="s3cret").start()
+    try:
+        for method, path in [
+            ("GET", "/health"),
+            ("GET", "/tables"),
+            ("POST", "/sql"),
+            ("GET", "/docs"),
+            ("GET", "/views/x/changes"),
+        ]:
+            r = s.http.request(method, f"{path}", json={"sql": "SELECT 1"})
+            assert_error(r, 401, "unauthorized")
+            r = s.http.request(
+                method,
+                f"{path}",
+                json={"sql": "SELECT 1"},
+                headers={"Authorization": "Bearer wrong"},
+            )
+            assert_error(r, 401, "unauthorized")
+        assert s.sql("CREATE TABLE a (x INTEGER)")[0]["statement"] == "CREATE TABLE"
+        r = s.http.get("/tables", params={"access_token": "s3cret"})
+        assert r.status_code == 200
+    finally:
+        s.stop()

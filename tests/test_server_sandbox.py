@@ -1,0 +1,103 @@
+"""The read-only query walls, checked directly (fast): AST validation and the sandbox."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import pytest
+import sqlglot
+
+from server.errors import ApiError
+from server.sandbox import Relation, check_relations, run_query
+from server.sqltext import parse_script, split
+from server.values import normalize_type, quote_ident, to_json_value
+
+KNOWN = {"t", "v"}
+
+
+def parse(sql: str) -> sqlglot.exp.Expression:
+    return sqlglot.parse_one(sql, read="duckdb")
+
+
+@pytest.mark.parametrize(
+    "sql,used",
+    [
+        ("SELECT * FROM t JOIN v USING (a)", ["t", "v"]),
+        ("WITH x AS (SELECT * FROM t) SELECT * FROM x", ["t"]),
+        ("SELECT * FROM range(3)", []),
+        ("SELECT (SELECT max(a) FROM v) FROM T", ["t", "v"]),
+    ],
+)
+def test_allowed(sql: str, used: list[str]) -> None:
+    assert check_relations(parse(sql), KNOWN) == used
+
+
+@pytest.mark.parametrize(
+    "sql,code",
+    [
+        ("SELECT * FROM read_csv('/etc/passwd')", "forbidden"),
+        ("SELECT * FROM read_parquet('x')", "forbidden"),
+        ("SELECT * FROM glob('/*')", "forbidden"),
+        ("SELECT * FROM query('select 1')", "forbidden"),
+        ("SELECT * FROM main.t", "forbidden"),
+        ("SELECT * FROM other.main.t", "forbidden"),
+        ("SELECT getenv('HOME')", "forbidden"),
+        ("SELECT nextval('s')", "forbidden"),
+        ("SELECT * FROM '/etc/passwd'", "unknown_table"),
+        ("SELECT * FROM nope", "unknown_table"),
+        ("COPY t TO 'x'", "forbidden"),
+    ],
+)
+def test_rejected(sql: str, code: str) -> None:
+    with pytest.raises(ApiError) as e:
+        check_relations(parse(sql), KNOWN)
+    assert e.value.code == code
+
+
+def test_sandbox_has_no_external_access_and_is_read_only() -> None:
+    rel = Relation([("a", "INTEGER"), ("d", "DECIMAL(10,2)")], [(1, decimal.Decimal("1.50"))])
+    res = run_query("SELECT a, d FROM t", {"t": rel}, timeout=5, memory_limit="256MB", max_rows=10)
+    assert res.rows == [(1, decimal.Decimal("1.50"))]
+    for sql in [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "INSERT INTO t VALUES (2, 1)",
+        "SET threads = 4",
+        "ATTACH '/tmp/x.duckdb'",
+    ]:
+        with pytest.raises(ApiError):
+            run_query(sql, {"t": rel}, timeout=5, memory_limit="256MB", max_rows=10)
+
+
+def test_sandbox_limits() -> None:
+    with pytest.raises(ApiError) as e:
+        run_query(
+            "SELECT count(*) FROM range(1000000000000) a",
+            {},
+            timeout=0.3,
+            memory_limit="256MB",
+            max_rows=10,
+        )
+    assert e.value.code == "timeout"
+    with pytest.raises(ApiError) as e:
+        run_query("SELECT * FROM range(20)", {}, timeout=5, memory_limit="256MB", max_rows=10)
+    assert e.value.code == "result_too_large"
+
+
+def test_statement_splitting_keeps_positions() -> None:
+    sql = "CREATE TABLE t (a INTEGER);\n  INSERT INTO t VALUES (';');  -- c\nSELECT 1;;"
+    assert [(p[1], p[2]) for p in split(sql)] == [(1, 1), (2, 3), (3, 1)]
+    assert [s.kind for s in parse_script(sql, 10)] == ["CREATE TABLE", "INSERT", "SELECT"]
+    assert split(sql)[1][0] == "INSERT INTO t VALUES (';')"
+
+
+def test_values_and_types() -> None:
+    assert normalize_type("int") == "INTEGER"
+    assert normalize_type("text") == "VARCHAR"
+    assert normalize_type("numeric(12, 3)") == "DECIMAL(12,3)"
+    with pytest.raises(ApiError):
+        normalize_type("BLOB")
+    assert quote_ident('a"b') == '"a""b"'
+    assert to_json_value(decimal.Decimal("1.10")) == "1.10"
+    assert to_json_value(datetime.date(2024, 1, 2)) == "2024-01-02"
+    assert to_json_value(datetime.datetime(2024, 1, 2, 3, 4, 5)) == "2024-01-02T03:04:05"
