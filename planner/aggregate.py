@@ -1,0 +1,82 @@
+"""Per-group computations shared by the naive evaluator and the engine lowering.
+
+Invariant: ``reduce_group`` and ``topk_rows`` are pure functions of a group's accumulated
+contents (rows with positive counts), so recomputing a group from scratch after any update is
+correct; this is the "basic" aggregation strategy (no accumulable/hierarchical tricks), which
+also makes MIN/MAX correct when the current extreme is deleted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from planner.ir import Agg, SortKey
+from planner.scalar import row_key, sort_key
+
+
+def reduce_group(aggs: tuple[Agg, ...], rows: Iterable[tuple[tuple[Any, ...], int]]) -> tuple:
+    rows = list(rows)
+    out: list[Any] = []
+    for a in aggs:
+        if a.func == "count_star":
+            out.append(sum(c for _, c in rows))
+            continue
+        assert a.arg is not None
+        if a.distinct:
+            vals = [(v, 1) for v in {r[a.arg] for r, _ in rows if r[a.arg] is not None}]
+        else:
+            vals = [(r[a.arg], c) for r, c in rows if r[a.arg] is not None]
+        if a.func == "count":
+            out.append(sum(c for _, c in vals))
+        elif not vals:
+            out.append(None)
+        elif a.func == "sum":
+            out.append(_sum(vals))
+        elif a.func == "avg":
+            total = _sum(vals)
+            n = sum(c for _, c in vals)
+            out.append(float(total) / n if not isinstance(total, int) else total / n)
+        elif a.func == "min":
+            out.append(min((v for v, _ in vals), key=sort_key))
+        elif a.func == "max":
+            out.append(max((v for v, _ in vals), key=sort_key))
+        else:
+            raise AssertionError(a.func)
+    return tuple(out)
+
+
+def _sum(vals: list[tuple[Any, int]]) -> Any:
+    if isinstance(vals[0][0], float):
+        return math.fsum(float(v) * c for v, c in vals)
+    total: Any = 0
+    for v, c in vals:
+        total += v * c
+    return total
+
+
+def topk_rows(rows: Iterable[tuple[tuple[Any, ...], int]], order: tuple[SortKey, ...],
+              limit: int | None, offset: int) -> list[tuple[tuple[Any, ...], int]]:
+    """The rows ranked [offset, offset+limit) under SQL ORDER BY (ties broken canonically)."""
+    rs = sorted(rows, key=lambda rc: row_key(rc[0]))
+    for k in reversed(order):
+        c = k.col
+        # with reverse=True the larger null rank sorts first: choose ranks accordingly
+        nr_null = 0 if k.nulls_first != k.desc else 1
+        rs.sort(key=lambda rc, c=c, nr=nr_null: (nr if rc[0][c] is None else 1 - nr,
+                                                  sort_key(rc[0][c])), reverse=k.desc)
+    out: list[tuple[tuple[Any, ...], int]] = []
+    skip = offset
+    left = limit if limit is not None else math.inf
+    for r, cnt in rs:
+        if left <= 0:
+            break
+        if skip >= cnt:
+            skip -= cnt
+            continue
+        take = min(cnt - skip, left)
+        skip = 0
+        left -= take
+        out.append((r, int(take)))
+    return out

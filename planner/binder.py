@@ -1,0 +1,1480 @@
+"""Binder: a sqlglot AST plus the catalog becomes a decorrelated relational plan (planner.ir).
+
+Invariants:
+- Every name is resolved here, against the catalog, the CTEs in scope and the enclosing query
+  blocks; an unresolvable, ambiguous or ill-typed construct raises PlanError with the position
+  of the offending token, before any plan exists.
+- The returned plan contains no OuterRef: every correlated subquery is decorrelated by
+  ``planner.decorrelate.apply`` as soon as it is bound, against the distinct parameter values
+  of the relation it is evaluated on.
+- Values that flow through the plan have the Python type of their SQL type (the binder inserts
+  casts where DuckDB coerces), so scalar functions never see mixed Decimal/float operands.
+- Local binding ids are generated deterministically (a counter), so EXPLAIN output is stable.
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from planner.catalog import Catalog
+from planner.decorrelate import apply
+from planner.errors import PlanError
+from planner.ir import (
+    FALSE,
+    TRUE,
+    Agg,
+    Call,
+    Col,
+    Constant,
+    Get,
+    Join,
+    Let,
+    LetRec,
+    Lit,
+    Mfp,
+    Negate,
+    OuterRef,
+    Reduce,
+    Rel,
+    Scalar,
+    SortKey,
+    Threshold,
+    TopK,
+    Union,
+    null,
+)
+from planner.scalar import FUNCS, NULL_TOLERANT, cast_value, family, is_numeric, norm_type, unify
+
+
+def A(node: exp.Expression, name: str) -> Any:
+    """Read an arg under its name in any sqlglot version (``from`` became ``from_``)."""
+    v = node.args.get(name)
+    if v is None:
+        v = node.args.get(name + "_")
+    return v
+
+
+@dataclass
+class SCol:
+    qual: str | None
+    name: str
+    type: str
+    hidden: bool = False  # hidden from unqualified lookup and * (the other side of USING)
+
+
+@dataclass
+class Bound:
+    rel: Rel
+    names: list[str]
+    types: list[str]
+
+
+@dataclass
+class CteInfo:
+    id: str
+    names: list[str]
+    types: list[str]
+
+
+BB = tuple[Scalar, str]  # a bound scalar and its SQL type
+
+AGG_CLASSES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+
+
+class _NoSubquery(Exception):
+    """try_bind met a subquery; group matching never binds those."""
+
+
+class Params:
+    """The outer references of one query block: OuterRef(k) means ``exprs[k]`` of the parent."""
+
+    def __init__(self, parent: ExprCtx) -> None:
+        self.parent = parent
+        self.exprs: list[Scalar] = []
+        self.types: list[str] = []
+
+    def resolve(self, node: exp.Column) -> BB | None:
+        got = self.parent.resolve_column(node)
+        if got is None:
+            return None
+        s, t = got
+        if isinstance(s, Lit):
+            return got
+        if s not in self.exprs:
+            self.exprs.append(s)
+            self.types.append(t)
+        k = self.exprs.index(s)
+        return OuterRef(k, t), t
+
+
+@dataclass
+class AggInfo:
+    pre: ExprCtx
+    groups: list[BB]
+    agg_cols: dict[int, BB]  # id(sqlglot agg node) -> bound output column
+
+
+@dataclass
+class Binder:
+    sql: str
+    catalog: Catalog
+    iteration_limit: int | None
+    counter: int = 0
+    ctes: list[dict[str, CteInfo]] = field(default_factory=list)
+    deps: list[str] = field(default_factory=list)
+    used_ids: set[str] = field(default_factory=set)
+
+    # ------------------------------------------------------------ errors and ids
+
+    def err(self, code: str, msg: str, node: exp.Expression | None = None) -> PlanError:
+        line = col = None
+        if node is not None:
+            start = _first_pos(node)
+            if start is not None:
+                before = self.sql[:start]
+                line = before.count("\n") + 1
+                col = start - (before.rfind("\n") + 1) + 1
+        return PlanError(code, msg, line, col)
+
+    def fresh(self, hint: str = "l") -> str:
+        if hint != "l" and hint not in self.used_ids:
+            self.used_ids.add(hint)
+            return hint
+        while True:
+            name = f"{hint}{self.counter}"
+            self.counter += 1
+            if name not in self.used_ids:
+                self.used_ids.add(name)
+                return name
+
+    def let(self, value: Rel, body: Callable[[Get], Rel]) -> Rel:
+        if isinstance(value, Get):
+            return body(value)
+        i = self.fresh()
+        return Let(i, value, body(Get(i, value.arity, True)))
+
+    # ------------------------------------------------------------ queries
+
+    def bind_query(self, node: exp.Expression, outer: Params | None) -> Bound:
+        w = A(node, "with")
+        if w is not None:
+            return self.bind_with(w, node, outer)
+        return self.bind_query_body(node, outer)
+
+    def bind_query_body(self, node: exp.Expression, outer: Params | None) -> Bound:
+        if isinstance(node, exp.Subquery):
+            b = self.bind_query(node.this, outer)
+            return self.order_limit_setop(node, b)
+        if isinstance(node, exp.Select):
+            return self.bind_select(node, outer)
+        if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
+            return self.order_limit_setop(node, self.bind_setop(node, outer))
+        if isinstance(node, exp.Values):
+            return self.bind_values(node)
+        raise self.err("unsupported", f"unsupported query construct {node.key.upper()}", node)
+
+    def bind_values(self, node: exp.Values) -> Bound:
+        rows = []
+        types: list[list[str]] = []
+        for tup in node.expressions:
+            ctx = ExprCtx(self, Constant(((),), 0), [], None)
+            vals = []
+            for i, e in enumerate(tup.expressions):
+                s, t = ctx.bind(e)
+                if not isinstance(s, Lit):
+                    raise self.err("unsupported", "VALUES rows must be constants", e)
+                vals.append(s.value)
+                if len(types) <= i:
+                    types.append([])
+                types[i].append(t)
+            rows.append(tuple(vals))
+        out_types = []
+        for i, ts in enumerate(types):
+            u = unify(ts)
+            if u is None:
+                raise self.err("type_error", f"VALUES column {i + 1} mixes types {ts}", node)
+            out_types.append("INTEGER" if u == "NULL" else u)
+        rows = [tuple(cast_value(v, out_types[i]) if v is not None and family(types[i][0])
+                      != family(out_types[i]) else v for i, v in enumerate(r)) for r in rows]
+        return Bound(Constant(tuple(rows), len(out_types)),
+                     [f"col{i}" for i in range(len(out_types))], out_types)
+
+    def bind_with(self, w: exp.With, node: exp.Expression, outer: Params | None) -> Bound:
+        recursive = bool(w.args.get("recursive"))
+        ctes = list(w.expressions)
+        frame: dict[str, CteInfo] = {}
+        self.ctes.append(frame)
+        try:
+            wrappers: list[Callable[[Rel], Rel]] = []
+            names = [c.alias_or_name.lower() for c in ctes]
+            if not recursive:
+                for c in ctes:
+                    wrappers.append(self.bind_cte_plain(c, frame, outer))
+            else:
+                for comp in _sccs(names, [_referenced_names(c.this, set(names)) for c in ctes]):
+                    cyclic = len(comp) > 1 or names[comp[0]] in _referenced_names(
+                        ctes[comp[0]].this, set(names))
+                    if not cyclic:
+                        wrappers.append(self.bind_cte_plain(ctes[comp[0]], frame, outer))
+                    else:
+                        wrappers.append(self.bind_cte_rec([ctes[i] for i in comp], frame, outer))
+            inner = node.copy()
+            inner.set("with_" if "with_" in inner.args else "with", None)
+            b = self.bind_query_body(inner, outer)
+        finally:
+            self.ctes.pop()
+        rel = b.rel
+        for wrap in reversed(wrappers):
+            rel = wrap(rel)
+        return Bound(rel, b.names, b.types)
+
+    def _cte_names(self, c: exp.CTE, b: Bound) -> list[str]:
+        alias = c.args.get("alias")
+        cols = [i.name.lower() for i in alias.columns] if alias is not None and alias.columns else []
+        if cols and len(cols) != len(b.names):
+            if len(cols) > len(b.names):
+                raise self.err("type_error", f"CTE {c.alias_or_name} has {len(b.names)} columns"
+                               f" but {len(cols)} names", c)
+            cols = cols + b.names[len(cols):]
+        return cols or list(b.names)
+
+    def bind_cte_plain(self, c: exp.CTE, frame: dict[str, CteInfo],
+                       outer: Params | None) -> Callable[[Rel], Rel]:
+        b = self.bind_query(c.this, outer)
+        name = c.alias_or_name.lower()
+        info = CteInfo(self.fresh(name), self._cte_names(c, b), b.types)
+        frame[name] = info
+        return lambda body: Let(info.id, b.rel, body)
+
+    def bind_cte_rec(self, cs: list[exp.CTE], frame: dict[str, CteInfo],
+                     outer: Params | None) -> Callable[[Rel], Rel]:
+        # Column types come from each CTE's anchor (its leftmost non-recursive branch); an
+        # anchor may read another CTE of the group whose types are already known, so repeat.
+        pending = list(cs)
+        for _ in range(len(cs) + 1):
+            still = []
+            for c in pending:
+                anchor = _leftmost(c.this)
+                refs = _referenced_names(anchor, {x.alias_or_name.lower() for x in cs})
+                if any(r not in frame for r in refs):
+                    still.append(c)
+                    continue
+                b = self.bind_query(anchor, outer)
+                name = c.alias_or_name.lower()
+                frame[name] = CteInfo(self.fresh(name), self._cte_names(c, b), b.types)
+            pending = still
+            if not pending:
+                break
+        if pending:
+            raise self.err("unsupported", "cannot infer the column types of recursive CTE "
+                           f"{pending[0].alias_or_name}: every anchor reads another", pending[0])
+        values = []
+        for c in cs:
+            info = frame[c.alias_or_name.lower()]
+            b = self.bind_query(c.this, outer)
+            if len(b.types) != len(info.types):
+                raise self.err("type_error", f"recursive CTE {c.alias_or_name} branches have "
+                               "different numbers of columns", c)
+            values.append(_coerce_rel(b.rel, b.types, info.types))
+        ids = tuple(frame[c.alias_or_name.lower()].id for c in cs)
+        limit = self.iteration_limit
+        return lambda body: LetRec(ids, tuple(values), body, limit)
+
+    def bind_setop(self, node: exp.Expression, outer: Params | None) -> Bound:
+        left = self.bind_query(node.this, outer)
+        right = self.bind_query(node.expression, outer)
+        if len(left.types) != len(right.types):
+            raise self.err("type_error", f"{node.key.upper()} branches have {len(left.types)} "
+                           f"and {len(right.types)} columns", node)
+        types = []
+        for i, (a, b) in enumerate(zip(left.types, right.types, strict=True)):
+            u = unify([a, b])
+            if u is None:
+                raise self.err("type_error", f"{node.key.upper()} column {i + 1} has types "
+                               f"{a} and {b}", node)
+            types.append(u)
+        lr = _coerce_rel(left.rel, left.types, types)
+        rr = _coerce_rel(right.rel, right.types, types)
+        distinct = node.args.get("distinct", True) is not False
+        if distinct and not isinstance(node, exp.Union):
+            lr, rr = _distinct(lr), _distinct(rr)
+        if isinstance(node, exp.Union):
+            out: Rel = Union((lr, rr))
+            if distinct:
+                out = _distinct(out)
+        elif isinstance(node, exp.Except):
+            out = Threshold(Union((lr, Negate(rr))))
+        else:
+            out = self.let(lr, lambda g: Union((g, Negate(Threshold(Union((g, Negate(rr))))))))
+        return Bound(out, left.names, types)
+
+    def order_limit_setop(self, node: exp.Expression, b: Bound) -> Bound:
+        order = A(node, "order")
+        limit, offset = self.limit_offset(node)
+        if limit is None and offset == 0:
+            return b
+        keys = []
+        for o in order.expressions if order is not None else []:
+            e = o.this
+            idx = None
+            if isinstance(e, exp.Literal) and not e.is_string:
+                idx = int(e.this) - 1
+            elif isinstance(e, exp.Column) and not e.table and e.name.lower() in b.names:
+                idx = b.names.index(e.name.lower())
+            if idx is None or not 0 <= idx < len(b.names):
+                raise self.err("unsupported", "ORDER BY on a set operation must name an output "
+                               "column", e)
+            keys.append(SortKey(idx, bool(o.args.get("desc")), bool(o.args.get("nulls_first"))))
+        return Bound(TopK(b.rel, (), tuple(keys), limit, offset), b.names, b.types)
+
+    def limit_offset(self, node: exp.Expression) -> tuple[int | None, int]:
+        lim, off = A(node, "limit"), A(node, "offset")
+        limit = offset = None
+        if lim is not None:
+            v = lim.expression if lim.expression is not None else lim.this
+            if not (isinstance(v, exp.Literal) and not v.is_string):
+                raise self.err("unsupported", "LIMIT must be an integer literal", lim)
+            limit = int(v.this)
+        if off is not None:
+            v = off.expression if off.expression is not None else off.this
+            if not (isinstance(v, exp.Literal) and not v.is_string):
+                raise self.err("unsupported", "OFFSET must be an integer literal", off)
+            offset = int(v.this)
+        return limit, offset or 0
+
+    # ------------------------------------------------------------ FROM
+
+    def bind_table(self, t: exp.Expression, outer: Params | None) -> tuple[Rel, list[SCol]]:
+        alias = t.args.get("alias")
+        col_aliases = [c.name.lower() for c in alias.columns] if alias is not None and \
+            alias.args.get("columns") else []
+        if isinstance(t, exp.Table):
+            if t.args.get("db") or t.args.get("catalog"):
+                raise self.err("unsupported", "qualified table names are not supported", t)
+            if isinstance(t.this, exp.Anonymous) or not isinstance(t.this, exp.Identifier):
+                raise self.err("unsupported", "table functions are not supported", t)
+            name = t.name.lower()
+            qual = t.alias_or_name.lower()
+            info = None
+            for frame in reversed(self.ctes):
+                if name in frame:
+                    info = frame[name]
+                    break
+            if info is not None:
+                rel: Rel = Get(info.id, len(info.types), True)
+                names, types = info.names, info.types
+            elif name in self.catalog.views:
+                v = self.catalog.views[name]
+                rel = Get(name, len(v.columns))
+                names = [c.name.lower() for c in v.columns]
+                types = [norm_type(c.type) for c in v.columns]
+                if name not in self.deps:
+                    self.deps.append(name)
+            elif name in self.catalog.tables:
+                ts = self.catalog.tables[name]
+                rel = Get(name, len(ts.columns))
+                names = [c.name.lower() for c in ts.columns]
+                types = [norm_type(c.type) for c in ts.columns]
+                if name not in self.deps:
+                    self.deps.append(name)
+            else:
+                raise self.err("unknown_table", f'table "{t.name}" does not exist', t)
+        elif isinstance(t, exp.Subquery):
+            if t.args.get("lateral"):
+                raise self.err("unsupported", "LATERAL subqueries are not supported", t)
+            b = self.bind_query(t.this, outer)
+            b = self.order_limit_setop(t, b) if A(t, "limit") is not None else b
+            rel, names, types = b.rel, b.names, b.types
+            qual = alias.name.lower() if alias is not None and alias.name else None
+        elif isinstance(t, exp.Values):
+            b = self.bind_values(t)
+            rel, names, types = b.rel, b.names, b.types
+            qual = alias.name.lower() if alias is not None and alias.name else None
+        elif isinstance(t, exp.Lateral):
+            raise self.err("unsupported", "LATERAL is not supported", t)
+        else:
+            raise self.err("unsupported", f"unsupported FROM item {t.key.upper()}", t)
+        if col_aliases:
+            if len(col_aliases) > len(names):
+                raise self.err("type_error", f"{len(col_aliases)} column aliases for "
+                               f"{len(names)} columns", alias)
+            names = col_aliases + names[len(col_aliases):]
+        return rel, [SCol(qual, n, ty) for n, ty in zip(names, types, strict=True)]
+
+    def bind_from(self, sel: exp.Select, outer: Params | None) -> tuple[Rel, list[SCol]]:
+        frm = A(sel, "from")
+        if frm is None:
+            if sel.args.get("joins"):
+                raise self.err("unsupported", "JOIN without FROM", sel)
+            return Constant(((),), 0), []
+        items = [frm.this, *frm.expressions] if frm.expressions else [frm.this]
+        rel, scope = self.bind_table(items[0], outer)
+        for extra in items[1:]:
+            r2, s2 = self.bind_table(extra, outer)
+            rel, scope = Join(rel, r2, ()), scope + s2
+        for j in sel.args.get("joins") or []:
+            rel, scope = self.bind_join(rel, scope, j, outer)
+        return rel, scope
+
+    def bind_join(self, left: Rel, lscope: list[SCol], j: exp.Join,
+                  outer: Params | None) -> tuple[Rel, list[SCol]]:
+        right, rscope = self.bind_table(j.this, outer)
+        side = (j.args.get("side") or "").upper()
+        kind = (j.args.get("kind") or "").upper()
+        method = (j.args.get("method") or "").upper()
+        if kind in ("SEMI", "ANTI", "ASOF", "POSITIONAL") or method in ("ASOF", "POSITIONAL"):
+            raise self.err("unsupported", f"{kind or method} JOIN is not supported", j)
+        nl = left.arity
+        scope = lscope + rscope
+        on = j.args.get("on")
+        using = [u.name.lower() for u in j.args.get("using") or []]
+        if method == "NATURAL":
+            lnames = {c.name for c in lscope if not c.hidden}
+            using = [c.name for c in rscope if c.name in lnames]
+        preds: list[Scalar] = []
+        extra_cols: list[tuple[str, Scalar, str]] = []
+        if using:
+            for name in using:
+                li = [i for i, c in enumerate(lscope) if c.name == name and not c.hidden]
+                ri = [i for i, c in enumerate(rscope) if c.name == name and not c.hidden]
+                if len(li) != 1 or len(ri) != 1:
+                    code = "unknown_column" if not li or not ri else "ambiguous_column"
+                    raise self.err(code, f'USING column "{name}" must appear once on each side',
+                                   j)
+                a, b = li[0], nl + ri[0]
+                ta, tb = lscope[li[0]].type, rscope[ri[0]].type
+                u = unify([ta, tb])
+                if u is None:
+                    raise self.err("type_error", f'USING column "{name}" has types {ta} and {tb}',
+                                   j)
+                preds.append(Call("eq", (_cast(Col(a), ta, u), _cast(Col(b), tb, u)), "BOOLEAN"))
+                if side == "FULL":
+                    scope[a].hidden = True
+                    scope[b].hidden = True
+                    extra_cols.append((name, Call("coalesce", (_cast(Col(a), ta, u),
+                                                               _cast(Col(b), tb, u)), u), u))
+                elif side == "RIGHT":
+                    scope[a].hidden = True
+                else:
+                    scope[b].hidden = True
+        elif on is not None:
+            ctx = ExprCtx(self, Join(left, right, ()), scope, outer)
+            s, t = ctx.bind(on)
+            if ctx.rel.arity != nl + right.arity:
+                raise self.err("unsupported", "subqueries in JOIN ... ON are not supported", on)
+            preds.append(_to_bool(self, s, t, on))
+        elif kind != "CROSS" and side:
+            raise self.err("syntax_error", "outer join needs ON or USING", j)
+        if side in ("LEFT", "RIGHT", "FULL"):
+            rel = self.outer_join(left, right, tuple(preds), side)
+        else:
+            rel = Join(left, right, ())
+            if preds:
+                rel = Mfp(rel, (), tuple(preds), tuple(range(rel.arity)))
+        if extra_cols:
+            n = rel.arity
+            rel = Mfp(rel, tuple(e for _, e, _ in extra_cols), (),
+                      tuple(range(n + len(extra_cols))))
+            scope = scope + [SCol(None, nm, ty) for nm, _, ty in extra_cols]
+        return rel, scope
+
+    def outer_join(self, left: Rel, right: Rel, preds: tuple[Scalar, ...], side: str) -> Rel:
+        """inner join + the unmatched rows of the preserved side(s), padded with NULLs.
+
+        unmatched(L) = L - semijoin(L, distinct(L-part of inner)): the subtraction is exact for
+        any ON predicate because the matched rows are a sub-multiset of L (Materialize's
+        anti_lookup)."""
+        nl, nr = left.arity, right.arity
+
+        def build(lg: Get, rg: Get) -> Rel:
+            inner: Rel = Join(lg, rg, ())
+            if preds:
+                inner = Mfp(inner, (), preds, tuple(range(nl + nr)))
+
+            def with_inner(ig: Get) -> Rel:
+                parts: list[Rel] = [ig]
+                if side in ("LEFT", "FULL"):
+                    parts.append(_pad(_unmatched(lg, Mfp(ig, (), (), tuple(range(nl)))),
+                                      nr, after=True))
+                if side in ("RIGHT", "FULL"):
+                    parts.append(_pad(_unmatched(rg, Mfp(ig, (), (), tuple(range(nl, nl + nr)))),
+                                      nl, after=False))
+                return Union(tuple(parts))
+
+            return self.let(inner, with_inner)
+
+        return self.let(left, lambda lg: self.let(right, lambda rg: build(lg, rg)))
+
+    # ------------------------------------------------------------ SELECT
+
+    def bind_select(self, sel: exp.Select, outer: Params | None) -> Bound:
+        for bad in ("windows", "qualify", "pivots", "into", "sample", "prewhere", "connect",
+                    "match", "laterals"):
+            if sel.args.get(bad):
+                raise self.err("unsupported", f"{bad.upper()} is not supported", sel)
+        distinct = sel.args.get("distinct")
+        if distinct is not None and distinct.args.get("on"):
+            raise self.err("unsupported", "DISTINCT ON is not supported", distinct)
+        rel, scope = self.bind_from(sel, outer)
+        ctx = ExprCtx(self, rel, scope, outer)
+        where = A(sel, "where")
+        if where is not None:
+            _reject_aggs(self, where.this, "WHERE")
+            s, t = ctx.bind(where.this)
+            pred = _to_bool(self, s, t, where.this)
+            rel = Mfp(ctx.rel, (), (pred,), tuple(range(len(scope))))
+            ctx = ExprCtx(self, rel, scope, outer)
+        # expand * and t.* first: aggregation and ORDER BY see the expanded list
+        items: list[tuple[exp.Expression, str | None]] = []
+        for e in sel.expressions:
+            if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this,
+                                                                                   exp.Star)):
+                qual = e.table.lower() if isinstance(e, exp.Column) and e.table else None
+                if isinstance(e, exp.Star) and any(e.args.get(k) for k in
+                                                   ("except", "except_", "replace", "rename")):
+                    raise self.err("unsupported", "* EXCLUDE/REPLACE is not supported", e)
+                cols = [(i, c) for i, c in enumerate(scope)
+                        if (qual is None and not c.hidden) or (qual is not None and c.qual == qual)]
+                if qual is not None and not cols:
+                    raise self.err("unknown_table", f'table "{qual}" is not in FROM', e)
+                if not cols and qual is None:
+                    raise self.err("unsupported", "SELECT * with no FROM columns", e)
+                for _i, c in cols:
+                    items.append((exp.column(c.name, c.qual, quoted=True) if c.qual
+                                  else exp.column(c.name, quoted=True), c.name))
+            else:
+                items.append((e, None))
+        order = A(sel, "order")
+        having = A(sel, "having")
+        group = A(sel, "group")
+        agg_nodes: list[exp.Expression] = []
+        for e, _ in items:
+            agg_nodes += _find_aggs(e)
+        if having is not None:
+            agg_nodes += _find_aggs(having.this)
+        if order is not None:
+            for o in order.expressions:
+                agg_nodes += _find_aggs(o.this)
+        aliases = {}
+        for e, _nm in items:
+            if isinstance(e, exp.Alias):
+                aliases[e.alias.lower()] = e.this
+        if group is not None or agg_nodes:
+            if group is not None and any(group.args.get(k) for k in
+                                         ("grouping_sets", "cube", "rollup", "totals")):
+                raise self.err("unsupported", "GROUPING SETS/CUBE/ROLLUP are not supported",
+                               group)
+            if group is not None and group.args.get("all"):
+                raise self.err("unsupported", "GROUP BY ALL is not supported", group)
+            ctx = self.aggregate(ctx, group, agg_nodes, items, aliases, outer)
+            if having is not None:
+                s, t = ctx.bind(having.this)
+                pred = _to_bool(self, s, t, having.this)
+                n = ctx.rel.arity
+                ctx = ExprCtx(self, Mfp(ctx.rel, (), (pred,), tuple(range(n))), ctx.scope,
+                              outer, ctx.agg)
+        elif having is not None:
+            raise self.err("grouping_error", "HAVING without GROUP BY or aggregates", having)
+        outs: list[BB] = []
+        names: list[str] = []
+        for e, nm in items:
+            inner = e.this if isinstance(e, exp.Alias) else e
+            s, t = ctx.bind(inner)
+            outs.append((s, "INTEGER" if t == "NULL" else t))
+            names.append(nm or (e.alias.lower() if isinstance(e, exp.Alias) else
+                                inner.name.lower() if isinstance(inner, exp.Column)
+                                else inner.sql(dialect="duckdb")))
+        limit, offset = self.limit_offset(sel)
+        keys: list[SortKey] = []
+        hidden: list[Scalar] = []
+        if order is not None and (limit is not None or offset):
+            for o in order.expressions:
+                e = o.this
+                idx: int | None = None
+                if isinstance(e, exp.Literal) and not e.is_string:
+                    idx = int(e.this) - 1
+                    if not 0 <= idx < len(outs):
+                        raise self.err("unsupported", f"ORDER BY position {e.this} is not in "
+                                       "the select list", e)
+                elif isinstance(e, exp.Column) and not e.table and e.name.lower() in names and \
+                        e.name.lower() in aliases:
+                    idx = names.index(e.name.lower())
+                else:
+                    s, _t = ctx.bind(e)
+                    for i, (os_, _) in enumerate(outs):
+                        if os_ == s:
+                            idx = i
+                            break
+                    if idx is None:
+                        if distinct is not None:
+                            raise self.err("unsupported", "ORDER BY of a SELECT DISTINCT must "
+                                           "use output columns", e)
+                        hidden.append(s)
+                        idx = len(outs) + len(hidden) - 1
+                keys.append(SortKey(idx, bool(o.args.get("desc")),
+                                    bool(o.args.get("nulls_first"))))
+        n = ctx.rel.arity
+        exprs = [s for s, _ in outs] + hidden
+        out: Rel = _project_exprs(ctx.rel, exprs)
+        if distinct is not None:
+            out = _distinct(out)
+        if limit is not None or offset:
+            out = TopK(out, (), tuple(keys), limit, offset)
+        if hidden:
+            out = Mfp(out, (), (), tuple(range(len(outs))))
+        del n
+        return Bound(out, names, [t for _, t in outs])
+
+    def aggregate(self, ctx: ExprCtx, group: exp.Group | None, agg_nodes: list[exp.Expression],
+                  items: list[tuple[exp.Expression, str | None]], aliases: dict[str, Any],
+                  outer: Params | None) -> ExprCtx:
+        groups: list[BB] = []
+        for g in group.expressions if group is not None else []:
+            target = g
+            if isinstance(g, exp.Literal) and not g.is_string:
+                k = int(g.this) - 1
+                if not 0 <= k < len(items):
+                    raise self.err("grouping_error", f"GROUP BY position {g.this} is not in the "
+                                   "select list", g)
+                target = items[k][0]
+                target = target.this if isinstance(target, exp.Alias) else target
+            elif isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases and \
+                    ctx.lookup(g) is None:
+                target = aliases[g.name.lower()]
+            _reject_aggs(self, target, "GROUP BY")
+            groups.append(ctx.bind(target))
+        aggs: list[Agg] = []
+        args: list[Scalar] = []
+        agg_cols: dict[int, BB] = {}
+        seen: dict[tuple[str, Scalar | None, bool], int] = {}
+        for node in agg_nodes:
+            func, arg, dist, t = self.bind_agg(ctx, node)
+            key = (func, arg, dist)
+            if key not in seen:
+                argcol = None
+                if arg is not None:
+                    if arg not in args:
+                        args.append(arg)
+                    argcol = len(groups) + args.index(arg)
+                seen[key] = len(aggs)
+                aggs.append(Agg(func, argcol, dist, t))
+            agg_cols[id(node)] = (Col(len(groups) + seen[key]), t)
+        n = ctx.rel.arity
+        mapped = [s for s, _ in groups] + args
+        pre = Mfp(ctx.rel, tuple(mapped), (), tuple(range(n, n + len(mapped))))
+        red: Rel = Reduce(pre, tuple(range(len(groups))), tuple(aggs))
+        if group is None:
+            red = self.global_default(red, aggs)
+        post_scope = ExprCtx(self, red, [], outer)
+        post_scope.agg = AggInfo(ctx, groups, agg_cols)
+        return post_scope
+
+    def global_default(self, red: Rel, aggs: list[Agg]) -> Rel:
+        """A global aggregate has exactly one row: R + (default - default-per-row-of-R)."""
+        defaults = tuple(0 if a.func in ("count", "count_star") else None for a in aggs)
+        lits = tuple(Lit(v, a.type) for v, a in zip(defaults, aggs, strict=True))
+        k = len(aggs)
+        return self.let(red, lambda g: Union((
+            g, Constant((defaults,), k),
+            Negate(Mfp(g, lits, (), tuple(range(k, 2 * k)))))))
+
+    def bind_agg(self, ctx: ExprCtx, node: exp.Expression) -> tuple[str, Scalar | None, bool,
+                                                                    str]:
+        fname = node.key.lower()
+        this = node.this
+        dist = False
+        if isinstance(this, exp.Distinct):
+            dist = True
+            if len(this.expressions) != 1:
+                raise self.err("unsupported", f"{fname.upper()}(DISTINCT ...) takes one "
+                               "argument", node)
+            this = this.expressions[0]
+        if fname == "count" and (this is None or isinstance(this, exp.Star)):
+            return "count_star", None, False, "BIGINT"
+        if node.expressions and fname != "count":
+            raise self.err("unsupported", f"{fname.upper()} with several arguments", node)
+        _reject_aggs(self, this, f"{fname.upper()} argument", nested=True)
+        s, t = ctx.bind(this)
+        if fname == "count":
+            return "count", s, dist, "BIGINT"
+        f = family(t)
+        if fname in ("sum", "avg"):
+            if not is_numeric(t):
+                raise self.err("type_error", f"{fname.upper()}({t}) is not defined: the argument"
+                               " must be numeric", node)
+            if fname == "avg":
+                return "avg", s, dist, "DOUBLE"
+            if f == "int" or f == "null":
+                return "sum", s, dist, "HUGEINT"
+            if f == "decimal":
+                return "sum", s, dist, "DECIMAL(38,%d)" % _scale(t)
+            return "sum", s, dist, "DOUBLE"
+        return fname, s, dist, ("INTEGER" if t == "NULL" else t)
+
+    # ------------------------------------------------------------ subqueries
+
+    def subquery(self, ctx: ExprCtx, kind: str, q: exp.Expression,
+                 lhs: exp.Expression | None = None) -> BB:
+        """Extend ctx.rel with one column holding the subquery's value for each row."""
+        params = Params(ctx)
+        b = self.bind_query(q, params)
+        lhs_t = None
+        if kind == "in":
+            if len(b.types) != 1:
+                raise self.err("type_error", "IN subquery must return one column", q)
+            ls, lhs_t = ctx.bind(lhs)
+            u = unify([lhs_t, b.types[0]])
+            if u is None:
+                raise self.err("type_error", f"cannot compare {lhs_t} with {b.types[0]} in IN",
+                               lhs)
+            params.exprs.append(_cast(ls, lhs_t, u))
+            params.types.append(u)
+            b = Bound(_coerce_rel(b.rel, b.types, [u]), b.names, [u])
+        elif kind == "scalar" and len(b.types) != 1:
+            raise self.err("type_error", "scalar subquery must return one column", q)
+        m = len(params.exprs)
+        n = ctx.rel.arity
+        ox = Mfp(ctx.rel, tuple(params.exprs), (), tuple(range(n + m)))
+
+        def with_ox(og: Get) -> Rel:
+            d = _distinct(Mfp(og, (), (), tuple(range(n, n + m))))
+
+            def with_d(dg: Get) -> Rel:
+                qq = apply(b.rel, dg, m) if m else b.rel
+                keys = tuple((n + i, i) for i in range(m))
+                if kind == "exists":
+                    e = _distinct(Mfp(qq, (), (), tuple(range(m))))
+                    return _lookup_exists(self, og, e, keys)
+                if kind == "in":
+                    def with_q(qg: Get) -> Rel:
+                        hit = Call("eq", (Col(m), Col(m - 1)), "BOOLEAN")
+                        nul = Call("or", (Call("is_null", (Col(m),), "BOOLEAN"),
+                                          Call("is_null", (Col(m - 1),), "BOOLEAN")), "BOOLEAN")
+                        e1 = _distinct(Mfp(qg, (), (hit,), tuple(range(m))))
+                        e2 = _distinct(Mfp(qg, (), (nul,), tuple(range(m))))
+                        step = self.let(_lookup_exists(self, og, e1, keys), lambda g1:
+                                        _lookup_exists(self, g1, e2, keys))
+                        res = Call("case", (Col(n + m), TRUE, Col(n + m + 1), null("BOOLEAN"),
+                                            FALSE), "BOOLEAN")
+                        return Mfp(step, (res,), (), tuple(range(n + m)) + (n + m + 2,))
+                    return self.let(qq, with_q)
+
+                def with_q2(qg: Get) -> Rel:
+                    hit = Mfp(Join(og, qg, keys), (), (), tuple(range(n + m)) + (n + 2 * m,))
+                    present = _distinct(Mfp(qg, (), (), tuple(range(m))))
+                    miss = _pad(Union((og, Negate(Mfp(Join(og, present, keys), (), (),
+                                                      tuple(range(n + m)))))), 1, after=True)
+                    return Union((hit, miss))
+                return self.let(qq, with_q2)
+
+            return self.let(d, with_d) if m else with_d(Constant(((),), 0))  # type: ignore
+
+        rel = self.let(ox, with_ox)
+        ctx.rel = rel
+        t = "BOOLEAN" if kind in ("exists", "in") else b.types[0]
+        return Col(n + m), t
+
+
+# ---------------------------------------------------------------- expressions
+
+
+class ExprCtx:
+    """Binds scalar expressions against a relation whose first len(scope) columns are named.
+
+    Binding a subquery appends columns to ``rel`` (the lookup result); callers must use
+    ``ctx.rel`` after binding and project the extra columns away."""
+
+    def __init__(self, binder: Binder, rel: Rel, scope: list[SCol], outer: Params | None,
+                 agg: AggInfo | None = None) -> None:
+        self.b = binder
+        self.rel = rel
+        self.scope = scope
+        self.outer = outer
+        self.agg = agg
+        self.no_subqueries = False
+
+    # -- names
+
+    def lookup(self, node: exp.Column) -> BB | None:
+        name = node.name.lower()
+        qual = node.table.lower() if node.table else None
+        if qual is not None:
+            hits = [i for i, c in enumerate(self.scope) if c.qual == qual and c.name == name]
+        else:
+            hits = [i for i, c in enumerate(self.scope) if c.name == name and not c.hidden]
+        if len(hits) > 1:
+            raise self.b.err("ambiguous_column", f'column reference "{node.sql()}" is '
+                             "ambiguous", node)
+        if hits:
+            return Col(hits[0]), self.scope[hits[0]].type
+        return None
+
+    def resolve_column(self, node: exp.Column) -> BB | None:
+        if self.agg is not None:
+            try:
+                return self.bind(node)
+            except PlanError as e:
+                if e.code == "unknown_column":
+                    return None
+                raise
+        got = self.lookup(node)
+        if got is not None:
+            return got
+        if self.outer is not None:
+            return self.outer.resolve(node)
+        return None
+
+    def _has_qual(self, q: str) -> bool:
+        ctx: ExprCtx | None = self
+        while ctx is not None:
+            scope = ctx.agg.pre.scope if ctx.agg is not None else ctx.scope
+            if any(c.qual == q for c in scope):
+                return True
+            ctx = ctx.outer.parent if ctx.outer is not None else None
+        return False
+
+    def column(self, node: exp.Column) -> BB:
+        if node.args.get("db") or node.args.get("catalog"):
+            raise self.b.err("unsupported", "column references with more than one qualifier",
+                             node)
+        got = self.lookup(node)
+        if got is None and self.outer is not None:
+            got = self.outer.resolve(node)
+        if got is None:
+            if node.table and not self._has_qual(node.table.lower()):
+                raise self.b.err("unknown_table", f'table "{node.table}" is not in FROM', node)
+            raise self.b.err("unknown_column", f'column "{node.sql()}" does not exist', node)
+        return got
+
+    # -- binding
+
+    def try_bind(self, e: exp.Expression) -> BB | None:
+        saved = (self.rel, self.no_subqueries)
+        self.no_subqueries = True
+        try:
+            return self.bind(e)
+        except (PlanError, _NoSubquery):
+            return None
+        finally:
+            self.rel, self.no_subqueries = saved
+
+    def bind(self, e: exp.Expression) -> BB:
+        if self.agg is not None:
+            return self.bind_post(e)
+        return self.bind_node(e)
+
+    def bind_post(self, e: exp.Expression) -> BB:
+        """Post-aggregation: aggregates and group expressions are columns of the Reduce."""
+        info = self.agg
+        assert info is not None
+        if id(e) in info.agg_cols:
+            return info.agg_cols[id(e)]
+        if isinstance(e, (exp.Literal, exp.Null, exp.Boolean)):
+            return self.bind_node(e)
+        if not isinstance(e, (exp.Subquery, exp.Exists)) and not (
+                isinstance(e, exp.In) and e.args.get("query")):
+            got = info.pre.try_bind(e)
+            if got is not None:
+                s, t = got
+                for i, (gs, _gt) in enumerate(info.groups):
+                    if gs == s:
+                        return Col(i), t
+                if isinstance(s, (OuterRef, Lit)):
+                    return got
+        if isinstance(e, exp.Column):
+            # bind in the pre scope for the precise error (unknown/ambiguous) first
+            info.pre.bind(e)
+            raise self.b.err("grouping_error", f'column "{e.sql()}" must appear in the GROUP BY'
+                             " clause or be used in an aggregate function", e)
+        return self.bind_node(e)
+
+    def bind_node(self, e: exp.Expression) -> BB:
+        b = self.b
+        if isinstance(e, exp.Column):
+            if isinstance(e.this, exp.Star):
+                raise b.err("unsupported", "* is not allowed here", e)
+            return self.column(e)
+        if isinstance(e, exp.Paren):
+            return self.bind(e.this)
+        if isinstance(e, exp.Literal):
+            if e.is_string:
+                return Lit(e.this, "VARCHAR"), "VARCHAR"
+            txt = e.this
+            if "e" in txt.lower():
+                return Lit(float(txt), "DOUBLE"), "DOUBLE"
+            if "." in txt:
+                d = decimal.Decimal(txt)
+                scale = max(0, -d.as_tuple().exponent)  # type: ignore[operator]
+                t = f"DECIMAL({max(len(d.as_tuple().digits), scale + 1)},{scale})"
+                return Lit(d, t), t
+            v = int(txt)
+            t = "INTEGER" if -(2 ** 31) <= v < 2 ** 31 else "BIGINT" if -(2 ** 63) <= v < \
+                2 ** 63 else "HUGEINT"
+            return Lit(v, t), t
+        if isinstance(e, exp.Null):
+            return null(), "NULL"
+        if isinstance(e, exp.Boolean):
+            return Lit(bool(e.this), "BOOLEAN"), "BOOLEAN"
+        if isinstance(e, AGG_CLASSES) or isinstance(e, exp.AggFunc):
+            if isinstance(e, AGG_CLASSES):
+                raise b.err("grouping_error", f"aggregate {e.key.upper()} is not allowed here",
+                            e)
+            raise b.err("unsupported", f"aggregate function {e.sql_name()} is not supported", e)
+        if isinstance(e, exp.Window):
+            raise b.err("unsupported", "window functions are not supported", e)
+        if isinstance(e, (exp.Subquery, exp.Exists)) or (isinstance(e, exp.In) and
+                                                          e.args.get("query")):
+            if self.no_subqueries:
+                raise _NoSubquery()
+            if isinstance(e, exp.Exists):
+                return b.subquery(self, "exists", e.this)
+            if isinstance(e, exp.In):
+                q = e.args["query"]
+                return b.subquery(self, "in", q.this if isinstance(q, exp.Subquery) else q,
+                                  e.this)
+            return b.subquery(self, "scalar", e.this)
+        if isinstance(e, exp.Not):
+            s, t = self.bind(e.this)
+            return self.call("not", [(_to_bool(b, s, t, e.this), "BOOLEAN")], "BOOLEAN")
+        if isinstance(e, (exp.And, exp.Or)):
+            args = []
+            for x in _flatten(e, type(e)):
+                s, t = self.bind(x)
+                args.append((_to_bool(b, s, t, x), "BOOLEAN"))
+            return self.call("and" if isinstance(e, exp.And) else "or", args, "BOOLEAN")
+        cmp = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt",
+               exp.GTE: "ge"}
+        if type(e) in cmp:
+            return self.compare(cmp[type(e)], e.this, e.expression, e)
+        if isinstance(e, (exp.NullSafeEQ, exp.NullSafeNEQ)):
+            s, _ = self.compare("is_distinct", e.this, e.expression, e)
+            if isinstance(e, exp.NullSafeEQ):
+                return self.call("not", [(s, "BOOLEAN")], "BOOLEAN")
+            return s, "BOOLEAN"
+        if isinstance(e, exp.Is):
+            s, t = self.bind(e.this)
+            rhs = e.expression
+            if isinstance(rhs, exp.Null):
+                return self.call("is_null", [(s, t)], "BOOLEAN")
+            if isinstance(rhs, exp.Boolean):
+                s = _to_bool(b, s, t, e.this)
+                return self.call("is_true" if rhs.this else "is_false", [(s, "BOOLEAN")],
+                                 "BOOLEAN")
+            raise b.err("unsupported", "IS must be followed by NULL, TRUE or FALSE", e)
+        arith = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div",
+                 exp.IntDiv: "intdiv", exp.Mod: "mod"}
+        if type(e) in arith:
+            return self.arith(arith[type(e)], self.bind(e.this), self.bind(e.expression), e)
+        if isinstance(e, exp.Neg):
+            s, t = self.bind(e.this)
+            if not is_numeric(t):
+                raise b.err("type_error", f"cannot negate a value of type {t}", e)
+            return self.call("neg", [(s, t)], t)
+        if isinstance(e, exp.DPipe):
+            return self.call("dpipe", [self.bind(e.this), self.bind(e.expression)], "VARCHAR")
+        if isinstance(e, exp.Between):
+            x = self.bind(e.this)
+            lo = self.compare_bound("ge", x, self.bind(e.args["low"]), e)
+            hi = self.compare_bound("le", x, self.bind(e.args["high"]), e)
+            return self.call("and", [lo, hi], "BOOLEAN")
+        if isinstance(e, exp.In):
+            if e.args.get("unnest") or e.args.get("field"):
+                raise b.err("unsupported", "IN UNNEST is not supported", e)
+            x = self.bind(e.this)
+            eqs = [self.compare_bound("eq", x, self.bind(v), v) for v in e.expressions]
+            if len(eqs) == 1:
+                return eqs[0]
+            return self.call("or", eqs, "BOOLEAN")
+        if isinstance(e, (exp.Like, exp.ILike)):
+            if e.args.get("escape") or isinstance(e.expression, exp.Escape):
+                raise b.err("unsupported", "LIKE ... ESCAPE is not supported", e)
+            s = self.call("like" if isinstance(e, exp.Like) else "ilike",
+                          [self.str_arg(e.this), self.str_arg(e.expression)], "BOOLEAN")
+            if e.args.get("negate"):
+                return self.call("not", [s], "BOOLEAN")
+            return s
+        if isinstance(e, exp.Escape):
+            raise b.err("unsupported", "LIKE ... ESCAPE is not supported", e)
+        if isinstance(e, exp.Case):
+            return self.case(e)
+        if isinstance(e, exp.If):
+            cond = self.bind(e.this)
+            return self.case_from([( _to_bool(b, cond[0], cond[1], e.this), e.args["true"])],
+                                  e.args.get("false"), e)
+        if isinstance(e, exp.Coalesce):
+            vals = [self.bind(x) for x in [e.this, *e.expressions]]
+            return self.unified_call("coalesce", vals, e)
+        if isinstance(e, exp.Nullif):
+            a, c = self.bind(e.this), self.bind(e.expression)
+            u = self.unify_or_fail([a[1], c[1]], e)
+            return self.call("nullif", [( _cast(a[0], a[1], u), u), (_cast(c[0], c[1], u), u)],
+                             u)
+        if isinstance(e, (exp.Cast, exp.TryCast)):
+            return self.cast(e)
+        return self.function(e)
+
+    # -- helpers
+
+    def call(self, func: str, args: list[BB], t: str) -> BB:
+        ss = tuple(s for s, _ in args)
+        # constant folding happens here so that literal coercions are visible to type checks
+        if all(isinstance(s, Lit) for s in ss) and func in FUNCS:
+            try:
+                v = FUNCS[func](*[s.value for s in ss])  # type: ignore[union-attr]
+                return Lit(v, t), t
+            except Exception:  # noqa: BLE001 - fold failures stay runtime expressions
+                pass
+        if func not in NULL_TOLERANT and func != "cast" and any(
+                isinstance(s, Lit) and s.value is None for s in ss):
+            return null(t), t
+        return Call(func, ss, t), t
+
+    def unify_or_fail(self, types: list[str], node: exp.Expression) -> str:
+        u = unify(types)
+        if u is None:
+            raise self.b.err("type_error", f"{node.key.upper()} mixes incompatible types "
+                             f"{', '.join(types)}", node)
+        return u
+
+    def unified_call(self, func: str, vals: list[BB], node: exp.Expression) -> BB:
+        vals = [self.literal_to(v, [w[1] for w in vals]) for v in vals]
+        u = self.unify_or_fail([t for _, t in vals], node)
+        return self.call(func, [(_cast(s, t, u), u) for s, t in vals], u)
+
+    def literal_to(self, v: BB, others: list[str]) -> BB:
+        """A string literal next to a non-string value takes that value's type (DuckDB's
+        STRING_LITERAL is implicitly castable)."""
+        s, t = v
+        if isinstance(s, Lit) and isinstance(s.value, str):
+            target = next((o for o in others if family(o) not in ("str", "null")), None)
+            if target is not None:
+                cv = cast_value(s.value, target)
+                if cv is None:
+                    raise self.b.err("type_error", f"cannot convert '{s.value}' to {target}")
+                return Lit(cv, target), target
+        return v
+
+    def compare(self, func: str, a: exp.Expression, c: exp.Expression,
+                node: exp.Expression) -> BB:
+        return self.compare_bound(func, self.bind(a), self.bind(c), node)
+
+    def compare_bound(self, func: str, x: BB, y: BB, node: exp.Expression) -> BB:
+        x = self.literal_to(x, [y[1]])
+        y = self.literal_to(y, [x[1]])
+        fx, fy = family(x[1]), family(y[1])
+        if "null" not in (fx, fy):
+            u = unify([x[1], y[1]])
+            if u is None:
+                raise self.b.err("type_error", f"cannot compare values of type {x[1]} and "
+                                 f"{y[1]}", node)
+            x, y = (_cast(x[0], x[1], u), u), (_cast(y[0], y[1], u), u)
+        return self.call(func, [x, y], "BOOLEAN")
+
+    def arith(self, func: str, x: BB, y: BB, node: exp.Expression) -> BB:
+        x = self.literal_to(x, [y[1]])
+        y = self.literal_to(y, [x[1]])
+        fx, fy = family(x[1]), family(y[1])
+        sym = {"add": "+", "sub": "-", "mul": "*", "div": "/", "intdiv": "//", "mod": "%"}[func]
+        if fx in ("date", "timestamp") or fy in ("date", "timestamp"):
+            if func == "add" and fx == "date" and fy in ("int", "null"):
+                return self.call("date_add", [x, y], "DATE")
+            if func == "add" and fy == "date" and fx in ("int", "null"):
+                return self.call("date_add", [y, x], "DATE")
+            if func == "sub" and fx == "date" and fy in ("int", "null"):
+                return self.call("date_sub", [x, y], "DATE")
+            if func == "sub" and fx == "date" and fy == "date":
+                return self.call("date_sub", [x, y], "BIGINT")
+            raise self.b.err("type_error", f"cannot apply {sym} to {x[1]} and {y[1]}", node)
+        if not (is_numeric(x[1]) and is_numeric(y[1])):
+            raise self.b.err("type_error", f"cannot apply {sym} to {x[1]} and {y[1]}", node)
+        if func == "div":
+            return self.call("div", [(_cast(x[0], x[1], "DOUBLE"), "DOUBLE"),
+                                     (_cast(y[0], y[1], "DOUBLE"), "DOUBLE")], "DOUBLE")
+        u = unify([x[1], y[1]]) or "DOUBLE"
+        if u == "NULL":
+            u = "INTEGER"
+        if family(u) == "decimal" and func == "mul":
+            u = f"DECIMAL(18,{_scale(x[1]) + _scale(y[1])})"
+        if family(u) == "float":
+            x, y = (_cast(x[0], x[1], "DOUBLE"), "DOUBLE"), (_cast(y[0], y[1], "DOUBLE"), "DOUBLE")
+        if func == "intdiv" and family(u) != "int":
+            u = "DOUBLE"
+            x, y = (_cast(x[0], x[1], "DOUBLE"), "DOUBLE"), (_cast(y[0], y[1], "DOUBLE"), "DOUBLE")
+        return self.call(func, [x, y], u)
+
+    def str_arg(self, e: exp.Expression) -> BB:
+        s, t = self.bind(e)
+        if family(t) not in ("str", "null"):
+            raise self.b.err("type_error", f"expected a VARCHAR argument, got {t}", e)
+        return s, t
+
+    def int_arg(self, e: exp.Expression) -> BB:
+        s, t = self.bind(e)
+        if family(t) not in ("int", "null"):
+            if isinstance(s, Lit) and family(t) in ("decimal", "float"):
+                return Lit(int(s.value), "INTEGER"), "INTEGER"
+            raise self.b.err("type_error", f"expected an integer argument, got {t}", e)
+        return s, t
+
+    def num_arg(self, e: exp.Expression) -> BB:
+        s, t = self.bind(e)
+        if not is_numeric(t):
+            raise self.b.err("type_error", f"expected a numeric argument, got {t}", e)
+        return s, t
+
+    def case(self, e: exp.Case) -> BB:
+        subject = e.this
+        whens = []
+        for w in e.args.get("ifs") or []:
+            if subject is not None:
+                c = self.compare_bound("eq", self.bind(subject), self.bind(w.this), w)
+            else:
+                c = self.bind(w.this)
+                c = (_to_bool(self.b, c[0], c[1], w.this), "BOOLEAN")
+            whens.append((c[0], w.args["true"]))
+        return self.case_from(whens, e.args.get("default"), e)
+
+    def case_from(self, whens: list[tuple[Scalar, exp.Expression]],
+                  default: exp.Expression | None, node: exp.Expression) -> BB:
+        vals = [self.bind(v) for _, v in whens]
+        dv = self.bind(default) if default is not None else (null(), "NULL")
+        allv = [self.literal_to(v, [w[1] for w in [*vals, dv]]) for v in [*vals, dv]]
+        u = self.unify_or_fail([t for _, t in allv], node)
+        args: list[BB] = []
+        for (c, _), (s, t) in zip(whens, allv[:-1], strict=True):
+            args += [(c, "BOOLEAN"), (_cast(s, t, u), u)]
+        args.append((_cast(allv[-1][0], allv[-1][1], u), u))
+        return self.call("case", args, u)
+
+    def cast(self, e: exp.Expression) -> BB:
+        s, t = self.bind(e.this)
+        to = e.args["to"]
+        target = norm_type(to.sql(dialect="duckdb"))
+        if family(target) == "other":
+            raise self.b.err("unsupported", f"CAST to {target} is not supported", to)
+        if isinstance(s, Lit):
+            v = cast_value(s.value, target)
+            if v is None and s.value is not None and not isinstance(e, exp.TryCast):
+                raise self.b.err("type_error", f"cannot cast {s.value!r} to {target}", e)
+            return Lit(v, target), target
+        if norm_type(t) == target:
+            return s, t
+        return Call("cast", (s,), target), target
+
+    def function(self, e: exp.Expression) -> BB:
+        b = self.b
+        name = e.key.lower()
+        if isinstance(e, exp.Anonymous):
+            name = str(e.this).lower()
+            args = list(e.expressions)
+        else:
+            args = [v for k, v in e.args.items() if v is not None and k in
+                    ("this", "expression", "expressions", "start", "length", "decimals",
+                     "replacement")]
+            flat: list[Any] = []
+            for a in args:
+                flat += a if isinstance(a, list) else [a]
+            args = flat
+        alias = {"strlen": "length", "char_length": "length", "character_length": "length",
+                 "len": "length", "substring": "substr", "ceiling": "ceil", "pow": "power",
+                 "ifnull": "coalesce", "nvl": "coalesce", "datediff": "date_diff",
+                 "date_part": "extract", "datepart": "extract", "timestamptrunc": "date_trunc",
+                 "datetrunc": "date_trunc", "timestamp_trunc": "date_trunc",
+                 "instr": "strpos", "position": "strpos", "stringtostr": "concat"}
+        name = alias.get(name, name)
+        if isinstance(e, (exp.Lower, exp.Upper, exp.Reverse)) or name in ("lower", "upper",
+                                                                            "reverse"):
+            return self.call(name, [self.str_arg(args[0])], "VARCHAR")
+        if name == "length":
+            return self.call("length", [self.str_arg(args[0])], "BIGINT")
+        if name == "substr":
+            if isinstance(e, exp.Substring):
+                xs = [self.str_arg(e.this), self.int_arg(e.args["start"])]
+                if e.args.get("length") is not None:
+                    xs.append(self.int_arg(e.args["length"]))
+            else:
+                xs = [self.str_arg(args[0])] + [self.int_arg(a) for a in args[1:3]]
+            return self.call("substr", xs, "VARCHAR")
+        if isinstance(e, exp.Trim) or name in ("trim", "ltrim", "rtrim"):
+            pos = (e.args.get("position") or "").upper() if isinstance(e, exp.Trim) else ""
+            fn = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(pos, name if name != "trim"
+                                                              else "trim")
+            xs = [self.str_arg(e.this if isinstance(e, exp.Trim) else args[0])]
+            chars = e.args.get("expression") if isinstance(e, exp.Trim) else (
+                args[1] if len(args) > 1 else None)
+            if chars is not None:
+                xs.append(self.str_arg(chars))
+            return self.call(fn, xs, "VARCHAR")
+        if isinstance(e, exp.Concat) or name == "concat":
+            return self.call("concat", [self.bind(a) for a in (e.expressions if isinstance(
+                e, exp.Concat) else args)], "VARCHAR")
+        if isinstance(e, exp.Replace) or name == "replace":
+            xs = [e.this, e.expression, e.args.get("replacement")] if isinstance(
+                e, exp.Replace) else args
+            return self.call("replace", [self.str_arg(a) for a in xs], "VARCHAR")
+        if name in ("left", "right"):
+            return self.call(name, [self.str_arg(args[0]), self.int_arg(args[1])], "VARCHAR")
+        if name in ("strpos",):
+            return self.call(name, [self.str_arg(args[0]), self.str_arg(args[1])], "BIGINT")
+        if name in ("starts_with", "contains", "startswith"):
+            return self.call("starts_with" if name != "contains" else "contains",
+                             [self.str_arg(args[0]), self.str_arg(args[1])], "BOOLEAN")
+        if name in ("abs", "sign"):
+            x = self.num_arg(args[0])
+            return self.call(name, [x], x[1] if name == "abs" else "TINYINT")
+        if name in ("floor", "ceil"):
+            if isinstance(e, (exp.Floor, exp.Ceil)) and e.args.get("decimals") is not None:
+                raise b.err("unsupported", f"{name.upper()} with a precision", e)
+            x = self.num_arg(args[0])
+            t = x[1]
+            if family(t) == "decimal":
+                t = "DECIMAL(18,0)"
+            return self.call(name, [x], t)
+        if name == "round":
+            x = self.num_arg(args[0])
+            xs = [x]
+            t = x[1]
+            if len(args) > 1:
+                xs.append(self.int_arg(args[1]))
+            if family(t) == "decimal":
+                d = xs[1][0].value if len(xs) > 1 and isinstance(xs[1][0], Lit) else 0
+                t = f"DECIMAL(18,{max(0, d or 0)})"
+            return self.call("round", xs, t)
+        if name in ("sqrt", "power", "ln", "exp"):
+            if name in ("ln", "exp"):
+                raise b.err("unsupported", f"function {name} is not supported", e)
+            xs = [self.num_arg(a) for a in args]
+            return self.call(name, [(_cast(s, t, "DOUBLE"), "DOUBLE") for s, t in xs], "DOUBLE")
+        if name == "mod":
+            return self.arith("mod", self.bind(args[0]), self.bind(args[1]), e)
+        if name in ("greatest", "least"):
+            return self.unified_call(name, [self.bind(a) for a in args], e)
+        if name == "coalesce":
+            return self.unified_call("coalesce", [self.bind(a) for a in args], e)
+        if isinstance(e, exp.Extract) or name == "extract" or name in (
+                "year", "month", "day", "dayofweek", "dayofyear", "quarter", "week", "hour",
+                "minute", "second", "dayofmonth"):
+            if isinstance(e, exp.Extract):
+                part, target = e.this.name, e.expression
+            elif name == "extract":
+                part, target = _unit(args[0]), args[1]
+            else:
+                part, target = name, args[0]
+            x = self.bind(target)
+            if family(x[1]) not in ("date", "timestamp", "null"):
+                raise b.err("type_error", f"cannot extract {part} from {x[1]}", e)
+            return self.call("extract", [(Lit(part.lower(), "VARCHAR"), "VARCHAR"), x], "BIGINT")
+        if name == "date_trunc":
+            if isinstance(e, exp.Anonymous):
+                unit, target = _unit(args[0]), args[1]
+            else:
+                unit, target = _unit(e.args.get("unit")), e.this
+            x = self.bind(target)
+            if family(x[1]) not in ("date", "timestamp", "null"):
+                raise b.err("type_error", f"date_trunc needs a DATE or TIMESTAMP, got {x[1]}", e)
+            return self.call("date_trunc", [(Lit(unit.lower(), "VARCHAR"), "VARCHAR"), x],
+                             "TIMESTAMP")
+        if name == "date_diff":
+            if isinstance(e, exp.DateDiff):
+                unit, start, end = _unit(e.args.get("unit")) or "day", e.expression, e.this
+            else:
+                unit, start, end = _unit(args[0]), args[1], args[2]
+            xs = [self.bind(start), self.bind(end)]
+            xs = [self.literal_to(v, ["DATE"]) for v in xs]
+            for v in xs:
+                if family(v[1]) not in ("date", "timestamp", "null"):
+                    raise b.err("type_error", f"date_diff needs dates, got {v[1]}", e)
+            return self.call("date_diff", [(Lit(unit.lower(), "VARCHAR"), "VARCHAR"), *xs],
+                             "BIGINT")
+        what = name.upper() if isinstance(e, exp.Anonymous) else e.key.upper()
+        raise b.err("unsupported", f"function or construct {what} is not supported", e)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _unit(e: Any) -> str:
+    if e is None:
+        return ""
+    if isinstance(e, exp.Literal):
+        return str(e.this)
+    if isinstance(e, (exp.Var, exp.Identifier, exp.Column)):
+        return e.name
+    return str(e.name if hasattr(e, "name") else e)
+
+
+def _scale(t: str) -> int:
+    from planner.scalar import decimal_scale
+    return decimal_scale(t) if family(t) == "decimal" else 0
+
+
+def _cast(s: Scalar, t: str, u: str) -> Scalar:
+    """Coerce s of type t to the common type u where Python values would differ."""
+    ft, fu = family(t), family(u)
+    if ft == fu or ft == "null":
+        return s
+    if fu == "float" or (fu == "timestamp" and ft == "date") or fu == "decimal":
+        if fu == "decimal" and ft == "int":
+            return s  # Python int and Decimal mix exactly
+        if isinstance(s, Lit):
+            return Lit(cast_value(s.value, u), u)
+        return Call("cast", (s,), u)
+    return s
+
+
+def _coerce_rel(rel: Rel, types: list[str], target: list[str]) -> Rel:
+    exprs = [_cast(Col(i), t, u) for i, (t, u) in enumerate(zip(types, target, strict=True))]
+    if all(isinstance(e, Col) for e in exprs):
+        return rel
+    return _project_exprs(rel, exprs)
+
+
+def _project_exprs(rel: Rel, exprs: list[Scalar]) -> Rel:
+    """Mfp computing exactly ``exprs``; plain column references become projections."""
+    n = rel.arity
+    maps: list[Scalar] = []
+    proj: list[int] = []
+    for e in exprs:
+        if isinstance(e, Col):
+            proj.append(e.index)
+        else:
+            maps.append(e)
+            proj.append(n + len(maps) - 1)
+    if not maps and proj == list(range(n)):
+        return rel
+    return Mfp(rel, tuple(maps), (), tuple(proj))
+
+
+def _distinct(r: Rel) -> Rel:
+    return Reduce(r, tuple(range(r.arity)), ())
+
+
+def _pad(r: Rel, k: int, after: bool) -> Rel:
+    n = r.arity
+    nulls = tuple(null() for _ in range(k))
+    if after:
+        return Mfp(r, nulls, (), tuple(range(n + k)))
+    return Mfp(r, nulls, (), tuple(range(n, n + k)) + tuple(range(n)))
+
+
+def _unmatched(full: Rel, matched_part: Rel) -> Rel:
+    n = full.arity
+    m = _distinct(matched_part)
+    semi = Mfp(Join(full, m, tuple((i, i) for i in range(n))), (), (), tuple(range(n)))
+    return Union((full, Negate(semi)))
+
+
+def _lookup_exists(b: Binder, og: Rel, e: Rel, keys: tuple[tuple[int, int], ...]) -> Rel:
+    """og + one BOOLEAN column: whether og's key columns appear in the distinct keys e."""
+    n = og.arity
+
+    def body(mg: Get) -> Rel:
+        yes = Mfp(mg, (TRUE,), (), tuple(range(n + 1)))
+        no = Mfp(Union((og, Negate(mg))), (FALSE,), (), tuple(range(n + 1)))
+        return Union((yes, no))
+
+    return b.let(Mfp(Join(og, e, keys), (), (), tuple(range(n))), body)
+
+
+def _to_bool(b: Binder, s: Scalar, t: str, node: exp.Expression) -> Scalar:
+    f = family(t)
+    if f in ("bool", "null"):
+        return s
+    if f in ("int",):
+        return Call("cast", (s,), "BOOLEAN")
+    raise b.err("type_error", f"expected a BOOLEAN condition, got {t}", node)
+
+
+def _flatten(e: exp.Expression, cls: type) -> list[exp.Expression]:
+    if isinstance(e, cls):
+        return _flatten(e.this, cls) + _flatten(e.expression, cls)
+    return [e]
+
+
+def _find_aggs(e: exp.Expression | None) -> list[exp.Expression]:
+    """Aggregate calls in e, not looking into subqueries (they aggregate on their own)."""
+    out: list[exp.Expression] = []
+    if e is None:
+        return out
+
+    def visit(n: exp.Expression) -> None:
+        if isinstance(n, (exp.Subquery, exp.Select, exp.Exists, exp.Union)):
+            return
+        if isinstance(n, AGG_CLASSES):
+            out.append(n)
+            return
+        for child in n.iter_expressions():
+            visit(child)
+
+    visit(e)
+    return out
+
+
+def _reject_aggs(b: Binder, e: exp.Expression | None, where: str, nested: bool = False) -> None:
+    found = _find_aggs(e)
+    if found:
+        what = "nested aggregates are" if nested else f"aggregates are not allowed in {where}"
+        raise b.err("grouping_error", what if not nested else f"{what} not allowed", found[0])
+
+
+def _first_pos(node: exp.Expression) -> int | None:
+    best = None
+    for n in node.walk():
+        meta = getattr(n, "_meta", None) or (n.meta if hasattr(n, "meta") else None)
+        if meta and "start" in meta:
+            s = meta["start"]
+            if best is None or s < best:
+                best = s
+    return best
+
+
+def _leftmost(q: exp.Expression) -> exp.Expression:
+    while isinstance(q, (exp.Union, exp.Subquery)) and A(q, "with") is None:
+        q = q.this
+    return q
+
+
+def _referenced_names(q: exp.Expression, names: set[str]) -> set[str]:
+    return {t.name.lower() for t in q.find_all(exp.Table) if t.name.lower() in names}
+
+
+def _sccs(names: list[str], refs: list[set[str]]) -> list[list[int]]:
+    """Strongly connected components of the CTE reference graph, dependencies first."""
+    idx = {n: i for i, n in enumerate(names)}
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on: set[int] = set()
+    out: list[list[int]] = []
+    counter = [0]
+
+    def strong(v: int) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(idx[r] for r in refs[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(sorted(comp))
+
+    for v in range(len(names)):
+        if v not in index:
+            strong(v)
+    return out

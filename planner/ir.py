@@ -1,0 +1,416 @@
+"""The relational plan IR between SQL and the engine, and its EXPLAIN printer.
+
+A plan is a tree of frozen dataclasses, so plans are values: they hash, compare structurally and
+can be shared. Columns are positional (``#i``); names live only in the binder. Every node knows
+its ``arity`` and every row it denotes is a tuple of exactly that many values.
+
+Scalar expressions: ``Col(i)`` reads column i of the input row, ``Lit`` is a constant,
+``Call(func, args, type)`` applies a scalar function from ``planner.scalar.FUNCS``,
+``OuterRef(k)`` is a correlated reference that exists only until decorrelation removes it.
+
+Relations (the Materialize-style physical vocabulary):
+  Get(name)            a table/view (``local=False``) or a Let/LetRec binding (``local=True``)
+  Constant(rows)       a literal multiset (each row once per occurrence)
+  Mfp(input, map, filter, project)
+                       append ``map`` columns (each may read earlier ones), keep rows where
+                       every ``filter`` is TRUE, then output the ``project`` columns
+  FlatMap(input, func, args)  a table function appending columns (one row per output)
+  Join(left, right, keys)     rows l+r where l[a] == r[b] for each (a, b) in keys; key equality is
+                       Python equality, so NULL matches NULL: SQL joins filter NULL keys first
+  Reduce(input, group, aggs)  group-by columns then one column per aggregate; no aggs = DISTINCT
+  TopK(input, group, order, limit, offset)   rows per group, ordered, sliced
+  Negate / Threshold (keep rows with positive count) / Union (multiset sum)
+  ArrangeBy(input, keys)      the input indexed by key columns (shared by every reader)
+  Let(id, value, body) / LetRec(ids, values, body, limit)
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from dataclasses import dataclass, fields
+from typing import Any
+
+# ---------------------------------------------------------------- scalar expressions
+
+
+@dataclass(frozen=True)
+class Col:
+    index: int
+
+
+@dataclass(frozen=True)
+class Lit:
+    value: Any
+    type: str
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str
+    args: tuple[Scalar, ...]
+    type: str
+
+
+@dataclass(frozen=True)
+class OuterRef:
+    index: int
+    type: str
+
+
+Scalar = Col | Lit | Call | OuterRef
+
+TRUE = Lit(True, "BOOLEAN")
+FALSE = Lit(False, "BOOLEAN")
+
+
+def null(type_: str = "NULL") -> Lit:
+    return Lit(None, type_)
+
+
+def scalar_cols(e: Scalar) -> set[int]:
+    """Input columns an expression reads."""
+    if isinstance(e, Col):
+        return {e.index}
+    if isinstance(e, Call):
+        out: set[int] = set()
+        for a in e.args:
+            out |= scalar_cols(a)
+        return out
+    return set()
+
+
+def has_outer(e: Scalar) -> bool:
+    if isinstance(e, OuterRef):
+        return True
+    if isinstance(e, Call):
+        return any(has_outer(a) for a in e.args)
+    return False
+
+
+def map_cols(e: Scalar, f: Any) -> Scalar:
+    """Rewrite every Col(i) to f(i) (an int) or, if f returns a Scalar, to that expression."""
+    if isinstance(e, Col):
+        r = f(e.index)
+        return Col(r) if isinstance(r, int) else r
+    if isinstance(e, Call):
+        return Call(e.func, tuple(map_cols(a, f) for a in e.args), e.type)
+    return e
+
+
+def map_outer(e: Scalar, f: Any) -> Scalar:
+    if isinstance(e, OuterRef):
+        return f(e)
+    if isinstance(e, Call):
+        return Call(e.func, tuple(map_outer(a, f) for a in e.args), e.type)
+    return e
+
+
+# ---------------------------------------------------------------- relations
+
+
+@dataclass(frozen=True)
+class Get:
+    name: str
+    arity: int
+    local: bool = False
+
+
+@dataclass(frozen=True)
+class Constant:
+    rows: tuple[tuple[Any, ...], ...]
+    arity: int
+
+
+@dataclass(frozen=True)
+class Mfp:
+    input: Rel
+    map: tuple[Scalar, ...] = ()
+    filter: tuple[Scalar, ...] = ()
+    project: tuple[int, ...] = ()
+
+    @property
+    def arity(self) -> int:
+        return len(self.project)
+
+
+@dataclass(frozen=True)
+class FlatMap:
+    input: Rel
+    func: str
+    args: tuple[Scalar, ...]
+    out_arity: int
+
+    @property
+    def arity(self) -> int:
+        return self.input.arity + self.out_arity
+
+
+@dataclass(frozen=True)
+class Join:
+    left: Rel
+    right: Rel
+    keys: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def arity(self) -> int:
+        return self.left.arity + self.right.arity
+
+
+@dataclass(frozen=True)
+class Agg:
+    func: str  # count_star, count, sum, avg, min, max
+    arg: int | None
+    distinct: bool
+    type: str
+
+
+@dataclass(frozen=True)
+class Reduce:
+    input: Rel
+    group: tuple[int, ...]
+    aggs: tuple[Agg, ...] = ()
+
+    @property
+    def arity(self) -> int:
+        return len(self.group) + len(self.aggs)
+
+
+@dataclass(frozen=True)
+class SortKey:
+    col: int
+    desc: bool = False
+    nulls_first: bool = False
+
+
+@dataclass(frozen=True)
+class TopK:
+    input: Rel
+    group: tuple[int, ...]
+    order: tuple[SortKey, ...]
+    limit: int | None
+    offset: int = 0
+
+    @property
+    def arity(self) -> int:
+        return self.input.arity
+
+
+@dataclass(frozen=True)
+class Negate:
+    input: Rel
+
+    @property
+    def arity(self) -> int:
+        return self.input.arity
+
+
+@dataclass(frozen=True)
+class Threshold:
+    input: Rel
+
+    @property
+    def arity(self) -> int:
+        return self.input.arity
+
+
+@dataclass(frozen=True)
+class Union:
+    inputs: tuple[Rel, ...]
+
+    @property
+    def arity(self) -> int:
+        return self.inputs[0].arity
+
+
+@dataclass(frozen=True)
+class ArrangeBy:
+    input: Rel
+    keys: tuple[int, ...]
+
+    @property
+    def arity(self) -> int:
+        return self.input.arity
+
+
+@dataclass(frozen=True)
+class Let:
+    id: str
+    value: Rel
+    body: Rel
+
+    @property
+    def arity(self) -> int:
+        return self.body.arity
+
+
+@dataclass(frozen=True)
+class LetRec:
+    ids: tuple[str, ...]
+    values: tuple[Rel, ...]
+    body: Rel
+    limit: int | None = None
+
+    @property
+    def arity(self) -> int:
+        return self.body.arity
+
+
+Rel = (Get | Constant | Mfp | FlatMap | Join | Reduce | TopK | Negate | Threshold | Union
+       | ArrangeBy | Let | LetRec)
+
+REL_CHILD_FIELDS = ("input", "left", "right", "value", "body")
+
+
+def children(r: Rel) -> list[Rel]:
+    if isinstance(r, Union):
+        return list(r.inputs)
+    if isinstance(r, LetRec):
+        return [*r.values, r.body]
+    return [getattr(r, f.name) for f in fields(r) if f.name in REL_CHILD_FIELDS]
+
+
+def with_children(r: Rel, kids: list[Rel]) -> Rel:
+    if isinstance(r, Union):
+        return Union(tuple(kids))
+    if isinstance(r, LetRec):
+        return LetRec(r.ids, tuple(kids[:-1]), kids[-1], r.limit)
+    names = [f.name for f in fields(r) if f.name in REL_CHILD_FIELDS]
+    if not names:
+        return r
+    kw = {f.name: getattr(r, f.name) for f in fields(r)}
+    for n, k in zip(names, kids, strict=True):
+        kw[n] = k
+    return type(r)(**kw)
+
+
+def transform_up(r: Rel, f: Any) -> Rel:
+    """Apply f bottom-up (children first) to every node."""
+    kids = children(r)
+    if kids:
+        new = [transform_up(k, f) for k in kids]
+        if any(a is not b for a, b in zip(new, kids, strict=True)):
+            r = with_children(r, new)
+    return f(r)
+
+
+def walk(r: Rel) -> list[Rel]:
+    out = [r]
+    for k in children(r):
+        out.extend(walk(k))
+    return out
+
+
+def has_outer_rel(r: Rel) -> bool:
+    for n in walk(r):
+        if isinstance(n, Mfp) and any(has_outer(e) for e in (*n.map, *n.filter)):
+            return True
+        if isinstance(n, FlatMap) and any(has_outer(e) for e in n.args):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- EXPLAIN
+
+
+def fmt_value(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, datetime.datetime):
+        return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
+    if isinstance(v, datetime.date):
+        return f"DATE '{v.isoformat()}'"
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    return repr(v)
+
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "intdiv": "//", "mod": "%",
+          "eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+          "and": "AND", "or": "OR", "dpipe": "||"}
+
+
+def fmt_scalar(e: Scalar) -> str:
+    if isinstance(e, Col):
+        return f"#{e.index}"
+    if isinstance(e, OuterRef):
+        return f"outer#{e.index}"
+    if isinstance(e, Lit):
+        return fmt_value(e.value)
+    if e.func in _INFIX:
+        return "(" + f" {_INFIX[e.func]} ".join(fmt_scalar(a) for a in e.args) + ")"
+    if e.func == "not":
+        return f"NOT {fmt_scalar(e.args[0])}"
+    if e.func == "is_null":
+        return f"({fmt_scalar(e.args[0])} IS NULL)"
+    if e.func == "cast":
+        return f"CAST({fmt_scalar(e.args[0])} AS {e.type})"
+    return f"{e.func}(" + ", ".join(fmt_scalar(a) for a in e.args) + ")"
+
+
+def _cols(cs: tuple[int, ...]) -> str:
+    return "(" + ", ".join(f"#{c}" for c in cs) + ")"
+
+
+def _line(r: Rel) -> str:
+    if isinstance(r, Get):
+        return f"Get {r.name}" + (" (local)" if r.local else "")
+    if isinstance(r, Constant):
+        rows = "; ".join("(" + ", ".join(fmt_value(v) for v in row) + ")" for row in r.rows[:8])
+        more = f" ... {len(r.rows)} rows" if len(r.rows) > 8 else ""
+        return f"Constant arity={r.arity} [{rows}{more}]"
+    if isinstance(r, Mfp):
+        parts = []
+        if r.map:
+            parts.append("map=(" + ", ".join(fmt_scalar(e) for e in r.map) + ")")
+        if r.filter:
+            parts.append("filter=(" + " AND ".join(fmt_scalar(e) for e in r.filter) + ")")
+        parts.append("project=" + _cols(r.project))
+        return "Mfp " + " ".join(parts)
+    if isinstance(r, FlatMap):
+        return f"FlatMap {r.func}(" + ", ".join(fmt_scalar(a) for a in r.args) + ")"
+    if isinstance(r, Join):
+        if not r.keys:
+            return "Join cross"
+        return "Join on=(" + ", ".join(f"#{a} = #{b + r.left.arity}" for a, b in r.keys) + ")"
+    if isinstance(r, Reduce):
+        if not r.aggs:
+            return f"Reduce distinct group={_cols(r.group)}"
+        aggs = ", ".join(
+            f"{a.func}({'distinct ' if a.distinct else ''}{'*' if a.arg is None else '#%d' % a.arg})"
+            for a in r.aggs)
+        return f"Reduce group={_cols(r.group)} aggs=({aggs})"
+    if isinstance(r, TopK):
+        order = ", ".join(
+            f"#{k.col} {'desc' if k.desc else 'asc'} nulls_{'first' if k.nulls_first else 'last'}"
+            for k in r.order)
+        return (f"TopK group={_cols(r.group)} order=({order}) limit={r.limit}"
+                f" offset={r.offset}")
+    if isinstance(r, ArrangeBy):
+        return f"ArrangeBy keys={_cols(r.keys)}"
+    return type(r).__name__
+
+
+def explain(r: Rel, indent: int = 0) -> str:
+    """Stable indented text: one node per line, children indented two spaces."""
+    pad = "  " * indent
+    if isinstance(r, Let):
+        return (f"{pad}Let {r.id} =\n{explain(r.value, indent + 1)}\n"
+                f"{pad}in\n{explain(r.body, indent + 1)}")
+    if isinstance(r, LetRec):
+        head = f"{pad}LetRec limit={r.limit}"
+        parts = [head]
+        for i, v in zip(r.ids, r.values, strict=True):
+            parts.append(f"{pad}  {i} =")
+            parts.append(explain(v, indent + 2))
+        parts.append(f"{pad}in")
+        parts.append(explain(r.body, indent + 1))
+        return "\n".join(parts)
+    out = [pad + _line(r)]
+    for k in children(r):
+        out.append(explain(k, indent + 1))
+    return "\n".join(out)

@@ -1,0 +1,229 @@
+"""Lowering: a planner IR plan becomes engine operators, through the engine's public API only.
+
+Invariants:
+- Each distinct (plan node, scope, environment) is lowered once, so a subplan read twice
+  (a Let value, a CTE, a repeated subtree) is one dataflow fragment; each (collection, key)
+  arrangement is built once per dataflow, and arrangements of source collections are shared
+  between all views built in the same Dataflow.
+- Rows are tuples everywhere; keyed operators see ``(key_tuple, row)`` pairs.
+- LetRec follows the naive evaluator's semantics exactly (planner.naive): one Variable per
+  binding, starting empty; a binding reads the *current* iteration's result of earlier bindings
+  and the Variable (previous iteration) of itself and later ones. Hence naive and engine
+  results agree whenever the loop converges.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Any
+
+from planner.aggregate import reduce_group, topk_rows
+from planner.errors import PlanError
+from planner.ir import (
+    ArrangeBy,
+    Constant,
+    FlatMap,
+    Get,
+    Join,
+    Let,
+    LetRec,
+    Mfp,
+    Negate,
+    Reduce,
+    Rel,
+    Threshold,
+    TopK,
+    Union,
+)
+from planner.scalar import compile_scalar
+
+# Arrangements of source collections, shared by every view built in the same Dataflow
+# (keyed weakly by the Dataflow so a dropped dataflow frees them).
+_SHARED: weakref.WeakKeyDictionary[Any, dict[tuple[int, tuple[int, ...]], tuple[Any, Any]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _getter(idx: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    if not idx:
+        return lambda row: ()
+    if len(idx) == 1:
+        i = idx[0]
+        return lambda row: (row[i],)
+    g = itemgetter(*idx)
+    return lambda row: g(row)
+
+
+def compile_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]]:
+    """The Mfp as one function row -> () or (out_row,), for a single flat_map."""
+    maps = [compile_scalar(e) for e in m.map]
+    filt = [compile_scalar(e) for e in m.filter]
+    proj = _getter(m.project)
+
+    def f(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], ...]:
+        full = row
+        for mp in maps:
+            full = full + (mp(full),)
+        for p in filt:
+            if p(full) is not True:
+                return ()
+        return (proj(full),)
+
+    return f
+
+
+class Lowerer:
+    def __init__(self, df: Any, sources: dict[str, Any]) -> None:
+        self.df = df
+        self.sources = sources
+        self.memo: dict[tuple[Any, ...], Any] = {}
+        self.entered: dict[tuple[int, int], tuple[Any, Any]] = {}
+        self.arranged: dict[tuple[int, tuple[int, ...]], tuple[Any, Any]] = {}
+        self.env_ids = itertools.count(1)
+        try:
+            self.shared = _SHARED.setdefault(df, {})
+        except TypeError:  # a Dataflow that cannot be weakly referenced: no sharing
+            self.shared = {}
+
+    # -- scopes
+
+    def bring(self, c: Any, scope: Any) -> Any:
+        """c, entered step by step into ``scope`` (a descendant of c's scope)."""
+        if c.scope is scope:
+            return c
+        key = (id(c), id(scope))
+        hit = self.entered.get(key)
+        if hit is not None:
+            return hit[1]
+        path = []
+        s = scope
+        while s is not None and s is not c.scope:
+            path.append(s)
+            s = s.parent
+        if s is None:
+            raise PlanError("internal", "collection used outside its scope")
+        out = c
+        for s in reversed(path):
+            out = out.enter(s)
+        self.entered[key] = (c, out)
+        return out
+
+    # -- plans
+
+    def lower(self, r: Rel, scope: Any, env: dict[str, Any], env_key: int) -> Any:
+        key = (r, id(scope), env_key)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit[1]
+        out = self._lower(r, scope, env, env_key)
+        self.memo[key] = (scope, out)
+        return out
+
+    def arrange(self, a: ArrangeBy, scope: Any, env: dict[str, Any], env_key: int) -> Any:
+        c = self.lower(a.input, scope, env, env_key)
+        cache = self.shared if isinstance(a.input, Get) and not a.input.local and \
+            c.scope.parent is None else self.arranged
+        key = (id(c), a.keys)
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[1]
+        kf = _getter(a.keys)
+        name = (a.input.name if isinstance(a.input, Get) else "plan") + ".by" + "".join(
+            f"_{k}" for k in a.keys)
+        arr = c.map(lambda row: (kf(row), row)).arrange_by_key(name)
+        cache[key] = (c, arr)
+        return arr
+
+    def _lower(self, r: Rel, scope: Any, env: dict[str, Any], env_key: int) -> Any:
+        if isinstance(r, Get):
+            src = env[r.name] if r.local else self.sources[r.name]
+            return self.bring(src, scope)
+        if isinstance(r, Constant):
+            handle, c = self.df.new_input("constant")
+            for row in r.rows:
+                handle.insert(row)
+            handle.close()
+            return self.bring(c, scope)
+        if isinstance(r, Mfp):
+            c = self.lower(r.input, scope, env, env_key)
+            if not r.map and not r.filter:
+                return c.map(_getter(r.project))
+            return c.flat_map(compile_mfp(r))
+        if isinstance(r, FlatMap):
+            raise PlanError("unsupported", f"FlatMap {r.func} cannot be lowered")
+        if isinstance(r, ArrangeBy):
+            return self.arrange(r, scope, env, env_key).as_collection(lambda k, v: v)
+        if isinstance(r, Join):
+            la = r.left if isinstance(r.left, ArrangeBy) else ArrangeBy(
+                r.left, tuple(a for a, _ in r.keys))
+            ra = r.right if isinstance(r.right, ArrangeBy) else ArrangeBy(
+                r.right, tuple(b for _, b in r.keys))
+            left = self.arrange(la, scope, env, env_key)
+            right = self.arrange(ra, scope, env, env_key)
+            return left.join_map(right, lambda k, a, b: a + b)
+        if isinstance(r, Reduce):
+            c = self.lower(r.input, scope, env, env_key)
+            if not r.aggs:
+                if r.group != tuple(range(r.input.arity)):
+                    c = c.map(_getter(r.group))
+                return c.distinct()
+            kf = _getter(r.group)
+            aggs = r.aggs
+
+            def logic(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+                return [(reduce_group(aggs, vals), 1)]
+
+            red = c.map(lambda row: (kf(row), row)).reduce(logic, "reduce")
+            return red.map(lambda kv: kv[0] + kv[1])
+        if isinstance(r, TopK):
+            c = self.lower(r.input, scope, env, env_key)
+            kf = _getter(r.group)
+            order, limit, offset = r.order, r.limit, r.offset
+
+            def topk(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+                return topk_rows(vals, order, limit, offset)
+
+            return c.map(lambda row: (kf(row), row)).reduce(topk, "topk").map(
+                lambda kv: kv[1])
+        if isinstance(r, Negate):
+            return self.lower(r.input, scope, env, env_key).negate()
+        if isinstance(r, Threshold):
+            return self.lower(r.input, scope, env, env_key).threshold(
+                lambda n: n if n > 0 else 0)
+        if isinstance(r, Union):
+            cs = [self.lower(k, scope, env, env_key) for k in r.inputs]
+            return cs[0].concat(*cs[1:]) if len(cs) > 1 else cs[0]
+        if isinstance(r, Let):
+            value = self.lower(r.value, scope, env, env_key)
+            env2 = dict(env)
+            env2[r.id] = value
+            return self.lower(r.body, scope, env2, env_key)
+        if isinstance(r, LetRec):
+            return self.letrec(r, scope, env)
+        raise AssertionError(type(r).__name__)
+
+    def letrec(self, r: LetRec, scope: Any, env: dict[str, Any]) -> Any:
+        from engine import Variable
+
+        inner = scope.iterative(r.limit)
+        variables = [Variable(inner) for _ in r.ids]
+        results: list[Any] = []
+        for j, value in enumerate(r.values):
+            env_j = dict(env)
+            for k, i in enumerate(r.ids):
+                env_j[i] = results[k] if k < j else variables[k].collection
+            res = self.lower(value, inner, env_j, next(self.env_ids))
+            variables[j].set(res)
+            results.append(res)
+        env_b = dict(env)
+        for i, res in zip(r.ids, results, strict=True):
+            env_b[i] = res.leave()
+        return self.lower(r.body, scope, env_b, next(self.env_ids))
+
+
+def lower(plan: Rel, df: Any, sources: dict[str, Any]) -> Any:
+    """Build ``plan`` in ``df`` reading ``sources``; returns the root-scope output Collection."""
+    low = Lowerer(df, sources)
+    return low.lower(plan, df.root, {}, 0)

@@ -1,0 +1,314 @@
+"""Plan rewrites: small pure functions ``Rel -> Rel`` applied in the order of ``RULES``.
+
+Invariant: every rule preserves the multiset each plan denotes (checked by the oracle tests,
+which run the optimised plan against DuckDB and against the unoptimised plan). Rules only ever
+move row-wise predicates, rename columns or add physical hints; none changes multiplicities.
+Rules never look through a ``Get`` of a local binding: a Let value is shared by its readers, so
+a predicate of one reader must not leak into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from planner.ir import (
+    ArrangeBy,
+    Call,
+    Col,
+    Constant,
+    Join,
+    Let,
+    LetRec,
+    Lit,
+    Mfp,
+    Negate,
+    Reduce,
+    Rel,
+    Scalar,
+    Threshold,
+    TopK,
+    Union,
+    children,
+    map_cols,
+    scalar_cols,
+    transform_up,
+    with_children,
+)
+
+
+def _identity(n: int) -> tuple[int, ...]:
+    return tuple(range(n))
+
+
+def _inline(e: Scalar, n: int, maps: tuple[Scalar, ...]) -> Scalar:
+    """Express e (over input + map columns) over the input columns alone."""
+    def f(i: int) -> Scalar | int:
+        return i if i < n else _inline(maps[i - n], n, maps)
+    return map_cols(e, f)
+
+
+def _filter(r: Rel, preds: list[Scalar]) -> Rel:
+    if not preds:
+        return r
+    return Mfp(r, (), tuple(preds), _identity(r.arity))
+
+
+# ---------------------------------------------------------------- fold_constants
+
+
+def fold_constants(r: Rel) -> Rel:
+    """Drop filters that are literally TRUE; a literally FALSE/NULL filter empties the input."""
+    def f(n: Rel) -> Rel:
+        if isinstance(n, Mfp) and n.filter:
+            keep = []
+            for p in n.filter:
+                if isinstance(p, Lit):
+                    if p.value is True:
+                        continue
+                    return Constant((), n.arity)
+                keep.append(p)
+            if len(keep) != len(n.filter):
+                n = Mfp(n.input, n.map, tuple(keep), n.project)
+        if isinstance(n, Mfp) and isinstance(n.input, Constant) and len(n.input.rows) <= 64:
+            # evaluate map/filter/project over literal rows now
+            from planner.lower import compile_mfp
+            f = compile_mfp(n)
+            return Constant(tuple(out for row in n.input.rows for out in f(row)), n.arity)
+        if isinstance(n, Mfp) and not n.map and not n.filter and \
+                n.project == _identity(n.input.arity):
+            return n.input
+        if isinstance(n, Union):
+            kids = tuple(k for k in n.inputs if not (isinstance(k, Constant) and not k.rows))
+            if not kids:
+                return n.inputs[0]
+            if len(kids) == 1:
+                return kids[0]
+            if len(kids) != len(n.inputs):
+                return Union(kids)
+        return n
+    return transform_up(r, f)
+
+
+# ---------------------------------------------------------------- fuse_mfps
+
+
+def _fuse(outer: Mfp) -> Rel:
+    inner = outer.input
+    assert isinstance(inner, Mfp)
+    n = inner.input.arity
+    base = n + len(inner.map)
+    p1 = inner.project
+
+    def remap(i: int) -> int:
+        return p1[i] if i < len(p1) else base + (i - len(p1))
+
+    maps = inner.map + tuple(map_cols(e, remap) for e in outer.map)
+    filt = inner.filter + tuple(map_cols(e, remap) for e in outer.filter)
+    proj = tuple(remap(i) for i in outer.project)
+    return Mfp(inner.input, maps, filt, proj)
+
+
+def fuse_mfps(r: Rel) -> Rel:
+    """Mfp(Mfp(x)) becomes one Mfp; an identity Mfp disappears."""
+    def f(n: Rel) -> Rel:
+        while isinstance(n, Mfp) and isinstance(n.input, Mfp):
+            n = _fuse(n)
+        if isinstance(n, Mfp):
+            used = set(n.project)
+            for e in (*n.map, *n.filter):
+                used |= scalar_cols(e)
+            base = n.input.arity
+            # drop map columns nobody reads (they come from fused projections)
+            dead = [k for k in range(len(n.map)) if base + k not in used and not any(
+                base + k in scalar_cols(m) for m in n.map)]
+            if dead:
+                keep = [k for k in range(len(n.map)) if k not in dead]
+                newpos = {base + k: base + j for j, k in enumerate(keep)}
+
+                def re(i: int) -> int:
+                    return newpos.get(i, i)
+                n = Mfp(n.input, tuple(map_cols(n.map[k], re) for k in keep),
+                        tuple(map_cols(e, re) for e in n.filter), tuple(re(i) for i in n.project))
+            if not n.map and not n.filter and n.project == _identity(base):
+                return n.input
+        return n
+    return transform_up(r, f)
+
+
+# ---------------------------------------------------------------- pushdown_predicates
+
+
+def _push(r: Rel, preds: list[Scalar]) -> Rel:
+    """``Filter(preds, r)`` with each predicate moved as far down as it can go."""
+    if not preds:
+        return r
+    if isinstance(r, Mfp):
+        n = r.input.arity
+        down = [_inline(map_cols(p, lambda i: r.project[i]), n, r.map) for p in preds]
+        return Mfp(_push(r.input, down), r.map, r.filter, r.project) if not r.filter else \
+            Mfp(_push(r.input, down + [_inline(f, n, r.map) for f in r.filter]), r.map, (),
+                r.project)
+    if isinstance(r, Join):
+        nl = r.left.arity
+        lp, rp, stay = [], [], []
+        for p in preds:
+            cs = scalar_cols(p)
+            if cs and max(cs) < nl:
+                lp.append(p)
+            elif cs and min(cs) >= nl:
+                rp.append(map_cols(p, lambda i: i - nl))
+            else:
+                stay.append(p)
+        return _filter(Join(_push(r.left, lp), _push(r.right, rp), r.keys), stay)
+    if isinstance(r, Union):
+        return Union(tuple(_push(k, preds) for k in r.inputs))
+    if isinstance(r, Negate):
+        return Negate(_push(r.input, preds))
+    if isinstance(r, Threshold):
+        return Threshold(_push(r.input, preds))
+    if isinstance(r, (Reduce, TopK)):
+        g = len(r.group) if isinstance(r, Reduce) else r.arity
+        down, stay = [], []
+        for p in preds:
+            cs = scalar_cols(p)
+            if isinstance(r, Reduce) and cs and all(c < g for c in cs):
+                down.append(map_cols(p, lambda i: r.group[i]))
+            elif isinstance(r, TopK) and cs and all(c in r.group for c in cs):
+                down.append(p)
+            else:
+                stay.append(p)
+        if down:
+            r = with_children(r, [_push(r.input, down)])
+        return _filter(r, stay)
+    if isinstance(r, Let):
+        return Let(r.id, r.value, _push(r.body, preds))
+    if isinstance(r, LetRec):
+        return LetRec(r.ids, r.values, _push(r.body, preds), r.limit)
+    if isinstance(r, Constant):
+        return _filter(r, preds)
+    return _filter(r, preds)
+
+
+def pushdown_predicates(r: Rel) -> Rel:
+    """Move filters below joins, unions, negations, maps and group keys."""
+    kids = children(r)
+    if kids:
+        r = with_children(r, [pushdown_predicates(k) for k in kids])
+    if isinstance(r, Mfp) and r.filter and not isinstance(r.input, (Constant,)):
+        n = r.input.arity
+        inner = r.input
+        if isinstance(inner, (Join, Union, Negate, Threshold, Reduce, TopK, Let, LetRec, Mfp)):
+            preds = [_inline(p, n, r.map) for p in r.filter]
+            pushed = _push(inner, preds)
+            return Mfp(pushed, r.map, (), r.project)
+    return r
+
+
+# ---------------------------------------------------------------- join_keys_from_where
+
+
+def _not_null(i: int) -> Scalar:
+    return Call("not", (Call("is_null", (Col(i),), "BOOLEAN"),), "BOOLEAN")
+
+
+def join_keys_from_where(r: Rel) -> Rel:
+    """A filter ``l.a = r.b`` directly above a join becomes an equi-join key; SQL equality
+    never matches NULL, so both key columns get an IS NOT NULL filter below the join."""
+    def f(n: Rel) -> Rel:
+        if not (isinstance(n, Mfp) and isinstance(n.input, Join) and n.filter):
+            return n
+        j = n.input
+        nl = j.left.arity
+        keys = list(j.keys)
+        stay = []
+        lnn, rnn = [], []
+        for p in n.filter:
+            if isinstance(p, Call) and p.func == "eq" and all(isinstance(a, Col) for a in p.args):
+                a, b = p.args[0].index, p.args[1].index  # type: ignore[union-attr]
+                if a >= nl > b:
+                    a, b = b, a
+                if a < nl <= b:
+                    keys.append((a, b - nl))
+                    lnn.append(_not_null(a))
+                    rnn.append(_not_null(b - nl))
+                    continue
+            stay.append(p)
+        if len(stay) == len(n.filter):
+            return n
+        nj = Join(_push(j.left, lnn), _push(j.right, rnn), tuple(keys))
+        return Mfp(nj, n.map, tuple(stay), n.project)
+    return transform_up(r, f)
+
+
+# ---------------------------------------------------------------- prune_projections
+
+
+def prune_projections(r: Rel) -> Rel:
+    """Narrow join inputs to the columns read above the join (or used as keys)."""
+    def f(n: Rel) -> Rel:
+        if not (isinstance(n, Mfp) and isinstance(n.input, Join)):
+            return n
+        j = n.input
+        nl, nr = j.left.arity, j.right.arity
+        used: set[int] = {c for c in n.project if c < nl + nr}
+        for e in (*n.map, *n.filter):
+            used |= {c for c in scalar_cols(e) if c < nl + nr}
+        lneed = sorted({c for c in used if c < nl} | {a for a, _ in j.keys})
+        rneed = sorted({c - nl for c in used if c >= nl} | {b for _, b in j.keys})
+        if len(lneed) == nl and len(rneed) == nr:
+            return n
+        lpos = {c: i for i, c in enumerate(lneed)}
+        rpos = {c: i for i, c in enumerate(rneed)}
+        left = j.left if len(lneed) == nl else Mfp(j.left, (), (), tuple(lneed))
+        right = j.right if len(rneed) == nr else Mfp(j.right, (), (), tuple(rneed))
+        nl2 = len(lneed)
+        keys = tuple((lpos[a], rpos[b]) for a, b in j.keys)
+        total = nl + nr
+        newn = nl2 + len(rneed)
+
+        def re(i: int) -> int:
+            if i < nl:
+                return lpos[i]
+            if i < total:
+                return nl2 + rpos[i - nl]
+            return newn + (i - total)
+
+        return Mfp(Join(left, right, keys), tuple(map_cols(e, re) for e in n.map),
+                   tuple(map_cols(e, re) for e in n.filter), tuple(re(i) for i in n.project))
+    return transform_up(r, f)
+
+
+# ---------------------------------------------------------------- arrange_join_inputs
+
+
+def arrange_join_inputs(r: Rel) -> Rel:
+    """Every join reads its inputs through arrangements keyed by the join keys (shared by any
+    other reader of the same collection and key)."""
+    def f(n: Rel) -> Rel:
+        if isinstance(n, Join) and not isinstance(n.left, ArrangeBy):
+            return Join(ArrangeBy(n.left, tuple(a for a, _ in n.keys)),
+                        ArrangeBy(n.right, tuple(b for _, b in n.keys)), n.keys)
+        return n
+    return transform_up(r, f)
+
+
+Rule = Callable[[Rel], Rel]
+
+RULES: tuple[Rule, ...] = (
+    fold_constants,
+    fuse_mfps,
+    pushdown_predicates,
+    join_keys_from_where,
+    pushdown_predicates,
+    fuse_mfps,
+    prune_projections,
+    fuse_mfps,
+    fold_constants,
+    arrange_join_inputs,
+)
+
+
+def optimize(r: Rel, rules: tuple[Rule, ...] = RULES) -> Rel:
+    for rule in rules:
+        r = rule(r)
+    return r

@@ -1,0 +1,604 @@
+"""Scalar functions with DuckDB's semantics, evaluated in Python, plus SQL type helpers.
+
+Invariant: a function in FUNCS receives already-evaluated argument values whose Python types
+match the SQL types the binder inferred (the binder inserts ``cast`` calls where DuckDB would
+coerce), and returns the value DuckDB returns, with NULL as None. Runtime errors DuckDB would
+raise (division by zero in ``//`` and ``%``, a failed CAST) yield NULL here, because a
+maintained view has no query to fail; README documents this.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from planner.ir import Col, Lit, OuterRef, Scalar
+
+# ---------------------------------------------------------------- types
+
+INT_RANK = {"TINYINT": 1, "SMALLINT": 2, "INTEGER": 3, "BIGINT": 4, "HUGEINT": 5,
+            "UTINYINT": 2, "USMALLINT": 3, "UINTEGER": 4, "UBIGINT": 5}
+_ALIASES = {"INT": "INTEGER", "INT4": "INTEGER", "INT8": "BIGINT", "INT2": "SMALLINT",
+            "LONG": "BIGINT", "SHORT": "SMALLINT", "FLOAT8": "DOUBLE", "FLOAT": "REAL",
+            "FLOAT4": "REAL", "NUMERIC": "DECIMAL(18,3)", "DECIMAL": "DECIMAL(18,3)",
+            "STRING": "VARCHAR", "TEXT": "VARCHAR", "CHAR": "VARCHAR", "BPCHAR": "VARCHAR",
+            "BOOL": "BOOLEAN", "LOGICAL": "BOOLEAN", "DATETIME": "TIMESTAMP",
+            "INT128": "HUGEINT", "INT1": "TINYINT", "DOUBLE PRECISION": "DOUBLE"}
+
+
+def norm_type(t: str) -> str:
+    t = t.strip().upper().replace(" ", "") if t.upper().startswith("DECIMAL") else t.strip().upper()
+    if t.startswith("VARCHAR"):
+        return "VARCHAR"
+    if t.startswith("NUMERIC"):
+        t = "DECIMAL" + t[len("NUMERIC"):]
+    return _ALIASES.get(t, t)
+
+
+def family(t: str) -> str:
+    t = norm_type(t)
+    if t in INT_RANK:
+        return "int"
+    if t.startswith("DECIMAL"):
+        return "decimal"
+    if t in ("DOUBLE", "REAL"):
+        return "float"
+    if t == "VARCHAR":
+        return "str"
+    if t == "BOOLEAN":
+        return "bool"
+    if t == "DATE":
+        return "date"
+    if t.startswith("TIMESTAMP"):
+        return "timestamp"
+    if t == "NULL":
+        return "null"
+    return "other"
+
+
+def is_numeric(t: str) -> bool:
+    return family(t) in ("int", "decimal", "float", "null")
+
+
+def decimal_scale(t: str) -> int:
+    m = re.match(r"DECIMAL\((\d+),(\d+)\)", norm_type(t))
+    return int(m.group(2)) if m else 3
+
+
+def unify(types: list[str]) -> str | None:
+    """The common supertype DuckDB would pick, or None when there is none."""
+    ts = [norm_type(t) for t in types if family(t) != "null"]
+    if not ts:
+        return "NULL"
+    fams = {family(t) for t in ts}
+    if len(fams) == 1:
+        f = fams.pop()
+        if f == "int":
+            return max(ts, key=lambda t: INT_RANK[t])
+        if f == "decimal":
+            return max(ts, key=decimal_scale)
+        if f == "float":
+            return "DOUBLE" if "DOUBLE" in ts else ts[0]
+        return ts[0]
+    if fams <= {"int", "decimal"}:
+        return max((t for t in ts if family(t) == "decimal"), key=decimal_scale)
+    if fams <= {"int", "decimal", "float"}:
+        return "DOUBLE"
+    if fams == {"date", "timestamp"}:
+        return "TIMESTAMP"
+    return None
+
+
+# ---------------------------------------------------------------- casts
+
+
+def _round_half_away(v: decimal.Decimal, places: int = 0) -> decimal.Decimal:
+    q = decimal.Decimal(1).scaleb(-places)
+    return v.quantize(q, rounding=decimal.ROUND_HALF_UP)
+
+
+def float_to_str(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return repr(v)
+
+
+def to_str(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return float_to_str(v)
+    if isinstance(v, datetime.datetime):
+        return v.isoformat(sep=" ")
+    if isinstance(v, datetime.date):
+        return v.isoformat()
+    return str(v)
+
+
+def cast_value(v: Any, target: str) -> Any:
+    """CAST(v AS target) as DuckDB does it; a value DuckDB cannot convert gives None."""
+    if v is None:
+        return None
+    f = family(target)
+    try:
+        if f == "str":
+            return to_str(v)
+        if f == "int":
+            if isinstance(v, bool):
+                return int(v)
+            if isinstance(v, int):
+                return v
+            if isinstance(v, float):
+                if math.isnan(v) or math.isinf(v):
+                    return None
+                return round(v)  # DuckDB rounds doubles half-to-even here
+            if isinstance(v, decimal.Decimal):
+                return int(_round_half_away(v))
+            if isinstance(v, str):
+                s = v.strip()
+                try:
+                    return int(s)
+                except ValueError:
+                    return int(_round_half_away(decimal.Decimal(s)))
+            return None
+        if f == "float":
+            if isinstance(v, (datetime.date, datetime.datetime)):
+                return None
+            return float(v.strip()) if isinstance(v, str) else float(v)
+        if f == "decimal":
+            if isinstance(v, float):
+                d = decimal.Decimal(repr(v))
+            elif isinstance(v, bool):
+                d = decimal.Decimal(int(v))
+            else:
+                d = decimal.Decimal(v.strip() if isinstance(v, str) else v)
+            return _round_half_away(d, decimal_scale(target))
+        if f == "bool":
+            if isinstance(v, str):
+                s = v.strip().lower()
+                if s in ("true", "t", "1", "yes", "y"):
+                    return True
+                if s in ("false", "f", "0", "no", "n"):
+                    return False
+                return None
+            return bool(v)
+        if f == "date":
+            if isinstance(v, datetime.datetime):
+                return v.date()
+            if isinstance(v, datetime.date):
+                return v
+            if isinstance(v, str):
+                return datetime.date.fromisoformat(v.strip())
+            return None
+        if f == "timestamp":
+            if isinstance(v, datetime.datetime):
+                return v
+            if isinstance(v, datetime.date):
+                return datetime.datetime(v.year, v.month, v.day)
+            if isinstance(v, str):
+                return datetime.datetime.fromisoformat(v.strip())
+            return None
+    except (ValueError, ArithmeticError, TypeError):
+        return None
+    return v
+
+
+# ---------------------------------------------------------------- functions
+
+
+def _nullsafe(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Strict function: any NULL argument gives NULL (SQL's default propagation)."""
+
+    def g(*args: Any) -> Any:
+        if any(a is None for a in args):
+            return None
+        return fn(*args)
+
+    return g
+
+
+def _div(a: Any, b: Any) -> Any:
+    a, b = float(a), float(b)
+    if b == 0.0:
+        if a == 0.0 or math.isnan(a):
+            return math.nan
+        return math.inf if (a > 0) == (math.copysign(1.0, b) > 0) else -math.inf
+    return a / b
+
+
+def _intdiv(a: Any, b: Any) -> Any:
+    if b == 0:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    return _div(a, b)
+
+
+def _mod(a: Any, b: Any) -> Any:
+    if b == 0:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        r = abs(a) % abs(b)
+        return r if a >= 0 else -r
+    if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
+        return decimal.Decimal(a) % decimal.Decimal(b)
+    return math.fmod(a, b)
+
+
+def _and(*args: Any) -> Any:
+    if any(a is False for a in args):
+        return False
+    if any(a is None for a in args):
+        return None
+    return True
+
+
+def _or(*args: Any) -> Any:
+    if any(a is True for a in args):
+        return True
+    if any(a is None for a in args):
+        return None
+    return False
+
+
+def _not(a: Any) -> Any:
+    return None if a is None else (not a)
+
+
+def _case(*args: Any) -> Any:
+    # args: cond1, val1, cond2, val2, ..., else
+    n = len(args) - 1
+    for i in range(0, n, 2):
+        if args[i] is True:
+            return args[i + 1]
+    return args[-1]
+
+
+def _coalesce(*args: Any) -> Any:
+    for a in args:
+        if a is not None:
+            return a
+    return None
+
+
+def _nullif(a: Any, b: Any) -> Any:
+    if a is not None and b is not None and a == b:
+        return None
+    return a
+
+
+@lru_cache(maxsize=256)
+def _like_re(pattern: str, icase: bool) -> re.Pattern[str]:
+    out = []
+    for ch in pattern:
+        if ch == "%":
+            out.append(".*")
+        elif ch == "_":
+            out.append(".")
+        else:
+            out.append(re.escape(ch))
+    return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if icase else 0))
+
+
+def _like(s: str, p: str) -> bool:
+    return _like_re(p, False).fullmatch(s) is not None
+
+
+def _ilike(s: str, p: str) -> bool:
+    return _like_re(p, True).fullmatch(s) is not None
+
+
+def _substr(s: str, start: int, length: int | None = None) -> str:
+    n = len(s)
+    begin = start - 1 if start > 0 else (-1 if start == 0 else n + start)
+    end = n if length is None else begin + length
+    begin, end = max(0, min(begin, n)), max(0, min(end, n))
+    return s[begin:end] if end > begin else ""
+
+
+def _substr_fn(*args: Any) -> Any:
+    if any(a is None for a in args):
+        return None
+    return _substr(*args)
+
+
+def _trim(s: str, chars: str | None = None, side: str = "both") -> str:
+    if side == "leading":
+        return s.lstrip(chars)
+    if side == "trailing":
+        return s.rstrip(chars)
+    return s.strip(chars)
+
+
+def _concat(*args: Any) -> Any:
+    return "".join(to_str(a) for a in args if a is not None)
+
+
+def _dpipe(a: Any, b: Any) -> Any:
+    if a is None or b is None:
+        return None
+    return to_str(a) + to_str(b)
+
+
+def _round(x: Any, n: int = 0) -> Any:
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, int):
+        if n >= 0:
+            return x
+        return int(_round_half_away(decimal.Decimal(x), n))
+    if isinstance(x, decimal.Decimal):
+        return _round_half_away(x, max(n, 0)) if n >= 0 else _round_half_away(x, n)
+    if math.isnan(x) or math.isinf(x):
+        return x
+    return float(_round_half_away(decimal.Decimal(repr(x)), n))
+
+
+def _floor(x: Any) -> Any:
+    if isinstance(x, int):
+        return x
+    if isinstance(x, decimal.Decimal):
+        return x.to_integral_value(rounding=decimal.ROUND_FLOOR)
+    return float(math.floor(x)) if math.isfinite(x) else x
+
+
+def _ceil(x: Any) -> Any:
+    if isinstance(x, int):
+        return x
+    if isinstance(x, decimal.Decimal):
+        return x.to_integral_value(rounding=decimal.ROUND_CEILING)
+    return float(math.ceil(x)) if math.isfinite(x) else x
+
+
+def _sqrt(x: Any) -> Any:
+    return math.sqrt(x) if x >= 0 else math.nan
+
+
+def _power(a: Any, b: Any) -> Any:
+    try:
+        return math.pow(float(a), float(b))
+    except (OverflowError, ValueError):
+        return None
+
+
+def _greatest(*args: Any) -> Any:
+    vals = [a for a in args if a is not None]
+    return max(vals) if vals else None
+
+
+def _least(*args: Any) -> Any:
+    vals = [a for a in args if a is not None]
+    return min(vals) if vals else None
+
+
+def _extract(part: str, d: Any) -> Any:
+    if d is None:
+        return None
+    p = part.lower()
+    if p in ("year", "years", "y"):
+        return d.year
+    if p in ("month", "months", "mon"):
+        return d.month
+    if p in ("day", "days", "d", "dayofmonth"):
+        return d.day
+    if p in ("quarter",):
+        return (d.month - 1) // 3 + 1
+    if p in ("dow", "dayofweek"):
+        return d.isoweekday() % 7
+    if p in ("isodow",):
+        return d.isoweekday()
+    if p in ("doy", "dayofyear"):
+        return d.timetuple().tm_yday
+    if p in ("week", "weeks", "weekofyear"):
+        return d.isocalendar()[1]
+    if p in ("epoch",):
+        dt = d if isinstance(d, datetime.datetime) else datetime.datetime(d.year, d.month, d.day)
+        return int((dt - datetime.datetime(1970, 1, 1)).total_seconds())
+    if isinstance(d, datetime.datetime):
+        if p in ("hour", "hours", "h"):
+            return d.hour
+        if p in ("minute", "minutes", "m"):
+            return d.minute
+        if p in ("second", "seconds", "s"):
+            return d.second
+    elif p in ("hour", "minute", "second"):
+        return 0
+    return None
+
+
+def _date_trunc(part: str, d: Any) -> Any:
+    if d is None:
+        return None
+    p = part.lower()
+    dt = d if isinstance(d, datetime.datetime) else datetime.datetime(d.year, d.month, d.day)
+    if p == "year":
+        return dt.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
+    if p == "quarter":
+        m = (dt.month - 1) // 3 * 3 + 1
+        return dt.replace(month=m, day=1, hour=0, minute=0, second=0, microsecond=0)
+    if p == "month":
+        return dt.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    if p == "week":
+        base = dt - datetime.timedelta(days=dt.weekday())
+        return base.replace(hour=0, minute=0, second=0, microsecond=0)
+    if p == "day":
+        return dt.replace(hour=0, minute=0, second=0, microsecond=0)
+    if p == "hour":
+        return dt.replace(minute=0, second=0, microsecond=0)
+    if p == "minute":
+        return dt.replace(second=0, microsecond=0)
+    return dt
+
+
+def _date_diff(part: str, a: Any, b: Any) -> Any:
+    if a is None or b is None:
+        return None
+    p = part.lower()
+    if p in ("year", "years"):
+        return b.year - a.year
+    if p in ("month", "months"):
+        return (b.year - a.year) * 12 + b.month - a.month
+    if p in ("quarter",):
+        return (b.year * 12 + b.month - 1) // 3 - (a.year * 12 + a.month - 1) // 3
+    da = a.date() if isinstance(a, datetime.datetime) else a
+    db = b.date() if isinstance(b, datetime.datetime) else b
+    days = (db - da).days
+    if p in ("week", "weeks"):
+        return int(days / 7)
+    return days
+
+
+def _date_add(d: Any, n: Any) -> Any:
+    try:
+        return d + datetime.timedelta(days=int(n))
+    except OverflowError:
+        return None
+
+
+def _date_sub(d: Any, n: Any) -> Any:
+    if isinstance(n, datetime.date):
+        return (d - n).days if not isinstance(d, datetime.datetime) else int(
+            (d - n).total_seconds() // 86400)
+    return _date_add(d, -n)
+
+
+def _cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
+    def g(a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        return op(a, b)
+
+    return g
+
+
+def _neg(a: Any) -> Any:
+    return -a
+
+
+FUNCS: dict[str, Callable[..., Any]] = {
+    "add": _nullsafe(lambda a, b: a + b),
+    "sub": _nullsafe(lambda a, b: a - b),
+    "mul": _nullsafe(lambda a, b: a * b),
+    "div": _nullsafe(_div),
+    "intdiv": _nullsafe(_intdiv),
+    "mod": _nullsafe(_mod),
+    "neg": _nullsafe(_neg),
+    "eq": _cmp(lambda a, b: a == b),
+    "ne": _cmp(lambda a, b: a != b),
+    "lt": _cmp(lambda a, b: a < b),
+    "le": _cmp(lambda a, b: a <= b),
+    "gt": _cmp(lambda a, b: a > b),
+    "ge": _cmp(lambda a, b: a >= b),
+    "is_distinct": lambda a, b: not ((a is None and b is None) or (
+        a is not None and b is not None and a == b)),
+    "and": _and,
+    "or": _or,
+    "not": _not,
+    "is_null": lambda a: a is None,
+    "is_true": lambda a: a is True,
+    "is_false": lambda a: a is False,
+    "case": _case,
+    "coalesce": _coalesce,
+    "nullif": _nullif,
+    "like": _nullsafe(_like),
+    "ilike": _nullsafe(_ilike),
+    "lower": _nullsafe(lambda s: s.lower()),
+    "upper": _nullsafe(lambda s: s.upper()),
+    "length": _nullsafe(len),
+    "substr": _substr_fn,
+    "trim": _nullsafe(lambda s, c=None: _trim(s, c)),
+    "ltrim": _nullsafe(lambda s, c=None: _trim(s, c, "leading")),
+    "rtrim": _nullsafe(lambda s, c=None: _trim(s, c, "trailing")),
+    "concat": _concat,
+    "dpipe": _dpipe,
+    "replace": _nullsafe(lambda s, a, b: s.replace(a, b)),
+    "reverse": _nullsafe(lambda s: s[::-1]),
+    "left": _nullsafe(lambda s, n: s[:n] if n >= 0 else s[:max(0, len(s) + n)]),
+    "right": _nullsafe(lambda s, n: (s[-n:] if n > 0 else "") if n >= 0 else s[-n:]),
+    "strpos": _nullsafe(lambda s, sub: s.find(sub) + 1),
+    "starts_with": _nullsafe(lambda s, p: s.startswith(p)),
+    "contains": _nullsafe(lambda s, p: p in s),
+    "abs": _nullsafe(abs),
+    "round": _nullsafe(_round),
+    "floor": _nullsafe(_floor),
+    "ceil": _nullsafe(_ceil),
+    "sqrt": _nullsafe(_sqrt),
+    "power": _nullsafe(_power),
+    "sign": _nullsafe(lambda x: (x > 0) - (x < 0)),
+    "greatest": _greatest,
+    "least": _least,
+    "extract": _extract,
+    "date_trunc": _date_trunc,
+    "date_diff": _date_diff,
+    "date_add": _nullsafe(_date_add),
+    "date_sub": _nullsafe(_date_sub),
+}
+
+# Functions whose result is not NULL just because an argument is (no fold-away of NULL args).
+NULL_TOLERANT = {"and", "or", "is_null", "is_true", "is_false", "case", "coalesce", "nullif",
+                 "concat", "greatest", "least", "is_distinct", "not", "substr", "extract",
+                 "date_trunc", "date_diff"}
+
+
+def eval_scalar(e: Scalar, row: tuple[Any, ...]) -> Any:
+    """Reference (uncompiled) evaluation; compile_scalar is the fast path."""
+    return compile_scalar(e)(row)
+
+
+def compile_scalar(e: Scalar) -> Callable[[tuple[Any, ...]], Any]:
+    """A closure evaluating ``e`` on an input row."""
+    if isinstance(e, Col):
+        i = e.index
+        return lambda row: row[i]
+    if isinstance(e, Lit):
+        v = e.value
+        return lambda row: v
+    if isinstance(e, OuterRef):
+        raise AssertionError("OuterRef survived decorrelation")
+    args = [compile_scalar(a) for a in e.args]
+    if e.func == "cast":
+        target = e.type
+        a0 = args[0]
+        return lambda row: cast_value(a0(row), target)
+    fn = FUNCS[e.func]
+    if len(args) == 1:
+        a0 = args[0]
+        return lambda row: fn(a0(row))
+    if len(args) == 2:
+        a0, a1 = args
+        return lambda row: fn(a0(row), a1(row))
+    return lambda row: fn(*[a(row) for a in args])
+
+
+# ---------------------------------------------------------------- canonical ordering
+
+
+def sort_key(v: Any) -> tuple[int, Any]:
+    """A total order over SQL values of mixed Python types (None first)."""
+    if v is None:
+        return (0, 0)
+    if isinstance(v, bool):
+        return (1, int(v))
+    if isinstance(v, (int, float, decimal.Decimal)):
+        if isinstance(v, float) and math.isnan(v):
+            return (2, math.inf)
+        return (2, v)
+    if isinstance(v, str):
+        return (3, v)
+    if isinstance(v, datetime.datetime):
+        return (4, v)
+    if isinstance(v, datetime.date):
+        return (4, datetime.datetime(v.year, v.month, v.day))
+    return (9, repr(v))
+
+
+def row_key(row: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
+    return tuple(sort_key(v) for v in row)
