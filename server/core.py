@@ -1,0 +1,1013 @@
+"""The database service: one writer that commits to the durable store and maintains views.
+
+A write request is one step of the server's clock:
+1. under the write lock, run all of its statements in one DuckDB transaction, capturing each
+   statement's row deltas with RETURNING; compile and hydrate new views against the
+   transaction's own (uncommitted) state; append the deltas to the change log; COMMIT.
+   Any error before COMMIT rolls everything back: nothing of the request is applied.
+2. after COMMIT (the write is durable), feed the deltas to every affected view's dataflow as
+   epoch `ts`, then, under the state lock, update view contents/history, set
+   `completed_ts = ts` and publish to subscribers. The request is acknowledged after that, so a
+   later read sees the write (read-your-writes).
+A view whose dataflow fails (e.g. a recursion that exceeds its iteration limit) is marked
+failed; the tables and other views are unaffected.
+
+Reads never block on the engine's work except to take a consistent snapshot: a snapshot pairs
+DuckDB's MVCC snapshot of the tables with view contents at the same `completed_ts`, taken under
+the write lock (between two writes).
+
+Start-up (`_recover`) rebuilds every view from the tables as of `history_since` and replays the
+retained change log timestamp by timestamp, so each view's history after a restart is exactly
+its history before (same batches at the same timestamps), and its contents equal recomputation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from server.errors import ApiError, Conflict, Forbidden, Gone, NotFound, SqlError, from_duckdb
+from server.executors import Executor
+from server.feeds import Hub, Message, Subscription, progress_message, update_message
+from server.sandbox import Relation, check_relations, run_query
+from server.settings import Settings
+from server.sqltext import Statement, parse_script, parse_statement
+from server.store import Row, Store, TableRecord, ViewRecord
+from server.values import normalize_type, quote_ident, row_to_json, sort_key
+from server.views import Batch, MaintainedView, apply_batch, consolidate
+
+log = logging.getLogger("diffsql.server")
+
+
+def _planner() -> Any:
+    import planner
+
+    return planner
+
+
+def _column_dicts(columns: Any) -> list[dict[str, Any]]:
+    out = []
+    for c in columns:
+        if isinstance(c, str):
+            out.append({"name": c, "type": None, "nullable": True})
+        elif isinstance(c, dict):
+            out.append(
+                {"name": c["name"], "type": c.get("type"), "nullable": c.get("nullable", True)}
+            )
+        else:
+            out.append(
+                {
+                    "name": str(c.name),
+                    "type": getattr(c, "type", None),
+                    "nullable": bool(getattr(c, "nullable", True)),
+                }
+            )
+    return out
+
+
+def _infer_type(values: list[Any]) -> str:
+    import datetime
+    import decimal
+
+    for v in values:
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            return "BOOLEAN"
+        if isinstance(v, int):
+            return "BIGINT"
+        if isinstance(v, float):
+            return "DOUBLE"
+        if isinstance(v, decimal.Decimal):
+            return "DECIMAL(38,10)"
+        if isinstance(v, datetime.datetime):
+            return "TIMESTAMP"
+        if isinstance(v, datetime.date):
+            return "DATE"
+        return "VARCHAR"
+    return "VARCHAR"
+
+
+def planner_catalog(tables: dict[str, TableRecord], views: dict[str, ViewRecord]) -> Any:
+    p = _planner()
+
+    def cols(cs: list[dict[str, Any]]) -> list[Any]:
+        return [p.Column(c["name"], c["type"] or "VARCHAR", c["nullable"]) for c in cs]
+
+    return p.Catalog(
+        tables={
+            n: p.TableSchema(n, cols(t.columns), primary_key=list(t.primary_key))
+            for n, t in tables.items()
+        },
+        views={n: p.ViewDef(n, v.sql, cols(v.columns)) for n, v in views.items()},
+    )
+
+
+def _record(view: MaintainedView) -> ViewRecord:
+    return ViewRecord(
+        view.name, view.seq, view.sql, view.columns, view.dependencies, view.created_ts
+    )
+
+
+@dataclass
+class _Write:
+    """Provisional state of one write request (discarded on rollback)."""
+
+    ts: int
+    tables: dict[str, TableRecord]
+    views: dict[str, ViewRecord]
+    next_table_id: int
+    next_seq: int
+    history_since: int
+    deltas: dict[str, Counter[Row]] = field(default_factory=lambda: defaultdict(Counter))
+    new_views: dict[str, Any] = field(default_factory=dict)  # name -> compiled
+    hydrated: dict[str, MaintainedView] = field(default_factory=dict)
+    dropped_views: list[str] = field(default_factory=list)
+    dropped_tables: list[str] = field(default_factory=list)
+    written: set[str] = field(default_factory=set)
+    batches: dict[str, Batch] = field(default_factory=dict)
+
+
+class Database:
+    """The server's state: durable store, catalog, maintained views, subscriptions."""
+
+    def __init__(self, settings: Settings, executor: Executor) -> None:
+        self.settings = settings
+        self.executor = executor
+        self.write_lock = threading.RLock()
+        self.state_lock = threading.Lock()
+        self.hub = Hub(settings.subscriber_queue_limit)
+        self.store = Store(settings.database_path)
+        self.tables: dict[str, TableRecord] = {}
+        self.views: dict[str, MaintainedView] = {}
+        self.row_counts: dict[str, int] = {}
+        self.last_ts = 0
+        self.committed_ts = 0
+        self.completed_ts = 0
+        self.history_since = 0
+        self.next_table_id = 1
+        self.next_seq = 1
+        self._recover()
+
+    def end_feeds(self) -> None:
+        """End every change feed (at shutdown, so open streams do not hold it up)."""
+        with self.state_lock:
+            self.hub.close_all()
+
+    def close(self) -> None:
+        with self.write_lock:
+            with self.state_lock:
+                self.hub.close_all()
+            self.store.close()
+
+    # ------------------------------------------------------------------ recovery
+
+    def _recover(self) -> None:
+        store = self.store
+        self.last_ts = store.get_meta("last_ts")
+        self.history_since = store.get_meta("history_since")
+        self.next_table_id = store.get_meta("next_table_id")
+        t_low, t_now = self.history_since, self.last_ts
+        # Per relation: contents at t_low and the batches after it.
+        streams: dict[str, tuple[Counter[Row], list[tuple[int, Batch]]]] = {}
+        for rec in store.load_tables():
+            rows = Store.read_table(store.conn, rec.name)
+            self.tables[rec.name] = rec
+            self.row_counts[rec.name] = len(rows)
+            base: Counter[Row] = Counter(rows)
+            by_ts: dict[int, Batch] = defaultdict(list)
+            for ts, row, diff in store.read_log(rec, t_low):
+                by_ts[ts].append((row, diff))
+                base[row] -= diff
+            if any(n < 0 for n in base.values()):
+                raise RuntimeError(f"change log of table {rec.name} is inconsistent")
+            streams[rec.name] = (+base, sorted(by_ts.items()))
+        catalog_views: dict[str, ViewRecord] = {}
+        for vrec in store.load_views():
+            self.next_seq = max(self.next_seq, vrec.seq + 1)
+            view = MaintainedView(
+                vrec.name,
+                vrec.sql,
+                vrec.columns,
+                vrec.dependencies,
+                vrec.created_ts,
+                vrec.seq,
+                base_ts=max(t_low, vrec.created_ts),
+                complete_ts=t_now,
+            )
+            self.views[vrec.name] = view
+            try:
+                missing = [d for d in vrec.dependencies if d not in streams]
+                if missing:
+                    raise RuntimeError(f"depends on unavailable {', '.join(missing)}")
+                view.compiled = _planner().compile_view(
+                    vrec.sql,
+                    planner_catalog(self.tables, catalog_views),
+                    name=vrec.name,
+                    iteration_limit=self.settings.iteration_limit,
+                )
+                view.build(self.executor.new_dataflow(), t_low)
+                schedule: dict[int, dict[str, Batch]] = defaultdict(dict)
+                for dep in vrec.dependencies:
+                    base, batches = streams[dep]
+                    schedule[t_low][dep] = list(base.items())
+                    for ts, b in batches:
+                        schedule[ts][dep] = b
+                out = view.run_schedule(sorted(schedule.items()), t_now)
+            except Exception as e:  # noqa: BLE001 - any failure only fails this view
+                log.warning("view %s failed during recovery: %s", vrec.name, e)
+                view.fail(f"{type(e).__name__}: {e}")
+                catalog_views[vrec.name] = vrec
+                continue
+            catalog_views[vrec.name] = vrec
+            acc: Counter[Row] = Counter()
+            view.history = []
+            for ts, b in sorted(out.items()):
+                apply_batch(acc, b)
+                if ts <= view.base_ts:
+                    continue
+                view.history.append((ts, b))
+            view.contents = acc
+            base_acc: Counter[Row] = Counter()
+            for ts, b in out.items():
+                if ts <= t_low:
+                    apply_batch(base_acc, b)
+            streams[vrec.name] = (
+                base_acc,
+                [(ts, b) for ts, b in sorted(out.items()) if ts > t_low],
+            )
+        self.completed_ts = self.committed_ts = t_now
+
+    def _reload(self) -> None:
+        """Rebuild all in-memory state from the durable store (last resort after a bug)."""
+        with self.state_lock:
+            for name in list(self.views):
+                self.hub.end_view(name, "server_reset", "the server reloaded; resume with since")
+            self.tables, self.views, self.row_counts = {}, {}, {}
+            self._recover()
+
+    # ------------------------------------------------------------------ writes
+
+    def execute(self, sql: str) -> list[dict[str, Any]]:
+        """Run a script of statements; all writes commit atomically at one timestamp."""
+        stmts = parse_script(sql, self.settings.max_statements)
+        if all(s.kind == "SELECT" for s in stmts):
+            return self._select_many(stmts, per_statement_errors=False)
+        return self._write(stmts)
+
+    def _write(self, stmts: list[Statement]) -> list[dict[str, Any]]:
+        with self.write_lock:
+            w = _Write(
+                ts=self.last_ts + 1,
+                tables=dict(self.tables),
+                views={n: _record(v) for n, v in self.views.items()},
+                next_table_id=self.next_table_id,
+                next_seq=self.next_seq,
+                history_since=self.history_since,
+            )
+            results: list[dict[str, Any] | None] = []
+            self.store.begin()
+            try:
+                for s in stmts:
+                    if s.kind == "SELECT":
+                        results.append(None)
+                    else:
+                        results.append(self._apply(w, s))
+                self._hydrate(w)
+                for s in stmts:
+                    if s.kind == "SELECT":
+                        self._dry_run_select(w, s)
+                self._log(w)
+                self.store.commit()
+                self.last_ts = self.committed_ts = w.ts
+            except duckdb.Error as e:
+                self.store.rollback()
+                raise from_duckdb(e) from None
+            except BaseException:
+                self.store.rollback()
+                raise
+            try:
+                self._publish(w)
+            except Exception:  # a bug after COMMIT: rebuild everything from the durable store
+                log.exception("maintaining views at timestamp %d failed; reloading", w.ts)
+                self._reload()
+            selects = iter(
+                self._select_many(
+                    [s for s in stmts if s.kind == "SELECT"], per_statement_errors=True
+                )
+            )
+            out: list[dict[str, Any]] = []
+            for r in results:
+                if r is None:
+                    r = next(selects)
+                else:
+                    r["timestamp"] = w.ts
+                out.append(r)
+            return out
+
+    def _apply(self, w: _Write, s: Statement) -> dict[str, Any]:
+        handler = {
+            "CREATE TABLE": self._create_table,
+            "DROP TABLE": self._drop_table,
+            "CREATE VIEW": self._create_view,
+            "DROP VIEW": self._drop_view,
+            "INSERT": self._dml,
+            "UPDATE": self._dml,
+            "DELETE": self._dml,
+        }[s.kind]
+        try:
+            return handler(w, s)
+        except ApiError as e:
+            if e.line is None:
+                e.line, e.column = s.line, s.column
+            raise
+        except duckdb.Error as e:
+            raise from_duckdb(e, line=s.line, column=s.column) from None
+
+    @staticmethod
+    def _name_of(table: exp.Expression, s: Statement) -> str:
+        if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
+            raise SqlError("expected a table name", line=s.line, column=s.column)
+        if table.args.get("db") or table.args.get("catalog"):
+            raise Forbidden(
+                f"qualified name {table.sql()} is not allowed", line=s.line, column=s.column
+            )
+        return str(table.name).lower()
+
+    def _create_table(self, w: _Write, s: Statement) -> dict[str, Any]:
+        ast = s.ast
+        if ast.expression is not None:
+            raise SqlError("CREATE TABLE ... AS SELECT is not supported", code="unsupported")
+        if ast.args.get("replace"):
+            raise SqlError("CREATE OR REPLACE TABLE is not supported", code="unsupported")
+        schema = ast.this
+        if not isinstance(schema, exp.Schema):
+            raise SqlError("CREATE TABLE needs a column list", code="syntax_error")
+        name = self._name_of(schema.this, s)
+        if name in w.tables or name in w.views:
+            if ast.args.get("exists") and name in w.tables:
+                return {"statement": "CREATE TABLE", "name": name, "created": False}
+            kind = "table" if name in w.tables else "view"
+            raise Conflict(f"a {kind} named {name!r} already exists", code="already_exists")
+        columns: list[dict[str, Any]] = []
+        pk: list[str] = []
+        for item in schema.expressions:
+            if isinstance(item, exp.ColumnDef):
+                cname = str(item.name).lower()  # names are case-insensitive; stored lower-case
+                if any(c["name"] == cname for c in columns):
+                    raise SqlError(f"duplicate column {cname!r}", code="duplicate_column")
+                kind = item.args.get("kind")
+                if kind is None:
+                    raise SqlError(f"column {cname!r} needs a type", code="syntax_error")
+                col = {"name": cname, "type": normalize_type(kind.sql("duckdb")), "nullable": True}
+                for con in item.args.get("constraints") or []:
+                    ck = con.args.get("kind")
+                    if isinstance(ck, exp.NotNullColumnConstraint) and not ck.args.get(
+                        "allow_null"
+                    ):
+                        col["nullable"] = False
+                    elif isinstance(ck, exp.PrimaryKeyColumnConstraint):
+                        if pk:
+                            raise SqlError("more than one PRIMARY KEY", code="syntax_error")
+                        pk.append(cname)
+                    else:
+                        raise SqlError(
+                            f"unsupported column constraint {con.sql('duckdb')!r}; "
+                            "supported: NOT NULL, PRIMARY KEY",
+                            code="unsupported",
+                        )
+                columns.append(col)
+            elif isinstance(item, exp.PrimaryKey):
+                if pk:
+                    raise SqlError("more than one PRIMARY KEY", code="syntax_error")
+                pk = [str(e.name).lower() for e in item.expressions]
+            else:
+                raise SqlError(
+                    f"unsupported table element {item.sql('duckdb')!r}", code="unsupported"
+                )
+        if not columns:
+            raise SqlError("a table needs at least one column", code="syntax_error")
+        by_lower = {c["name"].lower(): c for c in columns}
+        for k in pk:
+            if k.lower() not in by_lower:
+                raise SqlError(f"PRIMARY KEY column {k!r} is not a column", code="unknown_column")
+            by_lower[k.lower()]["nullable"] = False
+        pk = [by_lower[k.lower()]["name"] for k in pk]
+        rec = TableRecord(name, w.next_table_id, columns, pk, w.ts)
+        w.next_table_id += 1
+        self.store.create_table(rec)
+        w.tables[name] = rec
+        return {"statement": "CREATE TABLE", "name": name, "created": True}
+
+    def _dependents(self, w: _Write, name: str) -> list[str]:
+        return [v.name for v in w.views.values() if name in v.dependencies]
+
+    @staticmethod
+    def _drop_targets(s: Statement) -> list[exp.Expression]:
+        if s.ast.args.get("cascade"):
+            raise SqlError(
+                "DROP ... CASCADE is not supported; drop dependent views first", code="unsupported"
+            )
+        targets = list(s.ast.args.get("tables") or [])
+        if not targets and s.ast.this is not None:
+            targets = [s.ast.this]
+        if len(targets) != 1:
+            raise SqlError("DROP takes exactly one name", code="unsupported")
+        return targets
+
+    def _drop_table(self, w: _Write, s: Statement) -> dict[str, Any]:
+        name = self._name_of(self._drop_targets(s)[0], s)
+        if name not in w.tables:
+            if name in w.views:
+                raise SqlError(f"{name!r} is a view; use DROP VIEW", code="wrong_object_type")
+            if s.ast.args.get("exists"):
+                return {"statement": "DROP TABLE", "name": name, "dropped": False}
+            raise SqlError(f"unknown table {name!r}", code="unknown_table")
+        deps = self._dependents(w, name)
+        if deps:
+            raise Conflict(
+                f"cannot drop table {name!r}: views {', '.join(deps)} depend on it",
+                code="dependent_objects",
+            )
+        self.store.drop_table(w.tables.pop(name))
+        w.deltas.pop(name, None)
+        w.written.discard(name)
+        w.dropped_tables.append(name)
+        return {"statement": "DROP TABLE", "name": name, "dropped": True}
+
+    def _create_view(self, w: _Write, s: Statement) -> dict[str, Any]:
+        ast = s.ast
+        if ast.args.get("replace"):
+            raise SqlError("CREATE OR REPLACE VIEW is not supported", code="unsupported")
+        name = self._name_of(ast.this, s)
+        if name in w.tables or name in w.views:
+            if ast.args.get("exists") and name in w.views:
+                return {"statement": "CREATE VIEW", "name": name, "created": False}
+            kind = "table" if name in w.tables else "view"
+            raise Conflict(f"a {kind} named {name!r} already exists", code="already_exists")
+        p = _planner()
+        try:
+            compiled = p.compile_view(
+                s.text,
+                planner_catalog(w.tables, w.views),
+                name=name,
+                iteration_limit=self.settings.iteration_limit,
+            )
+        except p.PlanError as e:
+            line, col = s.locate(getattr(e, "line", None), getattr(e, "column", None))
+            raise SqlError(
+                str(getattr(e, "message", None) or e),
+                code=str(getattr(e, "code", None) or "plan_error"),
+                line=line,
+                column=col,
+            ) from None
+        except ApiError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a planner bug must not take the server down
+            raise SqlError(f"cannot plan view {name!r}: {e}", code="unsupported") from None
+        deps = [str(d).lower() for d in compiled.dependencies]
+        for d in deps:
+            if d not in w.tables and d not in w.views:
+                raise SqlError(f"unknown table or view {d!r}", code="unknown_table")
+        rec = ViewRecord(name, w.next_seq, s.text, _column_dicts(compiled.columns), deps, w.ts)
+        w.next_seq += 1
+        self.store.create_view(rec)
+        w.views[name] = rec
+        w.new_views[name] = compiled
+        return {"statement": "CREATE VIEW", "name": name, "created": True}
+
+    def _drop_view(self, w: _Write, s: Statement) -> dict[str, Any]:
+        name = self._name_of(self._drop_targets(s)[0], s)
+        if name not in w.views:
+            if name in w.tables:
+                raise SqlError(f"{name!r} is a table; use DROP TABLE", code="wrong_object_type")
+            if s.ast.args.get("exists"):
+                return {"statement": "DROP VIEW", "name": name, "dropped": False}
+            raise NotFound(f"unknown view {name!r}", code="unknown_view", status=400)
+        deps = self._dependents(w, name)
+        if deps:
+            raise Conflict(
+                f"cannot drop view {name!r}: views {', '.join(deps)} depend on it",
+                code="dependent_objects",
+            )
+        del w.views[name]
+        self.store.drop_view(name)
+        if name in w.new_views:
+            del w.new_views[name]
+        else:
+            w.dropped_views.append(name)
+        return {"statement": "DROP VIEW", "name": name, "dropped": True}
+
+    def _dml(self, w: _Write, s: Statement) -> dict[str, Any]:
+        ast = s.ast
+        target = ast.this.this if isinstance(ast.this, exp.Schema) else ast.this
+        name = self._name_of(target, s)
+        if name in w.views:
+            raise SqlError(f"{name!r} is a view; views are read-only", code="read_only_view")
+        if name not in w.tables:
+            raise SqlError(f"unknown table {name!r}", code="unknown_table")
+        if ast.args.get("returning"):
+            raise SqlError("RETURNING is not supported", code="unsupported")
+        if isinstance(ast, exp.Insert):
+            conflict = ast.args.get("conflict")
+            if ast.args.get("alternative") or (
+                conflict is not None
+                and not conflict.args.get("doing_nothing")
+                and "NOTHING" not in conflict.sql("duckdb").upper()
+            ):
+                raise SqlError(
+                    "INSERT OR REPLACE / ON CONFLICT DO UPDATE is not supported; "
+                    "use UPDATE, or ON CONFLICT DO NOTHING",
+                    code="unsupported",
+                )
+        used = check_relations(
+            ast,
+            list(w.tables) + list(w.views),
+            root_allowed=(type(ast),),
+            line=s.line,
+            column=s.column,
+        )
+        read_views = [u for u in used if u in w.views]
+        if read_views:
+            raise SqlError(
+                f"reading views ({', '.join(read_views)}) inside {s.kind} is not supported; "
+                "read the view in a separate request",
+                code="unsupported",
+            )
+        con = self.store.conn
+        delta = w.deltas[name]
+        returning = exp.Returning(expressions=[exp.Star()])
+        if s.kind == "UPDATE":
+            alias = target.alias_or_name
+            old_q = f"SELECT {quote_ident(alias)}.rowid FROM {target.sql('duckdb')}"
+            frm = ast.args.get("from_") or ast.args.get("from")
+            if frm is not None:
+                old_q += f", {frm.this.sql('duckdb')}"
+            where = ast.args.get("where")
+            if where is not None:
+                old_q += f" WHERE {where.this.sql('duckdb')}"
+            old = con.execute(
+                f"SELECT * FROM main.{quote_ident(name)} WHERE rowid IN ({old_q})"
+            ).fetchall()
+            stmt = ast.copy()
+            stmt.set("returning", returning)
+            new = con.execute(stmt.sql("duckdb")).fetchall()
+            for r in old:
+                delta[tuple(r)] -= 1
+            for r in new:
+                delta[tuple(r)] += 1
+            count = len(new)
+        else:
+            stmt = ast.copy()
+            stmt.set("returning", returning)
+            rows = con.execute(stmt.sql("duckdb")).fetchall()
+            sign = 1 if s.kind == "INSERT" else -1
+            for r in rows:
+                delta[tuple(r)] += sign
+            count = len(rows)
+        w.written.add(name)
+        return {"statement": s.kind, "rowcount": count}
+
+    # -- new views -------------------------------------------------------------------------
+
+    def _affected(self, w: _Write, name: str) -> bool:
+        """Whether relation `name`'s contents may differ after this request's writes."""
+        if name in w.tables:
+            return name in w.written
+        rec = w.views[name]
+        return name in w.new_views or any(self._affected(w, d) for d in rec.dependencies)
+
+    def _post_contents(self, w: _Write, name: str, trial: dict[str, Counter[Row]]) -> Counter[Row]:
+        """Contents of `name` after this request's statements (inside the transaction)."""
+        if name in w.tables:
+            if name not in trial:
+                trial[name] = Counter(Store.read_table(self.store.conn, name))
+            return trial[name]
+        if name in w.hydrated:
+            return w.hydrated[name].contents
+        if name in trial:
+            return trial[name]
+        existing = self.views[name]
+        if not existing.running:
+            raise Conflict(f"view {name!r} has failed: {existing.error}", code="view_failed")
+        if not self._affected(w, name):
+            return existing.contents  # the writer is the only mutator; no copy needed
+        # An existing view changed by this request: compute its post-state in a trial dataflow.
+        tmp = MaintainedView(
+            name,
+            existing.sql,
+            existing.columns,
+            existing.dependencies,
+            w.ts,
+            existing.seq,
+            compiled=existing.compiled,
+        )
+        trial[name] = self._hydrate_one(w, tmp, trial)
+        return trial[name]
+
+    def _hydrate_one(
+        self, w: _Write, view: MaintainedView, trial: dict[str, Counter[Row]]
+    ) -> Counter[Row]:
+        inputs = {d: list(self._post_contents(w, d, trial).items()) for d in view.dependencies}
+        view.build(self.executor.new_dataflow(), w.ts)
+        out = view.run_schedule([(w.ts, inputs)], w.ts)
+        acc: Counter[Row] = Counter()
+        for _, b in out.items():
+            apply_batch(acc, b)
+        return acc
+
+    def _hydrate(self, w: _Write) -> None:
+        trial: dict[str, Counter[Row]] = {}
+        for name, compiled in w.new_views.items():
+            rec = w.views[name]
+            view = MaintainedView(
+                rec.name,
+                rec.sql,
+                rec.columns,
+                rec.dependencies,
+                w.ts,
+                rec.seq,
+                compiled=compiled,
+                base_ts=w.ts,
+                complete_ts=w.ts,
+            )
+            try:
+                view.contents = self._hydrate_one(w, view, trial)
+            except ApiError:
+                raise
+            except Exception as e:  # noqa: BLE001 - engine failure: reject the view
+                raise SqlError(
+                    f"view {name!r} cannot be computed: {type(e).__name__}: {e}",
+                    code="view_error",
+                ) from None
+            w.hydrated[name] = view
+
+    def _dry_run_select(self, w: _Write, s: Statement) -> None:
+        """Check a SELECT of a write request binds (names, columns) before COMMIT."""
+        known = list(w.tables) + list(w.views)
+        used = check_relations(s.ast, known, line=s.line, column=s.column)
+        rels = {}
+        for u in used:
+            cols = w.tables[u].columns if u in w.tables else w.views[u].columns
+            rels[u] = Relation([(c["name"], c["type"] or "VARCHAR") for c in cols], [])
+        run_query(
+            s.text,
+            rels,
+            timeout=self.settings.query_timeout,
+            memory_limit=self.settings.query_memory_limit,
+            max_rows=self.settings.max_result_rows,
+            line=s.line,
+            column=s.column,
+        )
+
+    def _log(self, w: _Write) -> None:
+        for name, delta in w.deltas.items():
+            if name not in w.tables:
+                continue
+            batch = [(row, d) for row, d in delta.items() if d]
+            if batch:
+                self.store.append_log(w.tables[name], w.ts, batch)
+                w.batches[name] = batch
+        self.store.set_meta("last_ts", w.ts)
+        self.store.set_meta("next_table_id", w.next_table_id)
+        horizon = w.ts - self.settings.history_retention
+        step = max(1, self.settings.history_retention // 10)
+        if horizon - self.history_since >= step:
+            self.store.trim_logs(w.tables.values(), horizon)
+            w.history_since = horizon
+
+    # -- after COMMIT ---------------------------------------------------------------------
+
+    def _publish(self, w: _Write) -> None:
+        ts = w.ts
+        batches: dict[str, Batch] = dict(w.batches)
+        view_batches: dict[str, Batch] = {}
+        failed: dict[str, str] = {}
+        live = [v for n, v in self.views.items() if n in w.views and n not in w.new_views]
+        for view in sorted(live, key=lambda v: v.seq):
+            if not view.running:
+                continue
+            bad = [d for d in view.dependencies if d in failed]
+            if bad:
+                failed[view.name] = f"depends on failed view {bad[0]}"
+                continue
+            inputs = {d: batches[d] for d in view.dependencies if batches.get(d)}
+            if not inputs:
+                continue
+            try:
+                out = view.run_schedule([(ts, inputs)], ts)
+            except Exception as e:  # noqa: BLE001 - only this view fails
+                log.warning("view %s failed at timestamp %d: %s", view.name, ts, e)
+                failed[view.name] = f"{type(e).__name__}: {e}"
+                continue
+            batch = consolidate(u for t, b in out.items() for u in b)
+            if batch:
+                batches[view.name] = batch
+                view_batches[view.name] = batch
+        trimmed = w.history_since
+        with self.state_lock:
+            self.tables = w.tables
+            for name in w.dropped_tables:
+                self.row_counts.pop(name, None)
+            for name, delta in w.deltas.items():
+                if name in w.tables:
+                    self.row_counts[name] = self.row_counts.get(name, 0) + sum(delta.values())
+            for name in w.tables:
+                self.row_counts.setdefault(name, 0)
+            for name in w.dropped_views:
+                self.views.pop(name, None)
+                self.hub.end_view(name, "view_dropped", f"view {name!r} was dropped")
+            for name, view in w.hydrated.items():
+                if name in w.views:
+                    self.views[name] = view
+            for name, batch in view_batches.items():
+                view = self.views[name]
+                apply_batch(view.contents, batch)
+                view.history.append((ts, batch))
+            for name, message in failed.items():
+                self.views[name].fail(message)
+                self.hub.end_view(name, "view_failed", f"view {name!r} failed: {message}")
+            for view in self.views.values():
+                if view.running:
+                    view.complete_ts = ts
+                if trimmed > view.base_ts:
+                    view.trim(trimmed)
+            self.history_since = trimmed
+            self.next_table_id = w.next_table_id
+            self.next_seq = w.next_seq
+            self.last_ts = ts
+            self.completed_ts = ts
+            self.hub.publish(ts, view_batches, list(self.views))
+
+    # ------------------------------------------------------------------ reads
+
+    @contextmanager
+    def snapshot(self, names: list[str]) -> Iterator[tuple[int, dict[str, Relation]]]:
+        """Relations `names` as of one timestamp: DuckDB tables and view contents."""
+        with self.write_lock:
+            cur = self.store.cursor()
+        try:
+            with self.write_lock:
+                ts = self.completed_ts
+                cur.execute("BEGIN TRANSACTION READ ONLY")
+                cur.execute("SELECT value FROM diffsql.meta WHERE key = 'last_ts'").fetchall()
+                rels: dict[str, Relation] = {}
+                with self.state_lock:
+                    for n in names:
+                        view = self.views.get(n)
+                        if view is None:
+                            continue
+                        if not view.running:
+                            raise Conflict(
+                                f"view {n!r} has failed: {view.error}", code="view_failed"
+                            )
+                        rows = list(view.contents.elements())
+                        cols = []
+                        for i, c in enumerate(view.columns):
+                            t = c["type"] or _infer_type([r[i] for r in rows])
+                            cols.append((c["name"], t))
+                        rels[n] = Relation(cols, rows)
+                    tables = {n: self.tables[n] for n in names if n in self.tables}
+            for n, rec in tables.items():
+                rels[n] = Relation(
+                    [(c["name"], c["type"]) for c in rec.columns], Store.read_table(cur, n)
+                )
+            cur.execute("COMMIT")
+            yield ts, rels
+        finally:
+            cur.close()
+
+    def _select_many(
+        self, stmts: list[Statement], *, per_statement_errors: bool
+    ) -> list[dict[str, Any]]:
+        """Run SELECTs over one snapshot. With `per_statement_errors` (the request's writes
+        are already committed), a failing SELECT is reported in its own result."""
+        if not stmts:
+            return []
+        with self.state_lock:
+            known = list(self.tables) + list(self.views)
+        used_by = [check_relations(s.ast, known, line=s.line, column=s.column) for s in stmts]
+        names = sorted({n for used in used_by for n in used})
+        out: list[dict[str, Any]] = []
+        with self.snapshot(names) as (ts, rels):
+            for s, used in zip(stmts, used_by, strict=True):
+                try:
+                    res = run_query(
+                        s.text,
+                        {n: rels[n] for n in used},
+                        timeout=self.settings.query_timeout,
+                        memory_limit=self.settings.query_memory_limit,
+                        max_rows=self.settings.max_result_rows,
+                        line=s.line,
+                        column=s.column,
+                    )
+                except ApiError as e:
+                    if not per_statement_errors:
+                        raise
+                    out.append({"statement": "SELECT", **e.to_json(), "timestamp": ts})
+                    continue
+                out.append(
+                    {
+                        "statement": "SELECT",
+                        "columns": res.columns,
+                        "rows": [row_to_json(r) for r in res.rows],
+                        "rowcount": len(res.rows),
+                        "timestamp": ts,
+                    }
+                )
+        return out
+
+    def query(self, sql: str) -> dict[str, Any]:
+        """POST /query: one read-only SELECT over a consistent snapshot."""
+        try:
+            stmts = parse_script(sql, 1) if sql.strip() else []
+        except SqlError as e:
+            if e.code != "unsupported":
+                raise
+            raise Forbidden(
+                "only a single read-only SELECT is allowed in /query: " + e.message,
+                line=e.line,
+                column=e.column,
+            ) from None
+        if len(stmts) != 1:
+            raise SqlError("expected exactly one SELECT statement", code="syntax_error")
+        s = stmts[0]
+        if s.kind != "SELECT":
+            raise Forbidden(
+                f"{s.kind} is not allowed in a read-only query; use POST /sql",
+                line=s.line,
+                column=s.column,
+            )
+        r = self._select_many([s], per_statement_errors=False)[0]
+        return {"columns": r["columns"], "rows": r["rows"], "timestamp": r["timestamp"]}
+
+    def create_view(self, sql: str) -> dict[str, Any]:
+        stmts = parse_script(sql, 1)
+        if len(stmts) != 1 or stmts[0].kind != "CREATE VIEW":
+            raise SqlError("expected exactly one CREATE VIEW statement", code="syntax_error")
+        res = self._write(stmts)[0]
+        return {**self.view_info(res["name"]), "timestamp": res["timestamp"]}
+
+    def drop_view(self, name: str) -> dict[str, Any]:
+        name = name.lower()
+        with self.state_lock:
+            if name not in self.views:
+                raise NotFound(f"unknown view {name!r}", code="unknown_view")
+        return self._write([parse_statement(f"DROP VIEW {quote_ident(name)}")])[0]
+
+    def table_list(self) -> list[dict[str, Any]]:
+        with self.state_lock:
+            return [self._table_info(n) for n in sorted(self.tables)]
+
+    def table_info(self, name: str) -> dict[str, Any]:
+        with self.state_lock:
+            if name.lower() not in self.tables:
+                raise NotFound(f"unknown table {name!r}", code="unknown_table")
+            return self._table_info(name.lower())
+
+    def _table_info(self, name: str) -> dict[str, Any]:
+        rec = self.tables[name]
+        return {
+            "name": name,
+            "columns": rec.columns,
+            "primary_key": rec.primary_key,
+            "row_count": self.row_counts.get(name, 0),
+            "created_timestamp": rec.created_ts,
+            "timestamp": self.completed_ts,
+        }
+
+    def view_list(self) -> list[dict[str, Any]]:
+        with self.state_lock:
+            return [self._view_info(n) for n in sorted(self.views)]
+
+    def view_info(self, name: str) -> dict[str, Any]:
+        with self.state_lock:
+            if name.lower() not in self.views:
+                raise NotFound(f"unknown view {name!r}", code="unknown_view")
+            return self._view_info(name.lower())
+
+    def _view_info(self, name: str) -> dict[str, Any]:
+        v = self.views[name]
+        return {
+            "name": name,
+            "sql": v.sql,
+            "columns": v.columns,
+            "dependencies": v.dependencies,
+            "status": v.status,
+            "error": v.error,
+            "created_timestamp": v.created_ts,
+            "complete_through": v.complete_ts,
+            "history_since": v.base_ts,
+            "row_count": sum(v.contents.values()) if v.running else None,
+            "arrangements": v.arrangement_summary(),
+        }
+
+    def explain_view(self, name: str) -> str:
+        with self.state_lock:
+            v = self.views.get(name.lower())
+            if v is None:
+                raise NotFound(f"unknown view {name!r}", code="unknown_view")
+            if v.compiled is None:
+                raise Conflict(f"view {name!r} has no plan: {v.error}", code="view_failed")
+            return str(v.compiled.explain())
+
+    async def wait_complete(self, name: str, ts: int, timeout: float) -> None:
+        """Wait until view `name` is complete through `ts`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        delay = 0.002
+        while True:
+            with self.state_lock:
+                v = self.views.get(name)
+                if v is None:
+                    raise NotFound(f"unknown view {name!r}", code="unknown_view")
+                if not v.running:
+                    raise Conflict(f"view {name!r} has failed: {v.error}", code="view_failed")
+                if v.complete_ts >= ts:
+                    return
+                done = v.complete_ts
+            if loop.time() >= deadline:
+                from server.errors import Timeout
+
+                raise Timeout(
+                    f"view {name!r} is not complete through timestamp {ts} after {timeout:g}s "
+                    f"(it is complete through {done}; timestamps advance with each write)",
+                    code="as_of_timeout",
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+    def view_rows(self, name: str, as_of: int | None) -> dict[str, Any]:
+        with self.state_lock:
+            v = self.views.get(name)
+            if v is None:
+                raise NotFound(f"unknown view {name!r}", code="unknown_view")
+            if not v.running:
+                raise Conflict(f"view {name!r} has failed: {v.error}", code="view_failed")
+            ts = v.complete_ts if as_of is None else as_of
+            if ts < v.base_ts:
+                raise Gone(
+                    f"view {name!r} has history only from timestamp {v.base_ts} "
+                    f"(created at {v.created_ts}); as_of={ts} is not available"
+                )
+            contents = v.contents if ts == v.complete_ts else v.contents_at(ts)
+            rows = sorted(contents.elements(), key=sort_key)
+            columns = [c["name"] for c in v.columns]
+        return {"columns": columns, "rows": [row_to_json(r) for r in rows], "timestamp": ts}
+
+    def subscribe(
+        self, name: str, snapshot: bool, since: int | None, loop: asyncio.AbstractEventLoop
+    ) -> tuple[Subscription, list[Message]]:
+        with self.state_lock:
+            v = self.views.get(name)
+            if v is None:
+                raise NotFound(f"unknown view {name!r}", code="unknown_view")
+            if not v.running:
+                raise Conflict(f"view {name!r} has failed: {v.error}", code="view_failed")
+            now = v.complete_ts
+            msgs: list[Message] = []
+            if since is not None:
+                if since >= v.base_ts:
+                    msgs = [update_message(t, b) for t, b in v.updates_after(since)]
+                elif v.intact:
+                    base = list(v.contents_at(v.base_ts).items())
+                    if base:
+                        msgs.append(update_message(v.base_ts, base))
+                    msgs += [update_message(t, b) for t, b in v.updates_after(v.base_ts)]
+                else:
+                    raise Gone(
+                        f"history of view {name!r} before timestamp {v.base_ts} is no longer "
+                        f"retained; cannot resume after {since}: resubscribe with snapshot=true"
+                    )
+            elif snapshot:
+                msgs.append(update_message(now, list(v.contents.items())))
+            msgs.append(progress_message(max(now, since or 0)))
+            sub = self.hub.add(name, loop)
+            if since is not None and since > now:
+                sub.after = since
+        return sub, msgs
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        with self.state_lock:
+            self.hub.remove(sub)
+
+    def health(self) -> dict[str, Any]:
+        with self.state_lock:
+            return {
+                "status": "ok",
+                "timestamp": self.completed_ts,
+                "tables": len(self.tables),
+                "views": len(self.views),
+                "failed_views": sorted(n for n, v in self.views.items() if not v.running),
+                "executor": self.executor.name,
+                "durable": not self.settings.memory,
+            }

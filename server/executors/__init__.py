@@ -1,0 +1,65 @@
+"""Executors: where a view's dataflow runs.
+
+An executor makes the `engine.Dataflow` objects that views are built into; everything else in
+the server is the same whichever executor is chosen. `inprocess` (the default) runs the engine
+in this process. Another executor plugs in as a module `server.executors.<name>` exposing
+`create_executor(settings) -> Executor`; until such a module exists, asking for it is a
+configuration error with a clear message (this is the hook the Spark executor will use).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Protocol
+
+from server.errors import ConfigError
+
+if TYPE_CHECKING:
+    from server.settings import Settings
+
+
+class Executor(Protocol):
+    name: str
+
+    def new_dataflow(self) -> Any:
+        """A fresh, empty `engine.Dataflow` (or a compatible object)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class InProcessExecutor:
+    name = "inprocess"
+
+    def new_dataflow(self) -> Any:
+        import engine
+
+        return engine.Dataflow()
+
+    def close(self) -> None:
+        return None
+
+
+KNOWN = ("inprocess", "spark")
+
+
+def create_executor(settings: Settings) -> Executor:
+    """The executor named by `settings.executor`; `ConfigError` if it is not available."""
+    name = settings.executor
+    if name == "inprocess":
+        return InProcessExecutor()
+    if name not in KNOWN:
+        raise ConfigError(f"unknown executor {name!r}; choose one of {', '.join(KNOWN)}")
+    try:
+        module = importlib.import_module(f"server.executors.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"server.executors.{name}":
+            raise ConfigError(f"the {name} executor cannot start: missing module {e.name}") from e
+        raise ConfigError(
+            f"the {name} executor is not implemented yet (no server/executors/{name}.py); "
+            "use --executor inprocess"
+        ) from None
+    factory = getattr(module, "create_executor", None)
+    if factory is None:
+        raise ConfigError(f"server.executors.{name} has no create_executor(settings)")
+    return factory(settings)  # type: ignore[no-any-return]

@@ -1,0 +1,218 @@
+"""Read-only queries: validating what a statement may touch, and running it in a sandbox.
+
+Two independent walls, so a bug in one is not a hole:
+1. `check_relations` walks the sqlglot AST and rejects anything but reading known relations:
+   statements other than queries (COPY, ATTACH, PRAGMA, SET, INSTALL, LOAD, DML inside a query),
+   qualified or unknown relation names, table functions (read_csv, glob, query, ...) and
+   functions with side effects or access to the environment.
+2. `run_query` executes the query in a fresh in-memory DuckDB that holds *copies* of exactly the
+   relations the query names, with external access disabled, the configuration locked, and the
+   query inside a READ ONLY transaction, under a time limit.
+The durable database is never reachable from a user's query.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from server.errors import Forbidden, SqlError, Timeout, from_duckdb
+from server.values import quote_ident
+
+# Table-valued functions that only generate values (no I/O) may appear in FROM.
+_SAFE_TABLE_FUNCTIONS = {"unnest", "range", "generate_series", "explode"}
+_FORBIDDEN_FUNCTION_PREFIXES = ("read_", "pragma_", "duckdb_", "parquet_", "iceberg_", "delta_")
+_FORBIDDEN_FUNCTIONS = {
+    "glob",
+    "query",
+    "query_table",
+    "sniff_csv",
+    "getenv",
+    "current_setting",
+    "nextval",
+    "currval",
+    "setval",
+    "checkpoint",
+    "force_checkpoint",
+    "load_extension",
+    "install_extension",
+    "sql_auto_complete",
+    "json_execute_serialized_sql",
+    "which_secret",
+    "enable_profiling",
+    "system",
+}
+_FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = tuple(
+    getattr(exp, n)
+    for n in (
+        "Command",
+        "Pragma",
+        "Set",
+        "Copy",
+        "Attach",
+        "Detach",
+        "Install",
+        "Use",
+        "Transaction",
+        "Commit",
+        "Rollback",
+        "Create",
+        "Drop",
+        "Alter",
+        "Insert",
+        "Update",
+        "Delete",
+        "Merge",
+        "LoadData",
+        "Export",
+    )
+    if hasattr(exp, n)
+)
+
+
+def _function_name(node: exp.Expression) -> str:
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).lower()
+    if isinstance(node, exp.Func):
+        return node.sql_name().lower()
+    return ""
+
+
+def _is_forbidden_function(name: str) -> bool:
+    return name in _FORBIDDEN_FUNCTIONS or name.startswith(_FORBIDDEN_FUNCTION_PREFIXES)
+
+
+def check_relations(
+    ast: exp.Expression,
+    known: Iterable[str],
+    *,
+    root_allowed: tuple[type[exp.Expression], ...] = (),
+    line: int | None = None,
+    column: int | None = None,
+) -> list[str]:
+    """Validate `ast` and return the known relations it reads (lower-case, first use order).
+
+    `root_allowed`: node types allowed at the root only (the DML statement being executed).
+    """
+    known_set = set(known)
+    ctes = {str(c.alias_or_name).lower() for c in ast.find_all(exp.CTE)}
+    used: list[str] = []
+    for node in ast.walk():
+        if isinstance(node, _FORBIDDEN_NODES) and not (
+            node is ast and isinstance(node, root_allowed)
+        ):
+            if node is ast:
+                what = type(node).__name__.upper()
+            else:
+                what = f"a nested {type(node).__name__.upper()} statement"
+            raise Forbidden(f"{what} is not allowed here", line=line, column=column)
+        name = _function_name(node)
+        if name and _is_forbidden_function(name):
+            raise Forbidden(f"function {name}() is not allowed", line=line, column=column)
+        if isinstance(node, exp.Table):
+            target = node.this
+            if not isinstance(target, exp.Identifier):
+                fname = _function_name(target) if isinstance(target, exp.Expression) else ""
+                if fname in _SAFE_TABLE_FUNCTIONS:
+                    continue
+                raise Forbidden(
+                    f"table function {fname or target.sql()} is not allowed; "
+                    "only tables and views can be read",
+                    line=line,
+                    column=column,
+                )
+            if node.args.get("db") or node.args.get("catalog"):
+                raise Forbidden(
+                    f"qualified name {node.sql()} is not allowed; refer to tables and views "
+                    "by their plain names",
+                    line=line,
+                    column=column,
+                )
+            rel = str(target.name).lower()
+            if rel in ctes:
+                continue
+            if rel not in known_set:
+                raise SqlError(
+                    f"unknown table or view {target.name!r}",
+                    code="unknown_table",
+                    line=line,
+                    column=column,
+                )
+            if rel not in used:
+                used.append(rel)
+    return used
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A relation copied into the sandbox: column (name, DuckDB type) pairs and its rows."""
+
+    columns: Sequence[tuple[str, str]]
+    rows: Sequence[tuple[Any, ...]]
+
+
+def load_relation(con: duckdb.DuckDBPyConnection, name: str, rel: Relation) -> None:
+    """Create `name` in `con` and fill it with `rel.rows` in one statement (no per-row calls)."""
+    cols = ", ".join(f"{quote_ident(c)} {t}" for c, t in rel.columns)
+    con.execute(f"CREATE TABLE {quote_ident(name)} ({cols})")
+    if not rel.rows:
+        return
+    params = [[row[i] for row in rel.rows] for i in range(len(rel.columns))]
+    unnests = ", ".join(f"UNNEST(${i + 1}::{t}[])" for i, (_, t) in enumerate(rel.columns))
+    con.execute(f"INSERT INTO {quote_ident(name)} SELECT {unnests}", params)
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+def run_query(
+    sql: str,
+    relations: dict[str, Relation],
+    *,
+    timeout: float,
+    memory_limit: str,
+    max_rows: int,
+    line: int | None = None,
+    column: int | None = None,
+) -> QueryResult:
+    """Run one validated read-only query over copies of `relations`."""
+    con = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "threads": 1})
+    try:
+        for name, rel in relations.items():
+            load_relation(con, name, rel)
+        con.execute("SET enable_external_access = false")
+        con.execute("SET autoinstall_known_extensions = false")
+        con.execute("SET autoload_known_extensions = false")
+        con.execute("SET lock_configuration = true")
+        con.execute("BEGIN TRANSACTION READ ONLY")
+        timer = threading.Timer(timeout, con.interrupt)
+        timer.start()
+        try:
+            con.execute(sql)
+            columns = [d[0] for d in (con.description or [])]
+            rows = con.fetchmany(max_rows + 1)
+            if len(rows) > max_rows:
+                raise SqlError(
+                    f"the result has more than {max_rows} rows; add a LIMIT",
+                    code="result_too_large",
+                    line=line,
+                    column=column,
+                )
+            con.fetchall()  # drain so the connection closes cleanly
+        except duckdb.InterruptException:
+            raise Timeout(f"query exceeded the time limit of {timeout:g}s") from None
+        except duckdb.Error as e:
+            raise from_duckdb(e, line=line, column=column) from None
+        finally:
+            timer.cancel()
+        return QueryResult(columns, [tuple(r) for r in rows])
+    finally:
+        con.close()

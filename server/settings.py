@@ -1,0 +1,50 @@
+"""Server settings: one immutable object, built once (from the CLI or a test) and handed to
+`create_app`. Nothing else in `server/` reads the environment, so a setting has exactly one
+source of truth.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Settings(BaseModel):
+    """Everything the server can be configured with."""
+
+    model_config = ConfigDict(frozen=True)
+
+    data_dir: Path | None = None
+    """Directory holding the durable DuckDB database; None with `memory=True`."""
+    memory: bool = False
+    """Keep everything in memory (nothing survives a restart)."""
+    token: str | None = None
+    """If set, every endpoint requires `Authorization: Bearer <token>`."""
+    executor: str = "inprocess"
+    spark_master: str | None = None
+    history_retention: int = Field(default=10_000, ge=1)
+    """How many timestamps of change history are retained (for `since=` resumption)."""
+    max_request_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    max_statements: int = Field(default=1000, ge=1)
+    max_result_rows: int = Field(default=100_000, ge=1)
+    as_of_timeout: float = Field(default=10.0, gt=0)
+    """Default seconds a `rows?as_of=T` request waits for the view to become complete."""
+    query_timeout: float = Field(default=30.0, gt=0)
+    query_memory_limit: str = "1GB"
+    iteration_limit: int = Field(default=10_000, ge=1)
+    subscriber_queue_limit: int = Field(default=10_000, ge=1)
+    heartbeat_seconds: float = Field(default=15.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check_storage(self) -> Settings:
+        if not self.memory and self.data_dir is None:
+            raise ValueError("either data_dir or memory=True is required")
+        return self
+
+    @property
+    def database_path(self) -> str:
+        """The DuckDB database file (or ':memory:')."""
+        if self.memory or self.data_dir is None:
+            return ":memory:"
+        return str(Path(self.data_dir) / "store.duckdb")

@@ -1,0 +1,140 @@
+"""Splitting a request's SQL into statements and parsing each one.
+
+Invariant: every `Statement` keeps its exact source text and the line/column where it starts,
+so errors (ours, the planner's, DuckDB's) can be reported at a position in the *request*, and
+the planner receives the user's own text rather than a regeneration of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.tokens import TokenType
+
+from server.errors import SqlError
+
+DIALECT = "duckdb"
+_DUCKDB = DuckDB()
+
+
+@dataclass(frozen=True)
+class Statement:
+    kind: str  # CREATE TABLE, DROP TABLE, CREATE VIEW, DROP VIEW, INSERT, UPDATE, DELETE, SELECT
+    text: str
+    ast: Any
+    line: int  # 1-based line of the statement's first character in the request
+    column: int  # 1-based column of the same
+
+    def locate(self, line: int | None, column: int | None) -> tuple[int | None, int | None]:
+        """Translate a (line, column) inside `text` to a position in the request."""
+        if line is None:
+            return self.line, self.column
+        if line == 1:
+            return self.line, (column or 1) + self.column - 1
+        return self.line + line - 1, column
+
+
+def _position(sql: str, offset: int) -> tuple[int, int]:
+    line = sql.count("\n", 0, offset) + 1
+    col = offset - (sql.rfind("\n", 0, offset) + 1) + 1
+    return line, col
+
+
+def _parse_error(err: sqlglot.errors.ParseError) -> tuple[str, int | None, int | None]:
+    if err.errors:
+        e = err.errors[0]
+        highlight = e.get("highlight") or ""
+        col = e.get("col")
+        if isinstance(col, int) and highlight:
+            col = max(1, col - len(highlight) + 1)  # sqlglot reports the token's last column
+        msg = f"{e.get('description', 'syntax error')} near {highlight!r}"
+        return msg, e.get("line"), col
+    return str(err), None, None
+
+
+def split(sql: str) -> list[tuple[str, int, int]]:
+    """The statements of `sql` as (text, line, column), split at top-level semicolons."""
+    try:
+        tokens = _DUCKDB.tokenize(sql)
+    except sqlglot.errors.TokenError as e:
+        raise SqlError(f"cannot tokenize SQL: {e}", code="syntax_error") from None
+    pieces: list[tuple[str, int, int]] = []
+    start: int | None = None
+    end = 0
+    for tok in tokens:
+        if tok.token_type == TokenType.SEMICOLON:
+            if start is not None:
+                pieces.append((sql[start : end + 1], *_position(sql, start)))
+            start = None
+            continue
+        if start is None:
+            start = tok.start
+            # A comment before the first token belongs to no statement.
+        end = tok.end
+    if start is not None:
+        pieces.append((sql[start : end + 1], *_position(sql, start)))
+    return pieces
+
+
+_KINDS: list[tuple[type[exp.Expression], str]] = [
+    (exp.Insert, "INSERT"),
+    (exp.Update, "UPDATE"),
+    (exp.Delete, "DELETE"),
+]
+
+
+def classify(ast: exp.Expression) -> str | None:
+    if isinstance(ast, exp.Create):
+        kind = str(ast.args.get("kind") or "").upper()
+        return {"TABLE": "CREATE TABLE", "VIEW": "CREATE VIEW"}.get(kind)
+    if isinstance(ast, exp.Drop):
+        kind = str(ast.args.get("kind") or "").upper()
+        return {"TABLE": "DROP TABLE", "VIEW": "DROP VIEW"}.get(kind)
+    for cls, name in _KINDS:
+        if isinstance(ast, cls):
+            return name
+    if isinstance(ast, exp.Query):
+        return "SELECT"
+    return None
+
+
+def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
+    """Parse one statement; raise `SqlError` with its position in the request."""
+    try:
+        asts = [a for a in sqlglot.parse(text, read=DIALECT) if a is not None]
+    except sqlglot.errors.ParseError as e:
+        msg, ln, col = _parse_error(e)
+        probe = Statement("?", text, None, line, column)
+        ln2, col2 = probe.locate(ln, col)
+        raise SqlError(f"syntax error: {msg}", code="syntax_error", line=ln2, column=col2) from None
+    if len(asts) != 1:
+        raise SqlError(
+            "expected exactly one statement", code="syntax_error", line=line, column=column
+        )
+    ast = asts[0]
+    kind = classify(ast)
+    if kind is None:
+        first = text.split(None, 1)[0].upper() if text.strip() else "?"
+        raise SqlError(
+            f"unsupported statement {first}: supported are CREATE TABLE, DROP TABLE, "
+            "CREATE [MATERIALIZED] VIEW, DROP VIEW, INSERT, UPDATE, DELETE and SELECT",
+            code="unsupported",
+            line=line,
+            column=column,
+        )
+    return Statement(kind, text, ast, line, column)
+
+
+def parse_script(sql: str, max_statements: int) -> list[Statement]:
+    pieces = split(sql)
+    if not pieces:
+        raise SqlError("no SQL statement given", code="syntax_error")
+    if len(pieces) > max_statements:
+        raise SqlError(
+            f"too many statements (at most {max_statements})", code="too_many_statements"
+        )
+    return [parse_statement(text, line, col) for text, line, col in pieces]

@@ -1,0 +1,193 @@
+"""The durable store: one DuckDB database holding the catalog, table contents and the
+retained change history.
+
+Layout: user table `t` lives in `main."t"`; its change log in `diffsql."log_<table_id>"` with
+columns (`__ts`, `__diff`, c0..cn-1) of the table's types; the catalog and clock in
+`diffsql.tables`, `diffsql.views` and `diffsql.meta` (see migrations/). Invariant: after every
+COMMIT, for every table, (contents at `history_since`) + (sum of its log) == contents now, and
+the log holds every committed change with timestamp > `history_since`. That is what lets a
+restart rebuild every view's history exactly. Only the writer (which owns `conn`) mutates; a
+reader uses its own `cursor()`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+import migrations
+from server.values import quote_ident
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class TableRecord:
+    name: str
+    table_id: int
+    columns: list[dict[str, Any]]  # {"name", "type", "nullable"}
+    primary_key: list[str]
+    created_ts: int
+
+
+@dataclass(frozen=True)
+class ViewRecord:
+    name: str
+    seq: int
+    sql: str
+    columns: list[dict[str, Any]]
+    dependencies: list[str]
+    created_ts: int
+
+
+def log_table(table_id: int) -> str:
+    return f"diffsql.{quote_ident(f'log_{table_id}')}"
+
+
+class Store:
+    """Owns the DuckDB connection of the durable database."""
+
+    def __init__(self, path: str) -> None:
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.conn = duckdb.connect(path)
+        migrations.migrate(self.conn)
+
+    def close(self) -> None:
+        try:
+            if self.path != ":memory:":
+                self.conn.execute("CHECKPOINT")
+        finally:
+            self.conn.close()
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        return self.conn.cursor()
+
+    # -- transactions (writer only) -----------------------------------------------------------
+
+    def begin(self) -> None:
+        self.conn.execute("BEGIN TRANSACTION")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        try:
+            self.conn.execute("ROLLBACK")
+        except duckdb.Error:
+            pass  # no transaction open (e.g. COMMIT itself failed and aborted it)
+
+    # -- meta ---------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> int:
+        row = self.conn.execute("SELECT value FROM diffsql.meta WHERE key = ?", [key]).fetchone()
+        if row is None:
+            raise KeyError(key)
+        return int(row[0])
+
+    def set_meta(self, key: str, value: int) -> None:
+        self.conn.execute("UPDATE diffsql.meta SET value = ? WHERE key = ?", [value, key])
+
+    # -- catalog ------------------------------------------------------------------------------
+
+    def load_tables(self) -> list[TableRecord]:
+        rows = self.conn.execute(
+            "SELECT name, table_id, columns, primary_key, created_ts FROM diffsql.tables "
+            "ORDER BY table_id"
+        ).fetchall()
+        return [TableRecord(r[0], r[1], json.loads(r[2]), json.loads(r[3]), r[4]) for r in rows]
+
+    def load_views(self) -> list[ViewRecord]:
+        rows = self.conn.execute(
+            "SELECT name, seq, sql, columns, dependencies, created_ts FROM diffsql.views "
+            "ORDER BY seq"
+        ).fetchall()
+        return [
+            ViewRecord(r[0], r[1], r[2], json.loads(r[3]), json.loads(r[4]), r[5]) for r in rows
+        ]
+
+    def create_table(self, rec: TableRecord) -> None:
+        """Create the user table, its change log and its catalog row (inside a transaction)."""
+        defs = []
+        for c in rec.columns:
+            d = f"{quote_ident(c['name'])} {c['type']}"
+            if not c["nullable"]:
+                d += " NOT NULL"
+            defs.append(d)
+        if rec.primary_key:
+            defs.append("PRIMARY KEY (" + ", ".join(quote_ident(k) for k in rec.primary_key) + ")")
+        self.conn.execute(f"CREATE TABLE main.{quote_ident(rec.name)} ({', '.join(defs)})")
+        log_cols = ", ".join(f"c{i} {c['type']}" for i, c in enumerate(rec.columns))
+        self.conn.execute(
+            f"CREATE TABLE {log_table(rec.table_id)} (__ts BIGINT NOT NULL, "
+            f"__diff BIGINT NOT NULL, {log_cols})"
+        )
+        self.conn.execute(
+            "INSERT INTO diffsql.tables VALUES (?, ?, ?, ?, ?)",
+            [
+                rec.name,
+                rec.table_id,
+                json.dumps(rec.columns),
+                json.dumps(rec.primary_key),
+                rec.created_ts,
+            ],
+        )
+
+    def drop_table(self, rec: TableRecord) -> None:
+        self.conn.execute(f"DROP TABLE main.{quote_ident(rec.name)}")
+        self.conn.execute(f"DROP TABLE {log_table(rec.table_id)}")
+        self.conn.execute("DELETE FROM diffsql.tables WHERE name = ?", [rec.name])
+
+    def create_view(self, rec: ViewRecord) -> None:
+        self.conn.execute(
+            "INSERT INTO diffsql.views VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                rec.name,
+                rec.seq,
+                rec.sql,
+                json.dumps(rec.columns),
+                json.dumps(rec.dependencies),
+                rec.created_ts,
+            ],
+        )
+
+    def drop_view(self, name: str) -> None:
+        self.conn.execute("DELETE FROM diffsql.views WHERE name = ?", [name])
+
+    # -- contents and change log ----------------------------------------------------------------
+
+    @staticmethod
+    def read_table(con: duckdb.DuckDBPyConnection, name: str) -> list[Row]:
+        return [tuple(r) for r in con.execute(f"SELECT * FROM main.{quote_ident(name)}").fetchall()]
+
+    def append_log(self, rec: TableRecord, ts: int, changes: Sequence[tuple[Row, int]]) -> None:
+        if not changes:
+            return
+        types = [c["type"] for c in rec.columns]
+        params: list[list[Any]] = [[ts] * len(changes), [d for _, d in changes]]
+        params += [[row[i] for row, _ in changes] for i in range(len(types))]
+        unnests = ["UNNEST($1::BIGINT[])", "UNNEST($2::BIGINT[])"] + [
+            f"UNNEST(${i + 3}::{t}[])" for i, t in enumerate(types)
+        ]
+        self.conn.execute(
+            f"INSERT INTO {log_table(rec.table_id)} SELECT {', '.join(unnests)}", params
+        )
+
+    def read_log(self, rec: TableRecord, after_ts: int) -> list[tuple[int, Row, int]]:
+        """Changes of `rec` with timestamp > `after_ts`, in timestamp order."""
+        rows = self.conn.execute(
+            f"SELECT * FROM {log_table(rec.table_id)} WHERE __ts > ? ORDER BY __ts", [after_ts]
+        ).fetchall()
+        return [(r[0], tuple(r[2:]), r[1]) for r in rows]
+
+    def trim_logs(self, tables: Iterable[TableRecord], horizon: int) -> None:
+        """Forget changes at or before `horizon` (inside the writer's transaction)."""
+        for rec in tables:
+            self.conn.execute(f"DELETE FROM {log_table(rec.table_id)} WHERE __ts <= ?", [horizon])
+        self.set_meta("history_since", horizon)

@@ -1,0 +1,114 @@
+"""Values at the boundaries: SQL column types we accept, identifier quoting, and the JSON
+encoding of row values.
+
+Invariants: a row is a tuple of engine values (int, float, str, bool, None, Decimal,
+datetime.date, datetime.datetime); JSON carries DECIMAL as a string and DATE/TIMESTAMP as
+ISO-8601 strings; an identifier that reaches generated SQL always goes through `quote_ident`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import math
+import re
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from server.errors import SqlError
+
+# Accepted column type spellings -> canonical DuckDB type text.
+_TYPE_ALIASES = {
+    "INTEGER": "INTEGER",
+    "INT": "INTEGER",
+    "INT4": "INTEGER",
+    "BIGINT": "BIGINT",
+    "INT8": "BIGINT",
+    "SMALLINT": "SMALLINT",
+    "INT2": "SMALLINT",
+    "DOUBLE": "DOUBLE",
+    "FLOAT8": "DOUBLE",
+    "DOUBLE PRECISION": "DOUBLE",
+    "REAL": "REAL",
+    "FLOAT4": "REAL",
+    "FLOAT": "REAL",
+    "VARCHAR": "VARCHAR",
+    "TEXT": "VARCHAR",
+    "STRING": "VARCHAR",
+    "BOOLEAN": "BOOLEAN",
+    "BOOL": "BOOLEAN",
+    "DATE": "DATE",
+    "TIMESTAMP": "TIMESTAMP",
+    "DATETIME": "TIMESTAMP",
+}
+_DECIMAL = re.compile(r"^(?:DECIMAL|NUMERIC)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?$")
+_VARCHAR_N = re.compile(r"^VARCHAR\s*\(\s*\d+\s*\)$")
+
+SUPPORTED_TYPES = (
+    "INTEGER, BIGINT, SMALLINT, DOUBLE, REAL, DECIMAL(p,s), VARCHAR/TEXT, BOOLEAN, DATE, TIMESTAMP"
+)
+
+
+def normalize_type(text: str) -> str:
+    """Canonical DuckDB type text for a supported column type, else raise `SqlError`."""
+    t = " ".join(text.strip().upper().split())
+    if t in _TYPE_ALIASES:
+        return _TYPE_ALIASES[t]
+    if _VARCHAR_N.match(t):
+        return "VARCHAR"
+    m = _DECIMAL.match(t)
+    if m:
+        p = int(m.group(1) or 18)
+        s = int(m.group(2) or (3 if m.group(1) is None else 0))
+        if not 1 <= p <= 38 or not 0 <= s <= p:
+            raise SqlError(f"invalid DECIMAL({p},{s})", code="type_error")
+        return f"DECIMAL({p},{s})"
+    raise SqlError(
+        f"unsupported column type {text!r}; supported: {SUPPORTED_TYPES}", code="unsupported"
+    )
+
+
+def quote_ident(name: str) -> str:
+    """A DuckDB identifier, always double-quoted with embedded quotes doubled."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_str(text: str) -> str:
+    """A SQL string literal with embedded quotes doubled."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def to_json_value(v: Any) -> Any:
+    """One SQL value as a JSON-compatible value."""
+    if v is None or isinstance(v, bool | int | str):
+        return v
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return str(v)
+        return v
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, datetime.datetime | datetime.date | datetime.time):
+        return v.isoformat()
+    if isinstance(v, datetime.timedelta):
+        return str(v)
+    if isinstance(v, bytes | bytearray | memoryview):
+        return bytes(v).hex()
+    if isinstance(v, uuid.UUID):
+        return str(v)
+    if isinstance(v, dict):
+        return {str(k): to_json_value(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [to_json_value(x) for x in v]
+    return str(v)
+
+
+def row_to_json(row: Iterable[Any]) -> list[Any]:
+    return [to_json_value(v) for v in row]
+
+
+def sort_key(row: tuple[Any, ...]) -> str:
+    """A total, deterministic order for rows of mixed types (for stable output only)."""
+    return json.dumps(row_to_json(row), sort_keys=True)
