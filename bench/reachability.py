@@ -98,9 +98,13 @@ def main() -> int:
     ap.add_argument("--batches", default="1,10,100")
     ap.add_argument("--checks", type=int, default=5, help="epochs checked against BFS per batch size")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--nodes", type=int, default=None, help="override the config's N")
+    ap.add_argument("--edges", type=int, default=None, help="override the config's M")
     args = ap.parse_args()
 
     n_nodes, n_edges = CONFIGS[args.config]
+    n_nodes = args.nodes or n_nodes
+    n_edges = args.edges or n_edges
     rng = random.Random(args.seed)
     edges = [(rng.randrange(n_nodes), rng.randrange(n_nodes)) for _ in range(n_edges)]
     roots = rng.sample(range(n_nodes), 10)
