@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.dataflow import Operator, Scope
 from engine.lattice import Antichain, Time
+from engine.operators.buffer import split_buffer
 from engine.trace import Trace
 
 if TYPE_CHECKING:
@@ -34,27 +35,20 @@ class ArrangeOp(Operator):
         self.dataflow.traces.append(self.trace)
         self.buffer: list[Any] = []
         self.buffer_lower = Antichain()
+        self.buffer_frontier: Antichain | None = None
         self.upper = Antichain([(0,) * scope.dims])
 
     def capabilities(self) -> Iterable[Time]:
         return self.buffer_lower.elements
 
     def activate(self, frontiers: list[Antichain]) -> None:
-        for updates, _ in self.drain(0):
-            self.buffer.append(updates)
+        new = [updates for updates, _ in self.drain(0)]
         frontier = frontiers[0]
-        if frontier == self.upper and not self.buffer:
+        if frontier == self.upper and not new:
             return
-        ready = None
-        if self.buffer:
-            ex = self.dataflow.executor
-            ready, rest = ex.split(self.buffer, frontier)
-            if ex.is_empty(rest):
-                self.buffer, self.buffer_lower = [], Antichain()
-            else:
-                self.buffer, self.buffer_lower = [rest], ex.lower(rest)
-            if ex.is_empty(ready):
-                ready = None
+        ready, self.buffer, self.buffer_lower, self.buffer_frontier = split_buffer(
+            self.dataflow.executor, new, self.buffer, self.buffer_lower, self.buffer_frontier, frontier
+        )
         lower = self.upper
         self.upper = frontier
         if ready is None:

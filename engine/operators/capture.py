@@ -38,17 +38,23 @@ class CaptureOp(Operator):
 
     def activate(self, frontiers: list[Antichain]) -> None:
         ex = self.dataflow.executor
+        new: list[tuple[Any, Time, int]] = []
         for payload, _ in self.drain(0):
             updates = ex.collect(payload)
             if self.keep_history:
                 self.updates.extend(updates)
-            self.unfinal.extend(updates)
-        self.frontier = frontiers[0]
-        if self.unfinal:
+            new.extend(updates)
+        # Updates held back earlier can only become final when the frontier moves: rescanning
+        # them on every activation would make a long loop quadratic.
+        if frontiers[0] != self.frontier:
+            self.frontier = frontiers[0]
+            new.extend(self.unfinal)
+            self.unfinal = []
+        if new:
             beyond = self.frontier.less_equal
-            final = [u for u in self.unfinal if not beyond(u[1])]
+            final = [u for u in new if not beyond(u[1])]
+            self.unfinal.extend(u for u in new if beyond(u[1]))
             if final:
-                self.unfinal = [u for u in self.unfinal if beyond(u[1])]
                 state = self.state
                 for d, _, r in final:
                     c = state.get(d, 0) + r

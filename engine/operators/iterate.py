@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from engine.dataflow import Operator, Scope
 from engine.errors import IterationLimitExceeded
 from engine.lattice import Antichain, Time
+from engine.operators.buffer import split_buffer
 
 if TYPE_CHECKING:
     from engine.collection import Collection
@@ -66,6 +67,7 @@ class ConsolidateOp(Operator):
         super().__init__(scope, name, [source])
         self.buffer: list[Any] = []
         self.buffer_lower = Antichain()
+        self.buffer_frontier: Antichain | None = None
 
     def capabilities(self) -> Iterable[Time]:
         return [self.summary(t) for t in self.buffer_lower.elements]  # type: ignore[misc]
@@ -74,17 +76,12 @@ class ConsolidateOp(Operator):
         return payload, lower.elements
 
     def activate(self, frontiers: list[Antichain]) -> None:
-        for updates, _ in self.drain(0):
-            self.buffer.append(updates)
-        if not self.buffer:
-            return
+        new = [updates for updates, _ in self.drain(0)]
         ex = self.dataflow.executor
-        ready, rest = ex.split(self.buffer, frontiers[0])
-        if ex.is_empty(rest):
-            self.buffer, self.buffer_lower = [], Antichain()
-        else:
-            self.buffer, self.buffer_lower = [rest], ex.lower(rest)
-        if not ex.is_empty(ready):
+        ready, self.buffer, self.buffer_lower, self.buffer_frontier = split_buffer(
+            ex, new, self.buffer, self.buffer_lower, self.buffer_frontier, frontiers[0]
+        )
+        if ready is not None:
             out = ex.consolidate(ready)
             if not ex.is_empty(out):
                 payload, lower = self.transform(out, ex.lower(out))
