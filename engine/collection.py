@@ -165,6 +165,13 @@ class Collection:
     def capture(self, history: bool = True) -> Capture:
         return Capture(CaptureOp(self.scope, self.op, history))
 
+    def subscribe(
+        self, callback: Callable[[list[tuple[Any, Any, int]], Any], None], history: bool = False
+    ) -> Capture:
+        """Call `callback(updates, frontier)` whenever updates become final or the frontier
+        moves: `updates` are the `(data, time, diff)` at times no longer beyond `frontier`."""
+        return Capture(CaptureOp(self.scope, self.op, history, callback))
+
     def probe(self) -> Probe:
         return Probe(ProbeOp(self.scope, self.op))
 

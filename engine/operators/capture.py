@@ -9,7 +9,7 @@ frontier, so a caller can tell when an epoch is done.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.dataflow import Operator, Scope
@@ -27,8 +27,15 @@ def frontier_passed(frontier: Antichain, time: Time | int, dims: int) -> bool:
 class CaptureOp(Operator):
     needs_frontier = True
 
-    def __init__(self, scope: Scope, source: Operator, history: bool = True) -> None:
+    def __init__(
+        self,
+        scope: Scope,
+        source: Operator,
+        history: bool = True,
+        callback: Callable[[list[tuple[Any, Time, int]], Antichain], None] | None = None,
+    ) -> None:
         super().__init__(scope, "capture", [source])
+        self.callback = callback
         self.keep_history = history
         self.updates: list[tuple[Any, Time, int]] = []
         self.frontier = Antichain([(0,) * scope.dims])
@@ -46,10 +53,12 @@ class CaptureOp(Operator):
             new.extend(updates)
         # Updates held back earlier can only become final when the frontier moves: rescanning
         # them on every activation would make a long loop quadratic.
-        if frontiers[0] != self.frontier:
+        moved = frontiers[0] != self.frontier
+        if moved:
             self.frontier = frontiers[0]
             new.extend(self.unfinal)
             self.unfinal = []
+        final: list[tuple[Any, Time, int]] = []
         if new:
             beyond = self.frontier.less_equal
             final = [u for u in new if not beyond(u[1])]
@@ -63,6 +72,8 @@ class CaptureOp(Operator):
                     else:
                         del state[d]
                 self.drained.extend(final)
+        if self.callback is not None and (final or moved):
+            self.callback(final, self.frontier)
 
 
 class Capture:
