@@ -160,6 +160,8 @@ class Dataflow:
         self._scope_count = 0
         self.traces: list[Trace] = []
         self.inputs: list[InputHandle] = []
+        # Readers this dataflow holds on traces imported from other dataflows.
+        self.foreign_readers: list[Any] = []
         self.poisoned: BaseException | None = None
         self.steps = 0
         self._has_loops = False
@@ -233,6 +235,14 @@ class Dataflow:
             if max_steps is not None and n >= max_steps:
                 break
         return n
+
+    def release(self) -> None:
+        """Drop this dataflow's readers of imported traces, so they no longer hold back
+        compaction in the dataflows that own them. The dataflow cannot run afterwards."""
+        for reader in self.foreign_readers:
+            reader.drop()
+        self.foreign_readers = []
+        self.poisoned = self.poisoned or RuntimeError("the dataflow was released")
 
     def arrangement_stats(self) -> list[dict[str, Any]]:
         """Per trace: name, records held, batches, approximate bytes, readers."""

@@ -72,6 +72,10 @@ class Arranged:
     def attach(self, reader_op: Operator, port: int, name: str) -> Any:
         """Register `reader_op` as a reader; queue the existing batches it has not seen."""
         reader = self.trace.new_reader(name)
+        if self.trace not in reader_op.dataflow.traces:
+            # A trace imported from another dataflow: remember the reader so that dropping
+            # this dataflow releases it (a stale reader would hold back compaction forever).
+            reader_op.dataflow.foreign_readers.append(reader)
         for b in self.trace.existing_batches():
             reader_op.queues[port].append((b, b.lower.elements or [(0,) * self.scope.dims]))
         return reader
@@ -84,6 +88,21 @@ class Arranged:
 
     def stats(self) -> dict[str, Any]:
         return self.trace.stats()
+
+    def import_into(self, dataflow: Any, name: str | None = None) -> Arranged:
+        """This arrangement, readable from the root scope of another dataflow, without a copy.
+
+        Operators there read the same trace: a reader attached now is first handed its current
+        contents, then every batch sealed later. Run this arrangement's dataflow before the
+        importing one (so what it seals is there to read), and call `release()` on the
+        importing dataflow before discarding it.
+        """
+        if self.scope.parent is not None:
+            raise ValueError("only arrangements in a root scope can be imported")
+        if dataflow.root.dims != self.scope.dims:
+            raise ValueError("the importing dataflow's times must have %d coordinates" % self.scope.dims)
+        op = ImportOp(dataflow.root, self.trace, name or "import:" + self.trace.name)
+        return Arranged(op, self.trace)
 
     # Keyed operators can take an Arranged directly; these forward to the collection API.
     def join_map(self, other: Any, f: Callable[[Any, Any, Any], Any]) -> Collection:
@@ -123,3 +142,42 @@ class AsCollectionOp(Operator):
                 self.send(out, lower)
         # This reader needs no history: let the trace compact up to what may still arrive.
         self.reader.set_logical_compaction(frontiers[0])
+
+
+class ImportOp(Operator):
+    """The source, in an importing dataflow, of batches sealed into another dataflow's trace.
+
+    It forwards each batch once, in order, to its readers in this dataflow, and holds a
+    capability at the trace's upper frontier: every batch still to come is beyond it.
+    """
+
+    needs_frontier = True
+
+    def __init__(self, scope: Scope, trace: Trace, name: str) -> None:
+        super().__init__(scope, name, [])
+        self.trace = trace
+        self.reader = trace.new_reader(name)
+        self.dataflow.foreign_readers.append(self.reader)
+        # Batches that exist now are handed to each reader when it attaches.
+        self.reader.acked = trace.next_seq - 1
+        self.reader.set_logical_compaction(trace.upper)
+
+    def _unseen(self) -> list[Any]:
+        acked = self.reader.acked
+        return [b for b in self.trace.existing_batches() if b.seq > acked]
+
+    def has_messages(self) -> bool:
+        return self.trace.next_seq - 1 > self.reader.acked
+
+    def capabilities(self) -> Iterable[Time]:
+        for b in self._unseen():
+            yield from b.lower.elements
+        yield from self.trace.upper.elements
+
+    def activate(self, frontiers: list[Antichain]) -> None:
+        for b in self._unseen():
+            self.reader.accept(b)
+            if b.records:
+                self.send(b, b.lower.elements)
+        # This reader keeps no history of its own.
+        self.reader.set_logical_compaction(self.trace.upper)
