@@ -83,7 +83,7 @@ def build() -> tuple[Dataflow, object, object, object]:
         return step.concat(reach).distinct()
 
     reach = roots.map(lambda r: (r, r)).iterate(body)
-    cap = reach.capture(history=False)
+    cap = reach.capture(history=False, drain=False)
     return df, edges_in, roots_in, cap
 
 
@@ -98,6 +98,12 @@ def main() -> int:
     ap.add_argument("--batches", default="1,10,100")
     ap.add_argument("--checks", type=int, default=5, help="epochs checked against BFS per batch size")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--sustained",
+        type=int,
+        default=0,
+        help="after the batch runs, this many more single updates; compares p99 early and late",
+    )
     ap.add_argument("--nodes", type=int, default=None, help="override the config's N")
     ap.add_argument("--edges", type=int, default=None, help="override the config's M")
     args = ap.parse_args()
@@ -164,6 +170,34 @@ def main() -> int:
             "batch %4d: %8.1f updates/s   latency per batch p50 %.2f ms  p99 %.2f ms  (%d updates)"
             % (bsize, n_done / elapsed, p50, p99, n_done)
         )
+    if args.sustained:
+        lat = []
+        for i in range(args.sustained):
+            t1 = time.perf_counter()
+            edges_in.remove(window.popleft())
+            new = (rng.randrange(n_nodes), rng.randrange(n_nodes))
+            window.append(new)
+            edges_in.insert(new)
+            epoch += 1
+            edges_in.advance_to(epoch)
+            roots_in.advance_to(epoch)
+            df.run()
+            lat.append((time.perf_counter() - t1) * 1000)
+            if i in (999, args.sustained - 1):
+                recs = sum(s["records"] for s in df.arrangement_stats())
+                print("  after %d sustained updates: trace records %d, RSS %.0f MB" % (i + 1, recs, peak_rss_mb()))
+        k = min(1000, len(lat) // 2)
+        early, late = sorted(lat[:k]), sorted(lat[-k:])
+        p99e, p99l = early[int(0.99 * (k - 1))], late[int(0.99 * (k - 1))]
+        print(
+            "sustained %d single updates: p99 first %d %.1f ms, last %d %.1f ms (ratio %.2f)"
+            % (len(lat), k, p99e, k, p99l, p99l / p99e)
+        )
+        want = bfs(list(window), roots)
+        cur = cap.current()
+        if set(cur) != want:
+            print("MISMATCH against BFS after the sustained run")
+            ok = False
     stats = df.arrangement_stats()
     print("trace records held: %d in %d traces" % (sum(s["records"] for s in stats), len(stats)))
     print("peak RSS: %.0f MB" % peak_rss_mb())

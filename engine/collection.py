@@ -162,8 +162,10 @@ class Collection:
         return result.leave()
 
     # -- outputs -----------------------------------------------------------------------------
-    def capture(self, history: bool = True) -> Capture:
-        return Capture(CaptureOp(self.scope, self.op, history))
+    def capture(self, history: bool = True, drain: bool = True) -> Capture:
+        """Record this collection's updates (`history`), its accumulated current contents and
+        its frontier; with `drain`, also queue final updates for `Capture.drain`."""
+        return Capture(CaptureOp(self.scope, self.op, history, None, drain))
 
     def subscribe(
         self, callback: Callable[[list[tuple[Any, Any, int]], Any], None], history: bool = False

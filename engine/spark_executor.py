@@ -228,7 +228,8 @@ def _apply_fn(logic: Callable[[Updates], Updates], acc: Any) -> Callable[[Iterat
                 continue
             data = [encode(d) for d, _, _ in out]
             times = [t for _, t, _ in out]
-            _count_batch(summary, times, sum(map(len, data)))
+            if acc is not None:
+                _count_batch(summary, times, sum(map(len, data)))
             yield pa.record_batch(
                 [
                     pa.array(data, pa.binary()),
@@ -237,7 +238,8 @@ def _apply_fn(logic: Callable[[Updates], Updates], acc: Any) -> Callable[[Iterat
                 ],
                 names=["data", "time", "diff"],
             )
-        acc.add(summary)
+        if acc is not None:
+            acc.add(summary)
 
     return fn
 
@@ -416,7 +418,6 @@ class SparkExecutor:
         conf: dict[str, str] | None = None,
         app_name: str = "diffsql",
     ) -> None:
-        from pyspark.sql import SparkSession
 
         self.local = InProcessExecutor()
         self.local_rows = local_rows
@@ -431,6 +432,7 @@ class SparkExecutor:
         self.spark = spark
         self.partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         self._acc = _acc_param()
+        self._rules = _time_rules()
         from pyspark.sql import types as T
 
         times = T.ArrayType(T.LongType())
@@ -590,10 +592,33 @@ class SparkExecutor:
     def apply(self, logic: Callable[[Updates], Updates], payload: Any) -> Any:
         if not isinstance(payload, SparkPayload):
             return logic(payload)
+        rule = self._rules.get(logic)
+        if rule is not None:
+            # The loop plumbing only rewrites times or diffs: a SQL expression, and the summary
+            # follows in the driver, so no job is needed here.
+            rewrite, tmap = rule
+            times: dict[Time, int] = {}
+            for t, n in payload.times.items():
+                tt = tmap(t)
+                times[tt] = times.get(tt, 0) + n
+            return self._lazy(SparkPayload(rewrite(payload.df), times, payload.nbytes,
+                                           payload.depth + 1))
+        if _is_map(logic):
+            # `Collection.map` is one output per input at the same time: the summary is known,
+            # so the Python stage stays lazy and fuses into whichever job reads it next.
+            df = payload.df.mapInArrow(_apply_fn(logic, None), self.payload_schema)
+            return self._lazy(SparkPayload(df, dict(payload.times), payload.nbytes,
+                                           payload.depth + 1))
         acc = self._accumulator()
         df = payload.df.mapInArrow(_apply_fn(logic, acc), self.payload_schema)
         df, s = self._materialise(df, True, acc, ())
         return self._settle(SparkPayload(df, dict(s.times), s.nbytes))
+
+    def _lazy(self, p: SparkPayload) -> SparkPayload:
+        if p.depth > 4:
+            # Cut long chains of lazy stages so plans (and recomputation) stay bounded.
+            return SparkPayload(self._cut(p.df), p.times, p.nbytes, 0)
+        return p
 
     def is_empty(self, payload: Any) -> bool:
         if isinstance(payload, SparkPayload):
@@ -866,6 +891,38 @@ def advance_expr(frontier: Antichain) -> Any:
     return F.array(*coords)
 
 
+def _time_rules() -> dict[Any, tuple[Callable[[Any], Any], Callable[[Time], Time]]]:
+    """The engine's time-only logic functions, as DataFrame rewrites plus their time maps."""
+    from pyspark.sql import functions as F
+
+    from engine.operators.iterate import enter_logic, feedback_logic, leave_logic
+    from engine.operators.stateless import negate_logic
+
+    t = F.col("time")
+    init = F.slice(t, F.lit(1), F.size(t) - 1)
+    return {
+        enter_logic: (
+            lambda df: df.withColumn("time", F.concat(t, F.array(F.lit(0).cast("bigint")))),
+            lambda tm: tm + (0,),
+        ),
+        leave_logic: (lambda df: df.withColumn("time", init), lambda tm: tm[:-1]),
+        feedback_logic: (
+            lambda df: df.withColumn("time", F.concat(init, F.array(F.element_at(t, -1) + 1))),
+            lambda tm: tm[:-1] + (tm[-1] + 1,),
+        ),
+        negate_logic: (lambda df: df.withColumn("diff", -F.col("diff")), lambda tm: tm),
+    }
+
+
+def _is_map(logic: Any) -> bool:
+    # Workaround until the engine marks such functions (see /work/engine_requests_spark.md):
+    # `map_logic(f)` returns a lambda that keeps times and cardinality.
+    return (
+        getattr(logic, "__module__", None) == "engine.operators.stateless"
+        and getattr(logic, "__qualname__", "") == "map_logic.<locals>.<lambda>"
+    )
+
+
 def _repo_root() -> str:
     import engine
 
@@ -885,11 +942,14 @@ def _build_session(master: str, partitions: int | None, conf: dict[str, str], ap
         os.environ["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
     if partitions is None:
         partitions = 2
+    # 127.0.0.1 only, unless workers on other hosts must reach the driver by name (containers).
+    host = os.environ.get("DIFFSQL_SPARK_DRIVER_HOST", "127.0.0.1")
+    bind = "127.0.0.1" if host == "127.0.0.1" else "0.0.0.0"
     b = (
         SparkSession.builder.master(master)
         .appName(app)
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", host)
+        .config("spark.driver.bindAddress", bind)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(partitions))

@@ -33,9 +33,12 @@ class CaptureOp(Operator):
         source: Operator,
         history: bool = True,
         callback: Callable[[list[tuple[Any, Time, int]], Antichain], None] | None = None,
+        drain: bool = True,
     ) -> None:
         super().__init__(scope, "capture", [source])
         self.callback = callback
+        # Final updates wait for `Capture.drain`; a caller that never drains says so.
+        self.keep_drained = drain
         self.keep_history = history
         self.updates: list[tuple[Any, Time, int]] = []
         self.frontier = Antichain([(0,) * scope.dims])
@@ -71,7 +74,8 @@ class CaptureOp(Operator):
                         state[d] = c
                     else:
                         del state[d]
-                self.drained.extend(final)
+                if self.keep_drained:
+                    self.drained.extend(final)
         if self.callback is not None and (final or moved):
             self.callback(final, self.frontier)
 
