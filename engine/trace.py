@@ -51,6 +51,10 @@ class Batch:
     def __len__(self) -> int:
         return self.records
 
+    def with_upper(self, upper: Antichain, seq: int) -> Batch:
+        """The same updates with a description extended to `upper` (absorbing an empty batch)."""
+        return Batch(self.updates, self.lower, upper, self.since, seq)
+
     def __repr__(self) -> str:
         return "Batch(seq=%d, records=%d, lower=%s, upper=%s)" % (
             self.seq,
@@ -221,8 +225,7 @@ class Trace:
             batch = self.pending.pop(0)
             if batch.records == 0 and self.spine:
                 # An empty batch only extends the description of its predecessor.
-                last = self.spine[-1]
-                self.spine[-1] = Batch(last.updates, last.lower, batch.upper, last.since, batch.seq)
+                self.spine[-1] = self.spine[-1].with_upper(batch.upper, batch.seq)
                 continue
             self.spine.append(batch)
             while len(self.spine) >= 2 and 2 * self.spine[-1].records >= self.spine[-2].records:
