@@ -21,7 +21,7 @@ from typing import Any
 from engine.consolidation import consolidate
 from engine.kernels import Logic, history, join_batches, reduce_key
 from engine.lattice import Antichain, Time
-from engine.trace import Batch, build_batch, consolidate_entries, merge_batches
+from engine.trace import Batch, build_batch, consolidate_entries, merge_batches, merge_steps
 
 Updates = list[tuple[Any, Time, int]]
 
@@ -72,6 +72,9 @@ class InProcessExecutor:
 
     def merge(self, older: Batch, newer: Batch, frontier: Antichain) -> Batch:
         return merge_batches(older, newer, frontier)
+
+    # Large merges run incrementally (see `Trace`); an executor without this merges at once.
+    merge_steps = staticmethod(merge_steps)
 
     def unarrange(self, batch: Batch, f: Callable[[Any, Any], Any] | None) -> Updates:
         if f is None:

@@ -626,6 +626,8 @@ class SparkExecutor:
         return not payload
 
     def consolidate(self, payload: Any) -> Any:
+        if isinstance(payload, SparkPayload) and payload.rows <= self.local_rows:
+            payload = self._to_local(payload)
         if not isinstance(payload, SparkPayload):
             return self.local.consolidate(payload)
         from pyspark.sql import functions as F
@@ -699,6 +701,8 @@ class SparkExecutor:
 
     # -- batches --------------------------------------------------------------------------------
     def seal(self, ready: Any, by_self: bool, lower: Antichain, upper: Antichain, dims: int) -> Any:
+        if isinstance(ready, SparkPayload) and ready.rows <= self.local_rows:
+            ready = self._to_local(ready)  # one transfer instead of a Spark seal plus a transfer
         if not isinstance(ready, SparkPayload):
             return self.local.seal(ready, by_self, lower, upper, dims)
         from pyspark.sql import functions as F
@@ -945,6 +949,8 @@ def _build_session(master: str, partitions: int | None, conf: dict[str, str], ap
     # 127.0.0.1 only, unless workers on other hosts must reach the driver by name (containers).
     host = os.environ.get("DIFFSQL_SPARK_DRIVER_HOST", "127.0.0.1")
     bind = "127.0.0.1" if host == "127.0.0.1" else "0.0.0.0"
+    if bind == "127.0.0.1":
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     b = (
         SparkSession.builder.master(master)
         .appName(app)
@@ -956,6 +962,8 @@ def _build_session(master: str, partitions: int | None, conf: dict[str, str], ap
         # Stable partition counts: batches stay hash-partitioned by key into `partitions`.
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.python.worker.reuse", "true")
+        # Merged-away batches' checkpoint blocks are freed when the JVM collects their RDDs.
+        .config("spark.cleaner.periodicGC.interval", "5min")
         .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
     )

@@ -20,7 +20,7 @@ this is what lets a join produce every pair of updates exactly once.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 from engine.lattice import Antichain, Time, advancer
@@ -102,13 +102,18 @@ def build_batch(
     return Batch(out, lower, upper, since)
 
 
-def merge_batches(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
+def merge_steps(
+    older: Batch, newer: Batch, frontier: Antichain, chunk: int | None = None
+) -> Generator[int, None, Batch]:
     """Merge two adjacent batches, advancing times by `frontier` and consolidating.
 
+    A generator, so that a large merge can be spread over many steps (differential's "fuel"):
+    it yields the number of keys done after every `chunk` keys, and returns the merged batch.
     A key present in one batch with a single entry is kept as it is: advancing a lone entry
     cannot cancel anything, and advancing is a permission, not an obligation (every query time
     is beyond `since`). This keeps the frequent small merges cheap.
     """
+    chunk = chunk or MERGE_CHUNK
     since = older.since.join(newer.since)
     since = since.join(frontier) if frontier.elements else since
     compact = since if since.elements else None
@@ -116,23 +121,48 @@ def merge_batches(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
     a, b = older.updates, newer.updates
     if len(a) < len(b):
         a, b = b, a
+    done = 0
     for k, lst in a.items():
         other = b.get(k)
         if other is None and len(lst) == 1:
             out[k] = lst
-            continue
-        merged = consolidate_entries(lst + other if other else lst, compact)
-        if merged:
-            out[k] = merged
+        else:
+            merged = consolidate_entries(lst + other if other else lst, compact)
+            if merged:
+                out[k] = merged
+        done += 1
+        if done % chunk == 0:
+            yield chunk
     for k, lst in b.items():
         if k not in a:
             if len(lst) == 1:
                 out[k] = lst
-                continue
-            merged = consolidate_entries(lst, compact)
-            if merged:
-                out[k] = merged
+            else:
+                merged = consolidate_entries(lst, compact)
+                if merged:
+                    out[k] = merged
+        done += 1
+        if done % chunk == 0:
+            yield chunk
     return Batch(out, older.lower, newer.upper, since, max(older.seq, newer.seq))
+
+
+def merge_batches(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
+    """`merge_steps` run to completion."""
+    steps = merge_steps(older, newer, frontier)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+# Merges of at least this many records are spread over later steps; each inserted record pays
+# for FUEL_PER_RECORD keys of merge work, which finishes a merge long before the levels below it
+# fill up again.
+LARGE_MERGE = 50_000
+FUEL_PER_RECORD = 4
+MERGE_CHUNK = 1024
 
 
 class TraceReader:
@@ -171,9 +201,20 @@ class TraceReader:
 class Trace:
     """A spine of batches shared by many readers (see the module docstring)."""
 
-    def __init__(self, name: str, dims: int, merge: Any = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        dims: int,
+        merge: Any = None,
+        steps: Callable[..., Generator[int, None, Any]] | None = merge_steps,
+    ) -> None:
         self.name = name
         self.merge = merge if merge is not None else merge_batches
+        # A merge of at least LARGE_MERGE records runs a few keys per step, paid for by the
+        # records inserted meanwhile, so no single update waits for a whole level to merge.
+        self.steps = steps
+        self.merging: tuple[Batch, Batch, Generator[int, None, Any]] | None = None
+        self.fuel = 0
         self.dims = dims
         self.spine: list[Batch] = []
         self.pending: list[Batch] = []
@@ -218,24 +259,74 @@ class Trace:
     def maintain(self) -> None:
         """Move batches every reader has accepted into the spine and merge geometrically."""
         acked = min((r.acked for r in self.readers), default=self.next_seq)
-        if not self.pending or self.pending[0].seq > acked:
-            return
-        frontier = self.logical_frontier()
-        while self.pending and self.pending[0].seq <= acked:
-            batch = self.pending.pop(0)
-            if batch.records == 0 and self.spine:
-                # An empty batch only extends the description of its predecessor.
-                self.spine[-1] = self.spine[-1].with_upper(batch.upper, batch.seq)
+        if self.pending and self.pending[0].seq <= acked:
+            frontier = self.logical_frontier()
+            while self.pending and self.pending[0].seq <= acked:
+                batch = self.pending.pop(0)
+                if batch.records == 0 and self.spine:
+                    # An empty batch only extends the description of its predecessor.
+                    if self.merging is not None and self.spine[-1] is self.merging[1]:
+                        self._finish_merge()
+                    self.spine[-1] = self.spine[-1].with_upper(batch.upper, batch.seq)
+                    continue
+                self.spine.append(batch)
+                self.fuel += FUEL_PER_RECORD * batch.records
+                self._settle(frontier)
+        if self.merging is not None:
+            self._work()
+
+    def _settle(self, frontier: Antichain) -> None:
+        spine = self.spine
+        while len(spine) >= 2 and 2 * spine[-1].records >= spine[-2].records:
+            older, newer = spine[-2], spine[-1]
+            if self.merging is not None and (older is self.merging[1] or newer is self.merging[0]):
+                self._finish_merge()
                 continue
-            self.spine.append(batch)
-            while len(self.spine) >= 2 and 2 * self.spine[-1].records >= self.spine[-2].records:
-                newer = self.spine.pop()
-                older = self.spine.pop()
-                self.spine.append(self.merge(older, newer, frontier))
+            if self.steps is None or older.records + newer.records < LARGE_MERGE:
+                spine[-2:] = [self.merge(older, newer, frontier)]
+                continue
+            if self.merging is not None:
+                self._finish_merge()
+                continue
+            self.merging = (older, newer, self.steps(older, newer, frontier))
+            return
+
+    def _work(self) -> None:
+        """Spend the fuel earned by inserts on the merge in progress."""
+        assert self.merging is not None
+        steps = self.merging[2]
+        try:
+            while self.fuel > 0:
+                self.fuel -= next(steps)
+        except StopIteration as done:
+            self._complete(done.value)
+
+    def _finish_merge(self) -> None:
+        assert self.merging is not None
+        steps = self.merging[2]
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                self._complete(done.value)
+                return
+
+    def _complete(self, merged: Batch) -> None:
+        assert self.merging is not None
+        older, newer, _ = self.merging
+        self.merging = None
+        self.fuel = max(0, self.fuel)
+        for i in range(len(self.spine) - 1):
+            if self.spine[i] is older and self.spine[i + 1] is newer:
+                self.spine[i : i + 2] = [merged]
+                return
+        raise AssertionError("a merge in progress lost its batches")
 
     def compact_all(self) -> None:
         """Merge the whole spine into one batch (used by tests and after big loads)."""
         self.maintain()
+        if self.merging is not None:
+            self._finish_merge()
         while len(self.spine) >= 2:
             newer = self.spine.pop()
             older = self.spine.pop()

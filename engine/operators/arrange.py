@@ -31,7 +31,8 @@ class ArrangeOp(Operator):
     def __init__(self, scope: Scope, name: str, source: Operator, by_self: bool) -> None:
         super().__init__(scope, name, [source])
         self.by_self = by_self
-        self.trace = Trace(name, scope.dims, self.dataflow.executor.merge)
+        ex = self.dataflow.executor
+        self.trace = Trace(name, scope.dims, ex.merge, getattr(ex, "merge_steps", None))
         self.dataflow.traces.append(self.trace)
         self.buffer: list[Any] = []
         self.buffer_lower = Antichain()

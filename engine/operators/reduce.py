@@ -34,7 +34,8 @@ class ReduceOp(Operator):
         source.op.downstream.append((self, 0))
         self.reader = source.attach(self, 0, name + ".input")
         self.logic = logic
-        self.output = Trace(name, source.scope.dims, self.dataflow.executor.merge)
+        ex = self.dataflow.executor
+        self.output = Trace(name, source.scope.dims, ex.merge, getattr(ex, "merge_steps", None))
         self.dataflow.traces.append(self.output)
         # The reduce reads its own output history; it is the output trace's first reader.
         self.output_reader = self.output.new_reader(name + ".output")
