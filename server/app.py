@@ -53,6 +53,11 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     return _error(exc.status_code, code, str(exc.detail))
 
 
+async def _recursion_error(_: Request, exc: Exception) -> JSONResponse:
+    # Something nested too deeply for a recursive pass over it (parsing is guarded earlier).
+    return _error(400, "too_complex", "the request is too complex: nested too deeply")
+
+
 async def _internal_error(_: Request, exc: Exception) -> JSONResponse:
     return _error(500, "internal_error", f"{type(exc).__name__}: {exc}")
 
@@ -82,6 +87,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RecursionError, _recursion_error)
     app.add_exception_handler(Exception, _internal_error)
     for module in (health, sql, query, tables, views, changes):
         app.include_router(module.router)

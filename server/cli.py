@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -106,8 +108,24 @@ def _serve(args: argparse.Namespace) -> int:
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5
     )
+    # Tokens are only accepted in headers, but a client may still put one in a URL: never log it.
+    logging.getLogger("uvicorn.access").addFilter(_RedactSecrets())
     _Server(config).run()
     return 0
+
+
+class _RedactSecrets(logging.Filter):
+    """Blank out `access_token=` / `token=` query parameters in access-log lines."""
+
+    _SECRET = re.compile(r"((?:access_)?token=)[^&\s]*", re.IGNORECASE)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                self._SECRET.sub(r"\1REDACTED", a) if isinstance(a, str) else a
+                for a in record.args
+            )
+        return True
 
 
 def _headers(args: argparse.Namespace) -> dict[str, str]:

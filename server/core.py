@@ -9,8 +9,19 @@ A write request is one step of the server's clock:
    epoch `ts`, then, under the state lock, update view contents/history, set
    `completed_ts = ts` and publish to subscribers. The request is acknowledged after that, so a
    later read sees the write (read-your-writes).
-A view whose dataflow fails (e.g. a recursion that exceeds its iteration limit) is marked
-failed; the tables and other views are unaffected.
+A view whose dataflow fails (a recursion that exceeds its iteration limit, an evaluation error
+such as an overflow, anything `df.run()` raises) is marked failed; the write still succeeds for
+the tables and the other views, and its response lists the views that failed (`failed_views`).
+A failed view (and every view over it) is rebuilt from the current tables at the next write
+that changes anything it reads, and at start-up.
+
+Locks: the write lock is held for a whole write, including running the dataflows (a recursion
+hitting its iteration limit can take seconds). Reads of view rows, view and table metadata,
+change feeds and /health only take the state lock, which the writer holds just to install a
+timestamp's results, so they are not blocked by a long write; views that a write does not
+affect are marked complete through its timestamp before the dataflows run. Snapshot queries
+(`/query`, SELECT in `/sql`) pair a DuckDB snapshot with view contents and wait for the
+write lock, so they wait for a write in progress.
 
 Reads never block on the engine's work except to take a consistent snapshot: a snapshot pairs
 DuckDB's MVCC snapshot of the tables with view contents at the same `completed_ts`, taken under
@@ -135,6 +146,30 @@ class _Write:
     dropped_tables: list[str] = field(default_factory=list)
     written: set[str] = field(default_factory=set)
     batches: dict[str, Batch] = field(default_factory=dict)
+    # Contents after the statements so far (tables read in the transaction, views computed in
+    # throw-away dataflows); reset by every write statement.
+    trial: dict[str, Counter[Row]] = field(default_factory=dict)
+    # New views whose hydration dataflow becomes their permanent one (they read only tables
+    # and no other new view reads them); the others are built again after COMMIT.
+    reusable: set[str] = field(default_factory=set)
+
+
+def _error_json(message: str | None, code: str = "view_failed") -> dict[str, Any]:
+    return {"code": code, "message": message or "failed", "line": None, "column": None}
+
+
+def _failure(e: BaseException) -> dict[str, Any]:
+    """The error object of a view whose evaluation failed (anything its dataflow raised)."""
+    name = type(e).__name__
+    code = getattr(e, "code", None)
+    if not isinstance(code, str) or not code:
+        code = {
+            "IterationLimitExceeded": "iteration_limit",
+            "EvaluationError": "evaluation_error",
+            "DataflowPoisoned": "evaluation_error",
+        }.get(name, "evaluation_error")
+    message = str(getattr(e, "message", None) or e) or name
+    return {"code": code, "message": f"{name}: {message}", "line": None, "column": None}
 
 
 class Database:
@@ -177,12 +212,14 @@ class Database:
         self.history_since = store.get_meta("history_since")
         self.next_table_id = store.get_meta("next_table_id")
         t_low, t_now = self.history_since, self.last_ts
-        # Per relation: contents at t_low and the batches after it.
+        # Per table: contents at t_low, the batches after it, and contents now.
         streams: dict[str, tuple[Counter[Row], list[tuple[int, Batch]]]] = {}
+        current: dict[str, Counter[Row]] = {}
         for rec in store.load_tables():
             rows = Store.read_table(store.conn, rec.name)
             self.tables[rec.name] = rec
             self.row_counts[rec.name] = len(rows)
+            current[rec.name] = Counter(rows)
             base: Counter[Row] = Counter(rows)
             by_ts: dict[int, Batch] = defaultdict(list)
             for ts, row, diff in store.read_log(rec, t_low):
@@ -192,6 +229,7 @@ class Database:
                 raise RuntimeError(f"change log of table {rec.name} is inconsistent")
             streams[rec.name] = (+base, sorted(by_ts.items()))
         catalog_views: dict[str, ViewRecord] = {}
+        partial: set[str] = set()  # views rebuilt from the current tables only (no history)
         for vrec in store.load_views():
             self.next_seq = max(self.next_seq, vrec.seq + 1)
             view = MaintainedView(
@@ -205,66 +243,110 @@ class Database:
                 complete_ts=t_now,
             )
             self.views[vrec.name] = view
+            catalog = planner_catalog(self.tables, catalog_views)
+            catalog_views[vrec.name] = vrec
             try:
-                missing = [d for d in vrec.dependencies if d not in streams]
+                missing = [
+                    d for d in vrec.dependencies if d not in self.tables and d not in self.views
+                ]
                 if missing:
                     raise RuntimeError(f"depends on unavailable {', '.join(missing)}")
                 view.compiled = _planner().compile_view(
-                    vrec.sql,
-                    planner_catalog(self.tables, catalog_views),
-                    name=vrec.name,
-                    iteration_limit=self.settings.iteration_limit,
+                    vrec.sql, catalog, name=vrec.name, iteration_limit=self.settings.iteration_limit
                 )
-                view.build(self.executor.new_dataflow(), t_low)
-                schedule: dict[int, dict[str, Batch]] = defaultdict(dict)
-                for dep in vrec.dependencies:
-                    base, batches = streams[dep]
-                    schedule[t_low][dep] = list(base.items())
-                    for ts, b in batches:
-                        schedule[ts][dep] = b
-                out = view.run_schedule(sorted(schedule.items()), t_now)
+            except Exception as e:  # noqa: BLE001 - any failure only fails this view
+                log.warning("view %s cannot be planned during recovery: %s", vrec.name, e)
+                view.fail(f"{type(e).__name__}: {e}")
+                continue
+            bad = [d for d in vrec.dependencies if d in self.views and not self.views[d].running]
+            if bad:
+                view.fail(f"depends on failed view {bad[0]}")
+                continue
+            if not any(d in partial for d in vrec.dependencies):
+                # Replay the retained history, so the view's batches after a restart are the
+                # same as before it.
+                try:
+                    self._recover_history(view, streams, t_low, t_now)
+                    continue
+                except Exception as e:  # noqa: BLE001 - retried below from the current tables
+                    log.warning("view %s failed replaying its history: %s", vrec.name, e)
+                    view.release()
+            # Rebuild from the current tables only (a recursion that diverged at some earlier
+            # timestamp may converge now); its history then starts now.
+            try:
+                self._recover_current(view, current, t_now)
+                partial.add(vrec.name)
             except Exception as e:  # noqa: BLE001 - any failure only fails this view
                 log.warning("view %s failed during recovery: %s", vrec.name, e)
-                view.fail(f"{type(e).__name__}: {e}")
-                catalog_views[vrec.name] = vrec
-                continue
-            catalog_views[vrec.name] = vrec
-            acc: Counter[Row] = Counter()
-            view.history = []
-            for ts, b in sorted(out.items()):
-                apply_batch(acc, b)
-                if ts <= view.base_ts:
-                    continue
-                view.history.append((ts, b))
-            view.contents = acc
-            base_acc: Counter[Row] = Counter()
-            for ts, b in out.items():
-                if ts <= t_low:
-                    apply_batch(base_acc, b)
-            streams[vrec.name] = (
-                base_acc,
-                [(ts, b) for ts, b in sorted(out.items()) if ts > t_low],
-            )
+                view.fail(_failure(e)["message"])
+        for view in self.views.values():
+            if view.running:
+                view.pin_at(t_now)
         self.completed_ts = self.committed_ts = t_now
+
+    def _imports(self, view: MaintainedView, views: dict[str, MaintainedView]) -> dict[str, Any]:
+        return {d: views[d].arranged for d in view.dependencies if d in views}
+
+    def _recover_history(
+        self,
+        view: MaintainedView,
+        streams: dict[str, tuple[Counter[Row], list[tuple[int, Batch]]]],
+        t_low: int,
+        t_now: int,
+    ) -> None:
+        view.build(self.executor.new_dataflow(), t_low, self._imports(view, self.views))
+        schedule: dict[int, dict[str, Batch]] = defaultdict(dict)
+        for dep in view.handles:
+            base, batches = streams[dep]
+            schedule[t_low][dep] = list(base.items())
+            for ts, b in batches:
+                schedule[ts][dep] = b
+        # The output trace keeps its times from t_low on until recovery is over, so views over
+        # this one, built after it ran, still see its history timestamp by timestamp.
+        out = view.run_schedule(sorted(schedule.items()), t_now, pin_ts=t_low)
+        acc: Counter[Row] = Counter()
+        view.history = []
+        for ts, b in sorted(out.items()):
+            apply_batch(acc, b)
+            if ts > view.base_ts:
+                view.history.append((ts, b))
+        view.contents = acc
+
+    def _recover_current(
+        self, view: MaintainedView, current: dict[str, Counter[Row]], t_now: int
+    ) -> None:
+        view.build(self.executor.new_dataflow(), t_now, self._imports(view, self.views))
+        inputs = {d: list(current[d].items()) for d in view.handles}
+        out = view.run_schedule([(t_now, inputs)], t_now)
+        acc: Counter[Row] = Counter()
+        for b in out.values():
+            apply_batch(acc, b)
+        view.contents = acc
+        view.history = []
+        view.base_ts = max(t_now, view.created_ts)
 
     def _reload(self) -> None:
         """Rebuild all in-memory state from the durable store (last resort after a bug)."""
         with self.state_lock:
-            for name in list(self.views):
+            for name, view in list(self.views.items()):
+                view.release()
                 self.hub.end_view(name, "server_reset", "the server reloaded; resume with since")
             self.tables, self.views, self.row_counts = {}, {}, {}
             self._recover()
 
     # ------------------------------------------------------------------ writes
 
-    def execute(self, sql: str) -> list[dict[str, Any]]:
-        """Run a script of statements; all writes commit atomically at one timestamp."""
+    def execute(self, sql: str) -> dict[str, Any]:
+        """Run a script of statements; all writes commit atomically at one timestamp.
+
+        Returns {"results": [...], "failed_views": [...]}: the views whose evaluation failed
+        at this write (the write itself is committed)."""
         stmts = parse_script(sql, self.settings.max_statements)
-        if all(s.kind == "SELECT" for s in stmts):
-            return self._select_many(stmts, per_statement_errors=False)
+        if all(s.kind in ("SELECT", "EXPLAIN") for s in stmts):
+            return {"results": self._read_many(stmts), "failed_views": []}
         return self._write(stmts)
 
-    def _write(self, stmts: list[Statement]) -> list[dict[str, Any]]:
+    def _write(self, stmts: list[Statement]) -> dict[str, Any]:
         with self.write_lock:
             w = _Write(
                 ts=self.last_ts + 1,
@@ -274,45 +356,44 @@ class Database:
                 next_seq=self.next_seq,
                 history_since=self.history_since,
             )
-            results: list[dict[str, Any] | None] = []
+            results: list[dict[str, Any]] = []
             self.store.begin()
             try:
                 for s in stmts:
                     if s.kind == "SELECT":
-                        results.append(None)
+                        # Inside the transaction: it sees this request's own writes, and an
+                        # error in it rolls back the whole request.
+                        results.append(self._select_in_write(w, s))
+                    elif s.kind == "EXPLAIN":
+                        results.append(self._explain(s, w.tables, w.views))
                     else:
                         results.append(self._apply(w, s))
+                        w.trial = {}
                 self._hydrate(w)
-                for s in stmts:
-                    if s.kind == "SELECT":
-                        self._dry_run_select(w, s)
                 self._log(w)
                 self.store.commit()
                 self.last_ts = self.committed_ts = w.ts
-            except duckdb.Error as e:
+            except BaseException as e:
                 self.store.rollback()
-                raise from_duckdb(e) from None
-            except BaseException:
-                self.store.rollback()
+                for view in w.hydrated.values():
+                    view.release()
+                if isinstance(e, duckdb.Error):
+                    raise from_duckdb(e) from None
                 raise
             try:
-                self._publish(w)
+                failed = self._publish(w)
             except Exception:  # a bug after COMMIT: rebuild everything from the durable store
                 log.exception("maintaining views at timestamp %d failed; reloading", w.ts)
                 self._reload()
-            selects = iter(
-                self._select_many(
-                    [s for s in stmts if s.kind == "SELECT"], per_statement_errors=True
-                )
-            )
-            out: list[dict[str, Any]] = []
+                with self.state_lock:
+                    failed = [
+                        {"name": n, "error": _error_json(v.error)}
+                        for n, v in sorted(self.views.items())
+                        if not v.running
+                    ]
             for r in results:
-                if r is None:
-                    r = next(selects)
-                else:
-                    r["timestamp"] = w.ts
-                out.append(r)
-            return out
+                r["timestamp"] = w.ts
+            return {"results": results, "failed_views": failed}
 
     def _apply(self, w: _Write, s: Statement) -> dict[str, Any]:
         handler = {
@@ -454,11 +535,31 @@ class Database:
                 return {"statement": "CREATE VIEW", "name": name, "created": False}
             kind = "table" if name in w.tables else "view"
             raise Conflict(f"a {kind} named {name!r} already exists", code="already_exists")
+        compiled = self._compile(s, name, w.tables, w.views)
+        deps = [str(d).lower() for d in compiled.dependencies]
+        for d in deps:
+            if d not in w.tables and d not in w.views:
+                raise SqlError(f"unknown table or view {d!r}", code="unknown_table")
+        rec = ViewRecord(name, w.next_seq, s.text, _column_dicts(compiled.columns), deps, w.ts)
+        w.next_seq += 1
+        self.store.create_view(rec)
+        w.views[name] = rec
+        w.new_views[name] = compiled
+        return {"statement": "CREATE VIEW", "name": name, "created": True}
+
+    def _compile(
+        self,
+        s: Statement,
+        name: str | None,
+        tables: dict[str, TableRecord],
+        views: dict[str, ViewRecord],
+    ) -> Any:
+        """Plan the view (or query) of statement `s` against a catalog of tables and views."""
         p = _planner()
         try:
-            compiled = p.compile_view(
+            return p.compile_view(
                 s.text,
-                planner_catalog(w.tables, w.views),
+                planner_catalog(tables, views),
                 name=name,
                 iteration_limit=self.settings.iteration_limit,
             )
@@ -472,18 +573,37 @@ class Database:
             ) from None
         except ApiError:
             raise
+        except RecursionError:
+            raise SqlError(
+                "the view is too complex: nested too deeply",
+                code="too_complex",
+                line=s.line,
+                column=s.column,
+            ) from None
         except Exception as e:  # noqa: BLE001 - a planner bug must not take the server down
             raise SqlError(f"cannot plan view {name!r}: {e}", code="unsupported") from None
-        deps = [str(d).lower() for d in compiled.dependencies]
-        for d in deps:
-            if d not in w.tables and d not in w.views:
-                raise SqlError(f"unknown table or view {d!r}", code="unknown_table")
-        rec = ViewRecord(name, w.next_seq, s.text, _column_dicts(compiled.columns), deps, w.ts)
-        w.next_seq += 1
-        self.store.create_view(rec)
-        w.views[name] = rec
-        w.new_views[name] = compiled
-        return {"statement": "CREATE VIEW", "name": name, "created": True}
+
+    def _explain(
+        self, s: Statement, tables: dict[str, TableRecord], views: dict[str, ViewRecord]
+    ) -> dict[str, Any]:
+        """EXPLAIN CREATE VIEW / EXPLAIN SELECT: the plan the view would have; nothing is
+        created."""
+        inner = s.inner
+        assert inner is not None
+        name: str | None = None
+        if inner.kind == "CREATE VIEW":
+            target = inner.ast.this
+            if isinstance(target, exp.Schema):
+                target = target.this
+            name = self._name_of(target, inner)
+        compiled = self._compile(inner, name, tables, views)
+        return {
+            "statement": "EXPLAIN",
+            "name": name,
+            "plan": str(compiled.explain()),
+            "view_columns": _column_dicts(compiled.columns),
+            "dependencies": [str(d).lower() for d in compiled.dependencies],
+        }
 
     def _drop_view(self, w: _Write, s: Statement) -> dict[str, Any]:
         name = self._name_of(self._drop_targets(s)[0], s)
@@ -549,6 +669,9 @@ class Database:
         if s.kind == "UPDATE":
             alias = target.alias_or_name
             old_q = f"SELECT {quote_ident(alias)}.rowid FROM {target.sql('duckdb')}"
+            with_ = ast.args.get("with_") or ast.args.get("with")
+            if with_ is not None:  # the FROM and WHERE may name its CTEs
+                old_q = f"{with_.sql('duckdb')} {old_q}"
             frm = ast.args.get("from_") or ast.args.get("from")
             if frm is not None:
                 old_q += f", {frm.this.sql('duckdb')}"
@@ -587,7 +710,8 @@ class Database:
         return name in w.new_views or any(self._affected(w, d) for d in rec.dependencies)
 
     def _post_contents(self, w: _Write, name: str, trial: dict[str, Counter[Row]]) -> Counter[Row]:
-        """Contents of `name` after this request's statements (inside the transaction)."""
+        """Contents of `name` after this request's statements so far (inside the
+        transaction). Views this request changes are computed in throw-away dataflows."""
         if name in w.tables:
             if name not in trial:
                 trial[name] = Counter(Store.read_table(self.store.conn, name))
@@ -596,27 +720,37 @@ class Database:
             return w.hydrated[name].contents
         if name in trial:
             return trial[name]
-        existing = self.views[name]
-        if not existing.running:
-            raise Conflict(f"view {name!r} has failed: {existing.error}", code="view_failed")
-        if not self._affected(w, name):
-            return existing.contents  # the writer is the only mutator; no copy needed
-        # An existing view changed by this request: compute its post-state in a trial dataflow.
+        rec = w.views[name]
+        if name in w.new_views:
+            compiled = w.new_views[name]
+        else:
+            existing = self.views[name]
+            if not existing.running:
+                raise Conflict(f"view {name!r} has failed: {existing.error}", code="view_failed")
+            if not self._affected(w, name):
+                return existing.contents  # the writer is the only mutator; no copy needed
+            compiled = existing.compiled
         tmp = MaintainedView(
-            name,
-            existing.sql,
-            existing.columns,
-            existing.dependencies,
-            w.ts,
-            existing.seq,
-            compiled=existing.compiled,
+            name, rec.sql, rec.columns, rec.dependencies, w.ts, rec.seq, compiled=compiled
         )
-        trial[name] = self._hydrate_one(w, tmp, trial)
+        try:
+            trial[name] = self._hydrate_one(w, tmp, trial)
+        except ApiError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the engine failed evaluating the view
+            raise SqlError(
+                f"view {name!r} cannot be computed: {_failure(e)['message']}",
+                code="view_error",
+            ) from None
+        finally:
+            tmp.release()
         return trial[name]
 
     def _hydrate_one(
         self, w: _Write, view: MaintainedView, trial: dict[str, Counter[Row]]
     ) -> Counter[Row]:
+        """Compute `view` from the post-statement contents of what it reads, in a dataflow fed
+        through input handles only (it imports nothing, so it can be discarded freely)."""
         inputs = {d: list(self._post_contents(w, d, trial).items()) for d in view.dependencies}
         view.build(self.executor.new_dataflow(), w.ts)
         out = view.run_schedule([(w.ts, inputs)], w.ts)
@@ -626,7 +760,9 @@ class Database:
         return acc
 
     def _hydrate(self, w: _Write) -> None:
-        trial: dict[str, Counter[Row]] = {}
+        """Compute every new view before COMMIT: a view that cannot be computed is rejected
+        with the whole request."""
+        read_by_new = {d for n in w.new_views for d in w.views[n].dependencies}
         for name, compiled in w.new_views.items():
             rec = w.views[name]
             view = MaintainedView(
@@ -641,25 +777,46 @@ class Database:
                 complete_ts=w.ts,
             )
             try:
-                view.contents = self._hydrate_one(w, view, trial)
+                view.contents = self._hydrate_one(w, view, w.trial)
             except ApiError:
+                view.release()
                 raise
             except Exception as e:  # noqa: BLE001 - engine failure: reject the view
+                view.release()
                 raise SqlError(
-                    f"view {name!r} cannot be computed: {type(e).__name__}: {e}",
+                    f"view {name!r} cannot be computed: {_failure(e)['message']}",
                     code="view_error",
                 ) from None
             w.hydrated[name] = view
+            if name not in read_by_new and all(d in w.tables for d in rec.dependencies):
+                w.reusable.add(name)
+            else:
+                view.release()  # built again after COMMIT, importing what it reads
 
-    def _dry_run_select(self, w: _Write, s: Statement) -> None:
-        """Check a SELECT of a write request binds (names, columns) before COMMIT."""
-        known = list(w.tables) + list(w.views)
-        used = check_relations(s.ast, known, line=s.line, column=s.column)
-        rels = {}
+    def _view_relation(self, columns: list[dict[str, Any]], contents: Counter[Row]) -> Relation:
+        rows = list(contents.elements())
+        cols = []
+        for i, c in enumerate(columns):
+            t = c["type"] or _infer_type([r[i] for r in rows])
+            cols.append((c["name"], t))
+        return Relation(cols, rows)
+
+    def _select_in_write(self, w: _Write, s: Statement) -> dict[str, Any]:
+        """A SELECT of a write request, over the state after the statements before it."""
+        used = check_relations(s.ast, list(w.tables) + list(w.views), line=s.line, column=s.column)
+        rels: dict[str, Relation] = {}
         for u in used:
-            cols = w.tables[u].columns if u in w.tables else w.views[u].columns
-            rels[u] = Relation([(c["name"], c["type"] or "VARCHAR") for c in cols], [])
-        run_query(
+            if u in w.tables:
+                cols = [(c["name"], c["type"]) for c in w.tables[u].columns]
+                rels[u] = Relation(cols, Store.read_table(self.store.conn, u))
+            else:
+                rels[u] = self._view_relation(
+                    w.views[u].columns, self._post_contents(w, u, w.trial)
+                )
+        return self._run_select(s, rels)
+
+    def _run_select(self, s: Statement, rels: dict[str, Relation]) -> dict[str, Any]:
+        res = run_query(
             s.text,
             rels,
             timeout=self.settings.query_timeout,
@@ -668,6 +825,12 @@ class Database:
             line=s.line,
             column=s.column,
         )
+        return {
+            "statement": "SELECT",
+            "columns": res.columns,
+            "rows": [row_to_json(r) for r in res.rows],
+            "rowcount": len(res.rows),
+        }
 
     def _log(self, w: _Write) -> None:
         for name, delta in w.deltas.items():
@@ -687,32 +850,71 @@ class Database:
 
     # -- after COMMIT ---------------------------------------------------------------------
 
-    def _publish(self, w: _Write) -> None:
+    def _publish(self, w: _Write) -> list[dict[str, Any]]:
+        """Maintain every view at `w.ts` (after COMMIT) and install the results; return the
+        views that failed at this timestamp."""
         ts = w.ts
-        batches: dict[str, Batch] = dict(w.batches)
+        table_batches: dict[str, Batch] = dict(w.batches)
+        order = sorted(w.views, key=lambda n: w.views[n].seq)
+        views: dict[str, MaintainedView] = {
+            n: w.hydrated[n] if n in w.new_views else self.views[n] for n in order
+        }
+        # A view is active when something it reads (transitively) changed at ts, or it is new.
+        active: set[str] = set()
+        for n in order:
+            deps = views[n].dependencies
+            if n in w.new_views or any(d in table_batches or d in active for d in deps):
+                active.add(n)
+        # Views an active view reads must be complete through ts before it runs.
+        needed: set[str] = set()
+        stack = [d for n in active for d in views[n].dependencies if d in views]
+        while stack:
+            d = stack.pop()
+            if d not in needed:
+                needed.add(d)
+                stack.extend(x for x in views[d].dependencies if x in views)
+        with self.state_lock:
+            # Views this write does not touch are complete through ts already: reads of them
+            # need not wait for the dataflows below.
+            for n, v in views.items():
+                if v.running and n not in active and n not in needed and n not in w.new_views:
+                    v.complete_ts = ts
         view_batches: dict[str, Batch] = {}
-        failed: dict[str, str] = {}
-        live = [v for n, v in self.views.items() if n in w.views and n not in w.new_views]
-        for view in sorted(live, key=lambda v: v.seq):
-            if not view.running:
-                continue
-            bad = [d for d in view.dependencies if d in failed]
+        failed: dict[str, dict[str, Any]] = {}
+        rebuilt: dict[str, MaintainedView] = {}
+        ran: set[str] = set()
+        for n in order:
+            v = views[n]
+            bad = [d for d in v.dependencies if d in failed or (d in views and d not in rebuilt
+                                                                 and not views[d].running)]
             if bad:
-                failed[view.name] = f"depends on failed view {bad[0]}"
+                if v.running or n in w.new_views or n in active:
+                    failed[n] = _error_json(f"depends on failed view {bad[0]}")
+                    v.release()
                 continue
-            inputs = {d: batches[d] for d in view.dependencies if batches.get(d)}
-            if not inputs:
+            if n in w.reusable:
+                continue  # hydrated before COMMIT, already complete through ts
+            retry = not v.running and n in active
+            if n in w.new_views or retry or any(d in rebuilt for d in v.dependencies):
+                try:
+                    rebuilt[n] = self._rebuild(w, v, views, rebuilt)
+                except Exception as e:  # noqa: BLE001 - only this view fails
+                    log.warning("view %s failed at timestamp %d: %s", n, ts, e)
+                    failed[n] = _failure(e)
                 continue
+            if not v.running or (n not in active and n not in needed):
+                continue
+            inputs = {d: table_batches[d] for d in v.dependencies if d in table_batches}
             try:
-                out = view.run_schedule([(ts, inputs)], ts)
+                out = v.run_schedule([(ts, inputs)], ts)
             except Exception as e:  # noqa: BLE001 - only this view fails
-                log.warning("view %s failed at timestamp %d: %s", view.name, ts, e)
-                failed[view.name] = f"{type(e).__name__}: {e}"
+                log.warning("view %s failed at timestamp %d: %s", n, ts, e)
+                failed[n] = _failure(e)
                 continue
-            batch = consolidate(u for t, b in out.items() for u in b)
+            ran.add(n)
+            batch = consolidate(u for b in out.values() for u in b)
             if batch:
-                batches[view.name] = batch
-                view_batches[view.name] = batch
+                view_batches[n] = batch
         trimmed = w.history_since
         with self.state_lock:
             self.tables = w.tables
@@ -724,21 +926,33 @@ class Database:
             for name in w.tables:
                 self.row_counts.setdefault(name, 0)
             for name in w.dropped_views:
-                self.views.pop(name, None)
+                dropped = self.views.pop(name, None)
+                if dropped is not None:
+                    dropped.release()
                 self.hub.end_view(name, "view_dropped", f"view {name!r} was dropped")
             for name, view in w.hydrated.items():
                 if name in w.views:
                     self.views[name] = view
+            for name, view in rebuilt.items():
+                if name not in w.new_views:
+                    log.info("view %s is running again from timestamp %d", name, ts)
+                self.views[name] = view
             for name, batch in view_batches.items():
                 view = self.views[name]
                 apply_batch(view.contents, batch)
                 view.history.append((ts, batch))
-            for name, message in failed.items():
-                self.views[name].fail(message)
-                self.hub.end_view(name, "view_failed", f"view {name!r} failed: {message}")
-            for view in self.views.values():
+            for name, err in failed.items():
+                view = self.views[name]
+                was_running = view.running
+                view.fail(err["message"])
+                if was_running:
+                    message = f"view {name!r} failed: {err['message']}"
+                    self.hub.end_view(name, "view_failed", message)
+            for name, view in self.views.items():
                 if view.running:
                     view.complete_ts = ts
+                    if name in ran:
+                        view.pin_at(ts)
                 if trimmed > view.base_ts:
                     view.trim(trimmed)
             self.history_since = trimmed
@@ -747,6 +961,54 @@ class Database:
             self.last_ts = ts
             self.completed_ts = ts
             self.hub.publish(ts, view_batches, list(self.views))
+        return [{"name": n, "error": err} for n, err in failed.items()]
+
+    def _rebuild(
+        self,
+        w: _Write,
+        old: MaintainedView,
+        views: dict[str, MaintainedView],
+        rebuilt: dict[str, MaintainedView],
+    ) -> MaintainedView:
+        """Build a view afresh at `w.ts` (after COMMIT): a new view, or a failed one being
+        retried. It reads the tables' committed contents and imports the arrangements of the
+        views it reads (which are complete through ts: they come earlier in `seq` order)."""
+        ts = w.ts
+        compiled = old.compiled
+        if compiled is None:
+            compiled = self._compile(
+                parse_statement(old.sql), old.name, w.tables, {
+                    n: r for n, r in w.views.items() if w.views[n].seq < old.seq
+                }
+            )
+        view = MaintainedView(
+            old.name,
+            old.sql,
+            old.columns,
+            old.dependencies,
+            old.created_ts,
+            old.seq,
+            compiled=compiled,
+            base_ts=ts,
+            complete_ts=ts,
+        )
+        sources = {d: rebuilt.get(d) or views[d] for d in old.dependencies if d in views}
+        try:
+            view.build(self.executor.new_dataflow(), ts, self._imports(view, sources))
+            inputs = {
+                d: list(Counter(Store.read_table(self.store.conn, d)).items())
+                for d in view.handles
+            }
+            out = view.run_schedule([(ts, inputs)], ts)
+        except BaseException:
+            view.release()
+            raise
+        acc: Counter[Row] = Counter()
+        for b in out.values():
+            apply_batch(acc, b)
+        view.contents = acc
+        old.release()
+        return view
 
     # ------------------------------------------------------------------ reads
 
@@ -770,12 +1032,7 @@ class Database:
                             raise Conflict(
                                 f"view {n!r} has failed: {view.error}", code="view_failed"
                             )
-                        rows = list(view.contents.elements())
-                        cols = []
-                        for i, c in enumerate(view.columns):
-                            t = c["type"] or _infer_type([r[i] for r in rows])
-                            cols.append((c["name"], t))
-                        rels[n] = Relation(cols, rows)
+                        rels[n] = self._view_relation(view.columns, view.contents)
                     tables = {n: self.tables[n] for n in names if n in self.tables}
             for n, rec in tables.items():
                 rels[n] = Relation(
@@ -786,11 +1043,19 @@ class Database:
         finally:
             cur.close()
 
-    def _select_many(
-        self, stmts: list[Statement], *, per_statement_errors: bool
-    ) -> list[dict[str, Any]]:
-        """Run SELECTs over one snapshot. With `per_statement_errors` (the request's writes
-        are already committed), a failing SELECT is reported in its own result."""
+    def _read_many(self, stmts: list[Statement]) -> list[dict[str, Any]]:
+        """A read-only request: SELECTs over one snapshot, and EXPLAINs."""
+        with self.state_lock:
+            tables = dict(self.tables)
+            records = {n: _record(v) for n, v in self.views.items()}
+        selects = iter(self._select_many([s for s in stmts if s.kind == "SELECT"]))
+        out = []
+        for s in stmts:
+            out.append(next(selects) if s.kind == "SELECT" else self._explain(s, tables, records))
+        return out
+
+    def _select_many(self, stmts: list[Statement]) -> list[dict[str, Any]]:
+        """Run SELECTs over one snapshot."""
         if not stmts:
             return []
         with self.state_lock:
@@ -800,30 +1065,8 @@ class Database:
         out: list[dict[str, Any]] = []
         with self.snapshot(names) as (ts, rels):
             for s, used in zip(stmts, used_by, strict=True):
-                try:
-                    res = run_query(
-                        s.text,
-                        {n: rels[n] for n in used},
-                        timeout=self.settings.query_timeout,
-                        memory_limit=self.settings.query_memory_limit,
-                        max_rows=self.settings.max_result_rows,
-                        line=s.line,
-                        column=s.column,
-                    )
-                except ApiError as e:
-                    if not per_statement_errors:
-                        raise
-                    out.append({"statement": "SELECT", **e.to_json(), "timestamp": ts})
-                    continue
-                out.append(
-                    {
-                        "statement": "SELECT",
-                        "columns": res.columns,
-                        "rows": [row_to_json(r) for r in res.rows],
-                        "rowcount": len(res.rows),
-                        "timestamp": ts,
-                    }
-                )
+                res = self._run_select(s, {n: rels[n] for n in used})
+                out.append({**res, "timestamp": ts})
         return out
 
     def query(self, sql: str) -> dict[str, Any]:
@@ -847,22 +1090,30 @@ class Database:
                 line=s.line,
                 column=s.column,
             )
-        r = self._select_many([s], per_statement_errors=False)[0]
+        r = self._select_many([s])[0]
         return {"columns": r["columns"], "rows": r["rows"], "timestamp": r["timestamp"]}
 
     def create_view(self, sql: str) -> dict[str, Any]:
         stmts = parse_script(sql, 1)
         if len(stmts) != 1 or stmts[0].kind != "CREATE VIEW":
             raise SqlError("expected exactly one CREATE VIEW statement", code="syntax_error")
-        res = self._write(stmts)[0]
-        return {**self.view_info(res["name"]), "timestamp": res["timestamp"]}
+        out = self._write(stmts)
+        res = out["results"][0]
+        info = {**self.view_info(res["name"]), "timestamp": res["timestamp"]}
+        if out["failed_views"]:
+            info["failed_views"] = out["failed_views"]
+        return info
 
     def drop_view(self, name: str) -> dict[str, Any]:
         name = name.lower()
         with self.state_lock:
             if name not in self.views:
                 raise NotFound(f"unknown view {name!r}", code="unknown_view")
-        return self._write([parse_statement(f"DROP VIEW {quote_ident(name)}")])[0]
+        out = self._write([parse_statement(f"DROP VIEW {quote_ident(name)}")])
+        res = out["results"][0]
+        if out["failed_views"]:
+            res["failed_views"] = out["failed_views"]
+        return res  # type: ignore[no-any-return]
 
     def table_list(self) -> list[dict[str, Any]]:
         with self.state_lock:

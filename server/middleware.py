@@ -2,15 +2,18 @@
 authentication and request-size limits.
 
 Invariant: with a token configured, no endpoint (including /docs, /health and the change
-feeds) runs for a request without `Authorization: Bearer <token>` (or `?access_token=` for
-clients such as EventSource that cannot set headers); no body larger than the limit is read.
+feeds) runs for a request without `Authorization: Bearer <token>`. A WebSocket client that
+cannot set headers (a browser) may instead offer the subprotocol `bearer.<token>` in
+`Sec-WebSocket-Protocol` (e.g. `new WebSocket(url, ["diffsql", "bearer." + token])`); the server
+then selects `diffsql`, never echoing the token. Tokens are never accepted in the query string:
+URLs end up in access logs (uvicorn's, a proxy's) and browser history. No body larger than the
+limit is read.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -41,14 +44,13 @@ class GuardMiddleware:
             return True
         headers = dict(scope.get("headers") or [])
         auth = headers.get(b"authorization", b"").decode("latin-1")
-        given: str | None = None
+        given: list[str] = []
         if auth.lower().startswith("bearer "):
-            given = auth[7:].strip()
-        else:
-            qs = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            if qs.get("access_token"):
-                given = qs["access_token"][0]
-        return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
+            given.append(auth[7:].strip())
+        if scope["type"] == "websocket":
+            given += [p[7:] for p in scope.get("subprotocols") or () if p.startswith("bearer.")]
+        expected = self.token.encode()
+        return any(hmac.compare_digest(g.encode(), expected) for g in given)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):

@@ -87,6 +87,38 @@ def _is_forbidden_function(name: str) -> bool:
     return name in _FORBIDDEN_FUNCTIONS or name.startswith(_FORBIDDEN_FUNCTION_PREFIXES)
 
 
+def _with_of(node: exp.Expression) -> exp.With | None:
+    w = node.args.get("with_") or node.args.get("with")
+    return w if isinstance(w, exp.With) else None
+
+
+def _cte_name(cte: exp.Expression) -> str:
+    return str(cte.alias_or_name).lower()
+
+
+def visible_ctes(node: exp.Expression) -> set[str]:
+    """Names of the CTEs that a relation reference at `node` can refer to: those of every
+    WITH in an enclosing scope. Inside the body of the i-th CTE of a WITH, only the CTEs before
+    it are visible (and itself too in a WITH RECURSIVE). A CTE defined anywhere else (a sibling
+    subquery, a later CTE) is not, so a name it shadows still refers to a relation."""
+    names: set[str] = set()
+    child: exp.Expression = node
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, exp.With):
+            ctes = list(parent.expressions)
+            idx = next((i for i, c in enumerate(ctes) if c is child), None)
+            if idx is not None:
+                upto = idx + 1 if parent.args.get("recursive") else idx
+                names.update(_cte_name(c) for c in ctes[:upto])
+        else:
+            w = _with_of(parent)
+            if w is not None and w is not child:
+                names.update(_cte_name(c) for c in w.expressions)
+        child, parent = parent, parent.parent
+    return names
+
+
 def check_relations(
     ast: exp.Expression,
     known: Iterable[str],
@@ -100,7 +132,6 @@ def check_relations(
     `root_allowed`: node types allowed at the root only (the DML statement being executed).
     """
     known_set = set(known)
-    ctes = {str(c.alias_or_name).lower() for c in ast.find_all(exp.CTE)}
     used: list[str] = []
     for node in ast.walk():
         if isinstance(node, _FORBIDDEN_NODES) and not (
@@ -134,7 +165,7 @@ def check_relations(
                     column=column,
                 )
             rel = str(target.name).lower()
-            if rel in ctes:
+            if rel in visible_ctes(node):
                 continue
             if rel not in known_set:
                 raise SqlError(

@@ -21,13 +21,37 @@ DIALECT = "duckdb"
 _DUCKDB = DuckDB()
 
 
+# Limits checked on the tokens, before parsing: sqlglot's parser (and later passes over the
+# tree) recurse once per nesting level, so a deeply nested statement would otherwise end in a
+# RecursionError (or worse, in a thread with a small stack). DuckDB itself stops at an
+# expression depth of 1000.
+MAX_NESTING = 32
+"""Parentheses nested deeper than this are rejected (`too_complex`)."""
+MAX_OPERATOR_CHAIN = 1000
+"""Binary operators in a row within one parenthesis level, with no comma between them."""
+MAX_TOKENS = 1_000_000
+"""Tokens in one statement."""
+
+_OPERATORS = {
+    getattr(TokenType, n)
+    for n in (
+        "PLUS", "DASH", "STAR", "SLASH", "MOD", "DIV", "DPIPE", "AMP", "PIPE", "CARET",
+        "EQ", "NEQ", "LT", "LTE", "GT", "GTE", "AND", "OR", "NULLSAFE_EQ", "LSHIFT", "RSHIFT",
+        "DSTAR", "DAMP", "XOR", "IS", "LIKE", "ILIKE", "GLOB", "IN", "BETWEEN", "ARROW", "DARROW",
+    )
+    if hasattr(TokenType, n)
+}
+
+
 @dataclass(frozen=True)
 class Statement:
-    kind: str  # CREATE TABLE, DROP TABLE, CREATE VIEW, DROP VIEW, INSERT, UPDATE, DELETE, SELECT
+    kind: str  # CREATE TABLE, DROP TABLE, CREATE VIEW, DROP VIEW, INSERT, UPDATE, DELETE,
+    # SELECT, EXPLAIN (then `inner` is the statement explained: a CREATE VIEW or a SELECT)
     text: str
     ast: Any
     line: int  # 1-based line of the statement's first character in the request
     column: int  # 1-based column of the same
+    inner: Statement | None = None
 
     def locate(self, line: int | None, column: int | None) -> tuple[int | None, int | None]:
         """Translate a (line, column) inside `text` to a position in the request."""
@@ -62,6 +86,8 @@ def split(sql: str) -> list[tuple[str, int, int]]:
         tokens = _DUCKDB.tokenize(sql)
     except sqlglot.errors.TokenError as e:
         raise SqlError(f"cannot tokenize SQL: {e}", code="syntax_error") from None
+    except RecursionError:
+        raise SqlError("the SQL is too complex to tokenize", code="too_complex") from None
     pieces: list[tuple[str, int, int]] = []
     start: int | None = None
     end = 0
@@ -102,15 +128,89 @@ def classify(ast: exp.Expression) -> str | None:
     return None
 
 
+def check_complexity(tokens: list[Any], line: int = 1, column: int = 1) -> None:
+    """Reject a statement too deeply nested (or too long) to parse safely: `too_complex`."""
+
+    def too_complex(what: str) -> SqlError:
+        return SqlError(
+            f"the statement is too complex: {what}", code="too_complex", line=line, column=column
+        )
+
+    if len(tokens) > MAX_TOKENS:
+        raise too_complex(f"more than {MAX_TOKENS} tokens")
+    chains = [0]
+    for tok in tokens:
+        tt = tok.token_type
+        if tt == TokenType.L_PAREN:
+            chains.append(0)
+            if len(chains) - 1 > MAX_NESTING:
+                raise too_complex(f"parentheses nested more than {MAX_NESTING} deep")
+        elif tt == TokenType.R_PAREN:
+            if len(chains) > 1:
+                chains.pop()
+        elif tt in (TokenType.COMMA, TokenType.SEMICOLON):
+            chains[-1] = 0
+        elif tt in _OPERATORS:
+            chains[-1] += 1
+            if chains[-1] > MAX_OPERATOR_CHAIN:
+                raise too_complex(
+                    f"more than {MAX_OPERATOR_CHAIN} operators in one expression"
+                )
+
+
+def _explain(text: str, tokens: list[Any], line: int, column: int) -> Statement:
+    """EXPLAIN CREATE [MATERIALIZED] VIEW ... or EXPLAIN SELECT ...: the statement explained."""
+    if len(tokens) < 2:
+        raise SqlError("EXPLAIN needs a statement", code="syntax_error", line=line, column=column)
+    start = tokens[0].end + 1
+    while start < len(text) and text[start].isspace():
+        start += 1
+    probe = Statement("?", text, None, line, column)
+    ln, col = _position(text, start)
+    ln2, col2 = probe.locate(ln, col)
+    inner = parse_statement(text[start:], ln2 or line, col2 or column)
+    if inner.kind not in ("CREATE VIEW", "SELECT"):
+        raise SqlError(
+            "EXPLAIN supports CREATE [MATERIALIZED] VIEW and SELECT statements",
+            code="unsupported",
+            line=line,
+            column=column,
+        )
+    return Statement("EXPLAIN", text, inner.ast, line, column, inner)
+
+
 def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
     """Parse one statement; raise `SqlError` with its position in the request."""
     try:
-        asts = [a for a in sqlglot.parse(text, read=DIALECT) if a is not None]
+        tokens = _DUCKDB.tokenize(text)
+    except sqlglot.errors.TokenError as e:
+        raise SqlError(
+            f"cannot tokenize SQL: {e}", code="syntax_error", line=line, column=column
+        ) from None
+    check_complexity(tokens, line, column)
+    if tokens and tokens[0].text.upper() == "EXPLAIN":
+        return _explain(text, tokens, line, column)
+    try:
+        asts = [a for a in _DUCKDB.parser().parse(tokens, text) if a is not None]
     except sqlglot.errors.ParseError as e:
         msg, ln, col = _parse_error(e)
         probe = Statement("?", text, None, line, column)
         ln2, col2 = probe.locate(ln, col)
         raise SqlError(f"syntax error: {msg}", code="syntax_error", line=ln2, column=col2) from None
+    except RecursionError:
+        raise SqlError(
+            "the statement is too complex: nested too deeply to parse",
+            code="too_complex",
+            line=line,
+            column=column,
+        ) from None
+    except Exception as e:  # noqa: BLE001 - a parser bug must be a client error, not a 500
+        raise SqlError(
+            f"cannot parse the statement: {type(e).__name__}: {e}",
+            code="syntax_error",
+            line=line,
+            column=column,
+        ) from None
     if len(asts) != 1:
         raise SqlError(
             "expected exactly one statement", code="syntax_error", line=line, column=column

@@ -49,6 +49,24 @@ def log_table(table_id: int) -> str:
     return f"diffsql.{quote_ident(f'log_{table_id}')}"
 
 
+# Applied to the durable connection once migrations have run: user statements (DML) execute on
+# it, so it must not reach the file system (files, ATTACH, COPY), fetch or load extensions, see
+# Python variables as tables (replacement scans), or have these settings changed back.
+LOCKDOWN = (
+    "SET enable_external_access = false",
+    "SET autoinstall_known_extensions = false",
+    "SET autoload_known_extensions = false",
+    "SET allow_community_extensions = false",
+    "SET python_enable_replacements = false",
+    "SET lock_configuration = true",  # last: nothing above can be undone afterwards
+)
+
+
+def lock_down(conn: duckdb.DuckDBPyConnection) -> None:
+    for statement in LOCKDOWN:
+        conn.execute(statement)
+
+
 class Store:
     """Owns the DuckDB connection of the durable database."""
 
@@ -58,6 +76,7 @@ class Store:
         self.path = path
         self.conn = duckdb.connect(path)
         migrations.migrate(self.conn)
+        lock_down(self.conn)
 
     def close(self) -> None:
         try:

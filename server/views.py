@@ -1,10 +1,22 @@
 """A maintained view: its own engine dataflow, its contents and its retained history.
 
-Each view runs in a dataflow of its own, fed by input handles for the tables and views it reads
-(`dependencies`), so creating, failing or dropping one view never disturbs another, and its
-arrangement statistics are exactly its own. Engine epochs are the server's timestamps.
+Each view runs in a dataflow of its own, so creating, failing or dropping one view never
+disturbs another, and its arrangement statistics are exactly its own traces. The dataflow reads
+the tables it uses through input handles, and the views it uses by importing their output
+arrangements (`Arranged.import_into`): a view over a view reads the upstream's trace without a
+copy. The view's own output is arranged (trace `view:<name>`) so that views over it can do the
+same; its captured output is read from that arrangement. Engine epochs are the server's
+timestamps.
 
-Invariants (between writes, under the server's state lock):
+Engine invariants (owned by the writer):
+- a dataflow that imports an upstream arrangement is run after the upstream's dataflow at the
+  same timestamp, and is `release()`d before it is discarded (see `release`);
+- the server holds a reader (`pin`) on every view's output trace whose logical compaction
+  frontier is the last timestamp the view is complete through (`pin_at`). Without it the trace
+  could advance times to its upper frontier (the *next* timestamp), and a view built later by
+  importing it would see the upstream's contents at a timestamp that is not complete yet.
+
+State invariants (between writes, under the server's state lock):
 - `contents` is the view's multiset at `complete_ts` (no zero or negative counts);
 - `history` holds, in timestamp order, the consolidated, non-empty update batches at every
   timestamp in (`base_ts`, `complete_ts`]; contents at T >= base_ts is `contents` minus the
@@ -22,6 +34,10 @@ from typing import Any
 
 Row = tuple[Any, ...]
 Batch = list[tuple[Row, int]]
+
+
+def _row(key: Any, _val: Any) -> Any:
+    return key
 
 
 def consolidate(updates: Iterable[tuple[Row, int]]) -> Batch:
@@ -60,6 +76,9 @@ class MaintainedView:
     df: Any = None
     handles: dict[str, Any] = field(default_factory=dict)
     capture: Any = None
+    arranged: Any = None  # the output arrangement, imported by views over this one
+    pin: Any = None  # the server's reader on the output trace (see the module docstring)
+    imports: list[str] = field(default_factory=list)  # views whose arrangements df imports
 
     @property
     def intact(self) -> bool:
@@ -71,30 +90,48 @@ class MaintainedView:
 
     # -- engine -------------------------------------------------------------------------------
 
-    def build(self, dataflow: Any, start_ts: int) -> None:
-        """Build the compiled plan into `dataflow` with one input per dependency at `start_ts`."""
+    def build(
+        self, dataflow: Any, start_ts: int, imports: Mapping[str, Any] | None = None
+    ) -> None:
+        """Build the compiled plan into `dataflow`: an input handle (at `start_ts`) for each
+        dependency, except those in `imports` (name -> the upstream view's output `Arranged`),
+        which are read from the upstream's trace without a copy."""
+        self.release()
         self.df = dataflow
         self.handles = {}
+        self.imports = []
         sources = {}
         for dep in self.dependencies:
+            if imports is not None and dep in imports:
+                imported = imports[dep].import_into(dataflow, name=f"import:view:{dep}")
+                sources[dep] = imported.as_collection(_row)
+                self.imports.append(dep)
+                continue
             handle, coll = dataflow.new_input(name=dep)
             handle.advance_to(start_ts)
             self.handles[dep] = handle
             sources[dep] = coll
         out = self.compiled.build(dataflow, sources)
-        try:  # the view keeps its own history; the capture need not
-            self.capture = out.capture(history=False)
-        except TypeError:
-            self.capture = out.capture()
+        self.arranged = out.arrange_by_self(f"view:{self.name}")
+        # The view keeps its own history; the capture need not.
+        self.capture = self.arranged.as_collection(_row).capture(history=False)
+        self.pin = self.arranged.trace.new_reader("server")
 
     def run_schedule(
-        self, schedule: Sequence[tuple[int, Mapping[str, Iterable[tuple[Row, int]]]]], upto: int
+        self,
+        schedule: Sequence[tuple[int, Mapping[str, Iterable[tuple[Row, int]]]]],
+        upto: int,
+        pin_ts: int | None = None,
     ) -> dict[int, Batch]:
-        """Feed `schedule` (ascending timestamps), close every epoch <= `upto`, run the
-        dataflow and return the output batches by timestamp. Engine errors propagate."""
+        """Feed `schedule` (ascending timestamps) to the input handles, close every epoch
+        <= `upto`, run the dataflow and return the output batches by timestamp. Imported
+        arrangements must already be complete through `upto`. Then let the output trace
+        compact up to `pin_ts` (default `upto`). Engine errors propagate."""
         for ts, inputs in schedule:
             for dep, updates in inputs.items():
-                handle = self.handles[dep]
+                handle = self.handles.get(dep)
+                if handle is None:
+                    continue  # an imported view: its changes arrive through its trace
                 if handle.epoch < ts:
                     handle.advance_to(ts)
                 batch = list(updates)
@@ -108,8 +145,36 @@ class MaintainedView:
         for data, time, diff in self.capture.drain():
             t = time[0] if isinstance(time, tuple) else int(time)
             out[t].append((tuple(data), diff))
+        self.pin_at(upto if pin_ts is None else pin_ts)
         self.refresh_stats()
         return {t: b for t, b in ((t, consolidate(u)) for t, u in sorted(out.items())) if b}
+
+    def pin_at(self, ts: int) -> None:
+        """Let the output trace advance times up to `ts` (and merge what every reader read)."""
+        if self.pin is None or self.arranged is None:
+            return
+        from engine.lattice import Antichain
+
+        trace = self.arranged.trace
+        self.pin.set_logical_compaction(Antichain([(ts,) + (0,) * (trace.dims - 1)]))
+        self.pin.acked = trace.next_seq - 1
+
+    def release(self) -> None:
+        """Drop the engine side: the dataflow's readers of imported traces are released, so a
+        discarded dataflow never holds back an upstream's compaction."""
+        if self.df is not None:
+            try:
+                self.df.release()
+            except Exception:  # noqa: BLE001 - releasing is best effort
+                pass
+        if self.pin is not None:
+            self.pin.drop()
+        self.df = None
+        self.handles = {}
+        self.capture = None
+        self.arranged = None
+        self.pin = None
+        self.imports = []
 
     def refresh_stats(self) -> None:
         try:
@@ -120,9 +185,7 @@ class MaintainedView:
     def fail(self, message: str) -> None:
         self.status = "failed"
         self.error = message
-        self.df = None
-        self.handles = {}
-        self.capture = None
+        self.release()
 
     # -- state --------------------------------------------------------------------------------
 
@@ -152,4 +215,6 @@ class MaintainedView:
             "batches": sum(int(s.get("batches", 0)) for s in self.stats),
             "bytes": sum(int(s.get("bytes", 0)) for s in self.stats),
             "traces": self.stats,
+            # Arrangements of other views this view reads (not copied, not counted above).
+            "imports": [{"view": v, "trace": f"view:{v}"} for v in self.imports],
         }

@@ -27,6 +27,9 @@ def parse(sql: str) -> sqlglot.exp.Expression:
         ("WITH x AS (SELECT * FROM t) SELECT * FROM x", ["t"]),
         ("SELECT * FROM range(3)", []),
         ("SELECT (SELECT max(a) FROM v) FROM T", ["t", "v"]),
+        ("WITH x AS (SELECT 1) SELECT * FROM t WHERE a IN (SELECT * FROM x)", ["t"]),
+        ("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r) SELECT * FROM r", []),
+        ("WITH a AS (SELECT 1), b AS (SELECT * FROM a) SELECT * FROM b", []),
     ],
 )
 def test_allowed(sql: str, used: list[str]) -> None:
@@ -47,6 +50,16 @@ def test_allowed(sql: str, used: list[str]) -> None:
         ("SELECT * FROM '/etc/passwd'", "unknown_table"),
         ("SELECT * FROM nope", "unknown_table"),
         ("COPY t TO 'x'", "forbidden"),
+        # A CTE only hides names in its own scope, never in a sibling or an earlier CTE.
+        (
+            'SELECT * FROM "/etc/passwd", (WITH "/etc/passwd" AS (SELECT 1) SELECT 1)',
+            "unknown_table",
+        ),
+        ("WITH a AS (SELECT * FROM sqlite_master) SELECT * FROM a", "unknown_table"),
+        ("WITH a AS (SELECT * FROM b), b AS (SELECT 1) SELECT * FROM a", "unknown_table"),
+        ("WITH sqlite_master AS (SELECT * FROM sqlite_master) SELECT 1", "unknown_table"),
+        ("SELECT * FROM duckdb_tables", "unknown_table"),
+        ("SELECT * FROM information_schema.tables", "forbidden"),
     ],
 )
 def test_rejected(sql: str, code: str) -> None:

@@ -91,17 +91,44 @@ async def changes_sse(
     )
 
 
+def _ws_params(query: Any) -> tuple[bool, int | None]:
+    """`snapshot` and `since` of a WebSocket subscription (validated here, after the handshake,
+    so that a bad value is reported in an error frame rather than as a rejected handshake)."""
+    snapshot = True
+    raw = query.get("snapshot")
+    if raw is not None:
+        low = raw.strip().lower()
+        if low in ("true", "1", "yes", "on"):
+            snapshot = True
+        elif low in ("false", "0", "no", "off"):
+            snapshot = False
+        else:
+            raise BadRequest(f"snapshot must be true or false, not {raw!r}", code="invalid_request")
+    since: int | None = None
+    raw = query.get("since")
+    if raw is not None:
+        try:
+            since = int(raw)
+        except ValueError:
+            raise BadRequest(
+                f"since must be a timestamp (an integer >= 0), not {raw!r}", code="invalid_request"
+            ) from None
+        if since < 0:
+            raise BadRequest("since must be >= 0", code="invalid_request")
+    return snapshot, since
+
+
 @router.websocket("/views/{name}/changes")
-async def changes_ws(
-    websocket: WebSocket,
-    name: str,
-    snapshot: bool = True,
-    since: int | None = None,
-) -> None:
+async def changes_ws(websocket: WebSocket, name: str) -> None:
+    """Query parameters `snapshot` (default true) and `since`, as for the SSE feed. Errors
+    (bad parameters, unknown or failed view) arrive as one {"type": "error"} frame, then the
+    connection closes with code 1008."""
     db: Database = websocket.app.state.db
     heartbeat: float = websocket.app.state.settings.heartbeat_seconds
-    await websocket.accept()
+    offered = websocket.scope.get("subprotocols") or []
+    await websocket.accept(subprotocol="diffsql" if "diffsql" in offered else None)
     try:
+        snapshot, since = _ws_params(websocket.query_params)
         sub, initial = db.subscribe(name.lower(), snapshot, since, asyncio.get_running_loop())
     except ApiError as e:
         await websocket.send_json({"type": "error", **e.to_json()})

@@ -16,10 +16,20 @@ class SqlRequest(BaseModel):
     sql: str = Field(description="One or more statements separated by ';'")
 
 
+class FailedView(BaseModel):
+    name: str
+    error: dict[str, Any]
+
+
 class SqlResponse(BaseModel):
     results: list[dict[str, Any]]
+    failed_views: list[FailedView] = Field(
+        default_factory=list,
+        description="views whose evaluation failed at this write (the write is committed; "
+        "each view reports status 'failed' and is retried at its next input change)",
+    )
 
 
 @router.post("/sql", response_model=SqlResponse)
 def post_sql(body: SqlRequest, db: DatabaseDep) -> dict[str, Any]:
-    return {"results": db.execute(body.sql)}
+    return db.execute(body.sql)
