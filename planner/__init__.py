@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, TokenError
 
 from planner.binder import Binder
@@ -65,22 +66,97 @@ _CREATE = re.compile(r"^\s*create\s+(?:or\s+replace\s+)?(?:materialized\s+)?view
                      re.IGNORECASE | re.DOTALL)
 
 
+def _stamped(name: str) -> Any:
+    base = getattr(DuckDB.Parser, name)
+
+    def parse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        first = self._curr
+        out = base(self, *args, **kwargs)
+        if first is not None and isinstance(out, exp.Expression) and "start" not in out.meta:
+            out.meta.update(line=first.line, col=first.col, start=first.start, end=first.end)
+        return out
+
+    return parse
+
+
+# sqlglot records token positions only on identifiers, so an error on a construct made of
+# keywords and literals (INTERVAL 1 DAY, 'a' + 1) had no position: every expression these
+# parse methods build is stamped with the span start of its first token (an offset into the
+# text given to compile_view, CREATE VIEW prefix included, so positions need no mapping).
+_POSITIONED = ("_parse_select", "_parse_table", "_parse_join", "_parse_expression",
+               "_parse_assignment", "_parse_disjunction", "_parse_conjunction",
+               "_parse_equality", "_parse_comparison", "_parse_range", "_parse_bitwise",
+               "_parse_term", "_parse_factor", "_parse_exponent", "_parse_unary",
+               "_parse_type", "_parse_column", "_parse_primary", "_parse_function",
+               "_parse_case", "_parse_paren", "_parse_interval", "_parse_cast",
+               "_parse_window", "_parse_bracket", "_parse_types")
+
+
+class _PositionedParser(DuckDB.Parser):  # type: ignore[misc,valid-type]
+    pass
+
+
+for _name in _POSITIONED:
+    setattr(_PositionedParser, _name, _stamped(_name))
+
+_DIALECT = Dialect.get_or_raise("duckdb")
+
+
+def _syntax_message(info: dict[str, Any]) -> str:
+    """A user-facing message from one sqlglot error record (no class names or token dumps)."""
+    hl = str(info.get("highlight") or "").strip()
+    desc = str(info.get("description") or "")
+    hint = ""
+    m = re.match(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>", desc)
+    if m:
+        hint = f"incomplete {m.group(2).upper()}"
+    elif "<" not in desc and desc and not desc.startswith("Invalid expression"):
+        hint = desc[0].lower() + desc[1:]
+    elif desc.startswith("Expected ") and " but got" in desc:
+        hint = desc.split(" but got")[0].lower()
+    near = f"at or near '{hl}'" if hl else "at end of input"
+    return f"syntax error {near}" + (f" ({hint})" if hint else "")
+
+
+def _parse_one(sql: str) -> list[exp.Expression]:
+    parser = _PositionedParser(dialect=_DIALECT)
+    return [s for s in parser.parse(_DIALECT.tokenize(sql), sql) if s is not None]
+
+
+def _syntax_error(e: ParseError, sql: str, offset: int = 0) -> PlanError:
+    """PlanError for e, raised parsing ``sql[offset:]``: positions are mapped back to ``sql``."""
+    info = e.errors[0] if e.errors else {"description": str(e)}
+    line, col = info.get("line"), info.get("col")
+    hl = info.get("highlight") or ""
+    if col is not None and hl and "\n" not in hl:
+        col = max(1, col - len(hl) + 1)  # sqlglot reports the token's last column
+    if line is not None and offset:
+        before = sql[:offset]
+        if line == 1 and col is not None:
+            col += offset - (before.rfind("\n") + 1)
+        line += before.count("\n")
+    return PlanError("syntax_error", _syntax_message(info), line, col)
+
+
 def _parse(sql: str) -> exp.Expression:
     try:
-        stmts = [s for s in sqlglot.parse(sql, dialect="duckdb") if s is not None]
+        stmts = _parse_one(sql)
     except ParseError as e:
-        info = e.errors[0] if e.errors else {}
-        desc = str(info.get("description", str(e))).split("<Token")[0].strip()
-        line, col = info.get("line"), info.get("col")
-        hl = info.get("highlight") or ""
-        if col is not None and hl:
-            col = max(1, col - len(hl) + 1)
-        raise PlanError("syntax_error", f"syntax error: {desc}" + (f" near '{hl}'" if hl
-                                                                    else ""), line, col) from None
+        raise _syntax_error(e, sql) from None
     except TokenError as e:
         raise PlanError("syntax_error", f"syntax error: {e}") from None
     if len(stmts) != 1:
         raise PlanError("syntax_error", "expected exactly one SELECT or CREATE VIEW statement")
+    m = _CREATE.match(sql)
+    if isinstance(stmts[0], exp.Command) and m:
+        # sqlglot gives up on a CREATE VIEW whose body does not parse and returns an opaque
+        # Command: parse the body alone for the real error, positioned in the whole text
+        try:
+            _parse_one(m.group(3))
+        except ParseError as e:
+            raise _syntax_error(e, sql, m.start(3)) from None
+        except TokenError as e:
+            raise PlanError("syntax_error", f"syntax error: {e}") from None
     return stmts[0]
 
 

@@ -3,7 +3,9 @@
 Invariant: ``reduce_group`` and ``topk_rows`` are pure functions of a group's accumulated
 contents (rows with positive counts), so recomputing a group from scratch after any update is
 correct; this is the "basic" aggregation strategy (no accumulable/hierarchical tricks), which
-also makes MIN/MAX correct when the current extreme is deleted.
+also makes MIN/MAX correct when the current extreme is deleted. A group whose SUM leaves the
+range of its SQL type, or whose ``single`` (a scalar subquery's value) has several rows, raises
+EvaluationError, as DuckDB raises for the same data.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from planner.errors import EvaluationError
 from planner.ir import Agg, SortKey
-from planner.scalar import row_key, sort_key
+from planner.scalar import INT_RANGE, norm_type, row_key, sort_key
+
+SUBQUERY_ROWS = "more than one row returned by a subquery used as an expression"
 
 
 def reduce_group(aggs: tuple[Agg, ...], rows: Iterable[tuple[tuple[Any, ...], int]]) -> tuple:
@@ -22,6 +27,13 @@ def reduce_group(aggs: tuple[Agg, ...], rows: Iterable[tuple[tuple[Any, ...], in
     for a in aggs:
         if a.func == "count_star":
             out.append(sum(c for _, c in rows))
+            continue
+        if a.func == "single":
+            # the value of a scalar subquery for one outer key: NULLs count as rows here
+            if sum(c for _, c in rows) != 1:
+                raise EvaluationError(SUBQUERY_ROWS, a.label or None)
+            assert a.arg is not None
+            out.append(rows[0][0][a.arg])
             continue
         assert a.arg is not None
         if a.distinct:
@@ -33,7 +45,13 @@ def reduce_group(aggs: tuple[Agg, ...], rows: Iterable[tuple[tuple[Any, ...], in
         elif not vals:
             out.append(None)
         elif a.func == "sum":
-            out.append(_sum(vals))
+            total = _sum(vals)
+            t = norm_type(a.type)
+            if isinstance(total, int) and t in INT_RANGE and not (
+                    INT_RANGE[t][0] <= total <= INT_RANGE[t][1]):
+                raise EvaluationError(f"integer overflow in SUM: the result {total} is out of "
+                                      f"range for {t}", a.label or None)
+            out.append(total)
         elif a.func == "avg":
             total = _sum(vals)
             n = sum(c for _, c in vals)

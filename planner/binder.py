@@ -10,6 +10,12 @@ Invariants:
 - Values that flow through the plan have the Python type of their SQL type (the binder inserts
   casts where DuckDB coerces), so scalar functions never see mixed Decimal/float operands.
 - Local binding ids are generated deterministically (a counter), so EXPLAIN output is stable.
+- Integer results get DuckDB's result type (an integer literal takes the type of the integer
+  column it meets when it fits), because evaluation checks overflow against that type; every
+  Call that can fail at runtime carries the SQL text of its expression as ``label``.
+- A scalar subquery that could return several rows per outer row is reduced by the ``single``
+  aggregate, which raises EvaluationError for a key with more than one row (as DuckDB does)
+  instead of duplicating the outer row.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from sqlglot import exp
 
 from planner.catalog import Catalog
 from planner.decorrelate import apply
-from planner.errors import PlanError
+from planner.errors import EvaluationError, PlanError
 from planner.ir import (
     FALSE,
     TRUE,
@@ -48,7 +54,18 @@ from planner.ir import (
     Union,
     null,
 )
-from planner.scalar import FUNCS, NULL_TOLERANT, cast_value, family, is_numeric, norm_type, unify
+from planner.scalar import (
+    FUNCS,
+    NULL_TOLERANT,
+    cast_checked,
+    cast_value,
+    compile_scalar,
+    family,
+    fitting_int_type,
+    is_numeric,
+    norm_type,
+    unify,
+)
 
 
 def A(node: exp.Expression, name: str) -> Any:
@@ -72,6 +89,7 @@ class Bound:
     rel: Rel
     names: list[str]
     types: list[str]
+    at_most_one: bool = False  # provably at most one row (per outer row, once decorrelated)
 
 
 @dataclass
@@ -330,7 +348,8 @@ class Binder:
                 raise self.err("unsupported", "ORDER BY on a set operation must name an output "
                                "column", e)
             keys.append(SortKey(idx, bool(o.args.get("desc")), bool(o.args.get("nulls_first"))))
-        return Bound(TopK(b.rel, (), tuple(keys), limit, offset), b.names, b.types)
+        return Bound(TopK(b.rel, (), tuple(keys), limit, offset), b.names, b.types,
+                     b.at_most_one or (limit is not None and limit <= 1))
 
     def limit_offset(self, node: exp.Expression) -> tuple[int | None, int]:
         lim, off = A(node, "limit"), A(node, "offset")
@@ -628,7 +647,10 @@ class Binder:
         if hidden:
             out = Mfp(out, (), (), tuple(range(len(outs))))
         del n
-        return Bound(out, names, [t for _, t in outs])
+        # a global aggregate, a FROM-less SELECT or LIMIT 0/1 yields at most one row
+        one = (group is None and bool(agg_nodes)) or A(sel, "from") is None or (
+            limit is not None and limit <= 1)
+        return Bound(out, names, [t for _, t in outs], one)
 
     def aggregate(self, ctx: ExprCtx, group: exp.Group | None, agg_nodes: list[exp.Expression],
                   items: list[tuple[exp.Expression, str | None]], aliases: dict[str, Any],
@@ -662,7 +684,7 @@ class Binder:
                         args.append(arg)
                     argcol = len(groups) + args.index(arg)
                 seen[key] = len(aggs)
-                aggs.append(Agg(func, argcol, dist, t))
+                aggs.append(Agg(func, argcol, dist, t, _sql(node)))
             agg_cols[id(node)] = (Col(len(groups) + seen[key]), t)
         n = ctx.rel.arity
         mapped = [s for s, _ in groups] + args
@@ -746,6 +768,10 @@ class Binder:
 
             def with_d(dg: Get) -> Rel:
                 qq = apply(b.rel, dg, m) if m else b.rel
+                if kind == "scalar" and not b.at_most_one:
+                    # one value per outer key, or EvaluationError: never duplicate outer rows
+                    qq = Reduce(qq, tuple(range(m)), (Agg("single", m, False, b.types[0],
+                                                          f"({_sql(q)})"),))
                 keys = tuple((n + i, i) for i in range(m))
                 if kind == "exists":
                     e = _distinct(Mfp(qq, (), (), tuple(range(m))))
@@ -969,12 +995,13 @@ class ExprCtx:
         arith = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div",
                  exp.IntDiv: "intdiv", exp.Mod: "mod"}
         if type(e) in arith:
-            return self.arith(arith[type(e)], self.bind(e.this), self.bind(e.expression), e)
+            return self.arith(arith[type(e)], self.bind(e.this), self.bind(e.expression), e,
+                              (_int_literal(e.this), _int_literal(e.expression)))
         if isinstance(e, exp.Neg):
             s, t = self.bind(e.this)
             if not is_numeric(t):
                 raise b.err("type_error", f"cannot negate a value of type {t}", e)
-            return self.call("neg", [(s, t)], t)
+            return self.call("neg", [(s, t)], t, _sql(e))
         if isinstance(e, exp.DPipe):
             return self.call("dpipe", [self.bind(e.this), self.bind(e.expression)], "VARCHAR")
         if isinstance(e, exp.Between):
@@ -1020,19 +1047,20 @@ class ExprCtx:
 
     # -- helpers
 
-    def call(self, func: str, args: list[BB], t: str) -> BB:
+    def call(self, func: str, args: list[BB], t: str, label: str = "") -> BB:
         ss = tuple(s for s, _ in args)
-        # constant folding happens here so that literal coercions are visible to type checks
+        c = Call(func, ss, t, label)
+        # constant folding happens here so that literal coercions are visible to type checks;
+        # it runs the runtime evaluator, so overflow checks apply to constants too
         if all(isinstance(s, Lit) for s in ss) and func in FUNCS:
             try:
-                v = FUNCS[func](*[s.value for s in ss])  # type: ignore[union-attr]
-                return Lit(v, t), t
-            except Exception:  # noqa: BLE001 - fold failures stay runtime expressions
-                pass
+                return Lit(compile_scalar(c)(()), t), t
+            except Exception:  # noqa: BLE001 - a failing constant raises when evaluated,
+                pass  # as in DuckDB (CASE WHEN false THEN 1 // 0 END is fine)
         if func not in NULL_TOLERANT and func != "cast" and any(
                 isinstance(s, Lit) and s.value is None for s in ss):
             return null(t), t
-        return Call(func, ss, t), t
+        return c, t
 
     def unify_or_fail(self, types: list[str], node: exp.Expression) -> str:
         u = unify(types)
@@ -1042,11 +1070,11 @@ class ExprCtx:
         return u
 
     def unified_call(self, func: str, vals: list[BB], node: exp.Expression) -> BB:
-        vals = [self.literal_to(v, [w[1] for w in vals]) for v in vals]
+        vals = [self.literal_to(v, [w[1] for w in vals], node) for v in vals]
         u = self.unify_or_fail([t for _, t in vals], node)
         return self.call(func, [(_cast(s, t, u), u) for s, t in vals], u)
 
-    def literal_to(self, v: BB, others: list[str]) -> BB:
+    def literal_to(self, v: BB, others: list[str], node: exp.Expression | None = None) -> BB:
         """A string literal next to a non-string value takes that value's type (DuckDB's
         STRING_LITERAL is implicitly castable)."""
         s, t = v
@@ -1055,7 +1083,8 @@ class ExprCtx:
             if target is not None:
                 cv = cast_value(s.value, target)
                 if cv is None:
-                    raise self.b.err("type_error", f"cannot convert '{s.value}' to {target}")
+                    raise self.b.err("type_error", f"cannot convert '{s.value}' to {target}",
+                                     node)
                 return Lit(cv, target), target
         return v
 
@@ -1064,8 +1093,8 @@ class ExprCtx:
         return self.compare_bound(func, self.bind(a), self.bind(c), node)
 
     def compare_bound(self, func: str, x: BB, y: BB, node: exp.Expression) -> BB:
-        x = self.literal_to(x, [y[1]])
-        y = self.literal_to(y, [x[1]])
+        x = self.literal_to(x, [y[1]], node)
+        y = self.literal_to(y, [x[1]], node)
         fx, fy = family(x[1]), family(y[1])
         if "null" not in (fx, fy):
             u = unify([x[1], y[1]])
@@ -1075,9 +1104,12 @@ class ExprCtx:
             x, y = (_cast(x[0], x[1], u), u), (_cast(y[0], y[1], u), u)
         return self.call(func, [x, y], "BOOLEAN")
 
-    def arith(self, func: str, x: BB, y: BB, node: exp.Expression) -> BB:
-        x = self.literal_to(x, [y[1]])
-        y = self.literal_to(y, [x[1]])
+    def arith(self, func: str, x: BB, y: BB, node: exp.Expression,
+              lits: tuple[bool, bool] = (False, False)) -> BB:
+        """``lits`` says which operands are integer literals in the SQL text."""
+        label = _sql(node)
+        x = self.literal_to(x, [y[1]], node)
+        y = self.literal_to(y, [x[1]], node)
         fx, fy = family(x[1]), family(y[1])
         sym = {"add": "+", "sub": "-", "mul": "*", "div": "/", "intdiv": "//", "mod": "%"}[func]
         if fx in ("date", "timestamp") or fy in ("date", "timestamp"):
@@ -1098,6 +1130,11 @@ class ExprCtx:
         u = unify([x[1], y[1]]) or "DOUBLE"
         if u == "NULL":
             u = "INTEGER"
+        if family(u) == "int" and lits[0] != lits[1]:
+            # DuckDB's INTEGER_LITERAL adopts the other operand's integer type if it fits
+            (lit, _), (_, other) = (x, y) if lits[0] else (y, x)
+            if isinstance(lit, Lit) and isinstance(lit.value, int) and family(other) == "int":
+                u = fitting_int_type(lit.value, other)
         if family(u) == "decimal" and func == "mul":
             u = f"DECIMAL(18,{_scale(x[1]) + _scale(y[1])})"
         if family(u) == "float":
@@ -1105,7 +1142,7 @@ class ExprCtx:
         if func == "intdiv" and family(u) != "int":
             u = "DOUBLE"
             x, y = (_cast(x[0], x[1], "DOUBLE"), "DOUBLE"), (_cast(y[0], y[1], "DOUBLE"), "DOUBLE")
-        return self.call(func, [x, y], u)
+        return self.call(func, [x, y], u, label)
 
     def str_arg(self, e: exp.Expression) -> BB:
         s, t = self.bind(e)
@@ -1143,7 +1180,7 @@ class ExprCtx:
                   default: exp.Expression | None, node: exp.Expression) -> BB:
         vals = [self.bind(v) for _, v in whens]
         dv = self.bind(default) if default is not None else (null(), "NULL")
-        allv = [self.literal_to(v, [w[1] for w in [*vals, dv]]) for v in [*vals, dv]]
+        allv = [self.literal_to(v, [w[1] for w in [*vals, dv]], node) for v in [*vals, dv]]
         u = self.unify_or_fail([t for _, t in allv], node)
         args: list[BB] = []
         for (c, _), (s, t) in zip(whens, allv[:-1], strict=True):
@@ -1158,13 +1195,18 @@ class ExprCtx:
         if family(target) == "other":
             raise self.b.err("unsupported", f"CAST to {target} is not supported", to)
         if isinstance(s, Lit):
-            v = cast_value(s.value, target)
-            if v is None and s.value is not None and not isinstance(e, exp.TryCast):
-                raise self.b.err("type_error", f"cannot cast {s.value!r} to {target}", e)
-            return Lit(v, target), target
+            if isinstance(e, exp.TryCast):
+                return Lit(cast_value(s.value, target), target), target
+            try:
+                return Lit(cast_checked(s.value, target), target), target
+            except EvaluationError:
+                # DuckDB raises only when the CAST is evaluated: CASE WHEN false THEN
+                # CAST('%' AS INTEGER) END is NULL, so the failure waits for evaluation too
+                return Call("cast", (s,), target, _sql(e)), target
         if norm_type(t) == target:
             return s, t
-        return Call("cast", (s,), target), target
+        return Call("try_cast" if isinstance(e, exp.TryCast) else "cast", (s,), target,
+                    _sql(e)), target
 
     def function(self, e: exp.Expression) -> BB:
         b = self.b
@@ -1226,7 +1268,7 @@ class ExprCtx:
                              [self.str_arg(args[0]), self.str_arg(args[1])], "BOOLEAN")
         if name in ("abs", "sign"):
             x = self.num_arg(args[0])
-            return self.call(name, [x], x[1] if name == "abs" else "TINYINT")
+            return self.call(name, [x], x[1] if name == "abs" else "TINYINT", _sql(e))
         if name in ("floor", "ceil"):
             if isinstance(e, (exp.Floor, exp.Ceil)) and e.args.get("decimals") is not None:
                 raise b.err("unsupported", f"{name.upper()} with a precision", e)
@@ -1251,7 +1293,8 @@ class ExprCtx:
             xs = [self.num_arg(a) for a in args]
             return self.call(name, [(_cast(s, t, "DOUBLE"), "DOUBLE") for s, t in xs], "DOUBLE")
         if name == "mod":
-            return self.arith("mod", self.bind(args[0]), self.bind(args[1]), e)
+            return self.arith("mod", self.bind(args[0]), self.bind(args[1]), e,
+                              (_int_literal(args[0]), _int_literal(args[1])))
         if name in ("greatest", "least"):
             return self.unified_call(name, [self.bind(a) for a in args], e)
         if name == "coalesce":
@@ -1285,7 +1328,7 @@ class ExprCtx:
             else:
                 unit, start, end = _unit(args[0]), args[1], args[2]
             xs = [self.bind(start), self.bind(end)]
-            xs = [self.literal_to(v, ["DATE"]) for v in xs]
+            xs = [self.literal_to(v, ["DATE"], e) for v in xs]
             for v in xs:
                 if family(v[1]) not in ("date", "timestamp", "null"):
                     raise b.err("type_error", f"date_diff needs dates, got {v[1]}", e)
@@ -1296,6 +1339,22 @@ class ExprCtx:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _sql(node: exp.Expression) -> str:
+    """The expression's SQL text, for EvaluationError messages."""
+    try:
+        return node.sql(dialect="duckdb")
+    except Exception:  # noqa: BLE001 - a label is best effort
+        return node.key.upper()
+
+
+def _int_literal(node: exp.Expression | None) -> bool:
+    """An integer literal in the SQL text (possibly negated or parenthesised)."""
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    return isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip(
+        "-").isdigit()
 
 
 def _unit(e: Any) -> str:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # ---------------------------------------------------------------- scalar expressions
@@ -50,6 +50,9 @@ class Call:
     func: str
     args: tuple[Scalar, ...]
     type: str
+    # SQL text of the expression, for EvaluationError messages only: not part of equality,
+    # hashing or EXPLAIN, so plans that differ only in spelling stay equal and shared.
+    label: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ def map_cols(e: Scalar, f: Any) -> Scalar:
         r = f(e.index)
         return Col(r) if isinstance(r, int) else r
     if isinstance(e, Call):
-        return Call(e.func, tuple(map_cols(a, f) for a in e.args), e.type)
+        return Call(e.func, tuple(map_cols(a, f) for a in e.args), e.type, e.label)
     return e
 
 
@@ -102,7 +105,7 @@ def map_outer(e: Scalar, f: Any) -> Scalar:
     if isinstance(e, OuterRef):
         return f(e)
     if isinstance(e, Call):
-        return Call(e.func, tuple(map_outer(a, f) for a in e.args), e.type)
+        return Call(e.func, tuple(map_outer(a, f) for a in e.args), e.type, e.label)
     return e
 
 
@@ -159,10 +162,11 @@ class Join:
 
 @dataclass(frozen=True)
 class Agg:
-    func: str  # count_star, count, sum, avg, min, max
+    func: str  # count_star, count, sum, avg, min, max, single (a scalar subquery's value)
     arg: int | None
     distinct: bool
     type: str
+    label: str = field(default="", compare=False)  # SQL text, for EvaluationError only
 
 
 @dataclass(frozen=True)
@@ -349,6 +353,8 @@ def fmt_scalar(e: Scalar) -> str:
         return f"({fmt_scalar(e.args[0])} IS NULL)"
     if e.func == "cast":
         return f"CAST({fmt_scalar(e.args[0])} AS {e.type})"
+    if e.func == "try_cast":
+        return f"TRY_CAST({fmt_scalar(e.args[0])} AS {e.type})"
     return f"{e.func}(" + ", ".join(fmt_scalar(a) for a in e.args) + ")"
 
 

@@ -37,6 +37,7 @@ from planner.ir import (
     Threshold,
     TopK,
     Union,
+    scalar_cols,
 )
 from planner.scalar import compile_scalar
 
@@ -57,18 +58,31 @@ def _getter(idx: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]
 
 
 def compile_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]]:
-    """The Mfp as one function row -> () or (out_row,), for a single flat_map."""
+    """The Mfp as one function row -> () or (out_row,), for a single flat_map.
+
+    Each filter runs as soon as the map columns it reads exist, before later maps (Materialize's
+    MFP order): fusion puts a projection's expressions and the WHERE that guards them in one
+    Mfp, and ``SELECT 10 // a ... WHERE a <> 0`` must not evaluate ``10 // 0``, which raises."""
+    n = m.input.arity
     maps = [compile_scalar(e) for e in m.map]
-    filt = [compile_scalar(e) for e in m.filter]
+    after: list[list[Callable[[tuple[Any, ...]], Any]]] = [[] for _ in range(len(maps) + 1)]
+    for p in m.filter:
+        need = max((c - n + 1 for c in scalar_cols(p) if c >= n), default=0)
+        after[need].append(compile_scalar(p))
     proj = _getter(m.project)
+    steps = list(zip(maps, after[1:], strict=True))
+    first = after[0]
 
     def f(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], ...]:
-        full = row
-        for mp in maps:
-            full = full + (mp(full),)
-        for p in filt:
-            if p(full) is not True:
+        for p in first:
+            if p(row) is not True:
                 return ()
+        full = row
+        for mp, filters in steps:
+            full = full + (mp(full),)
+            for p in filters:
+                if p(full) is not True:
+                    return ()
         return (proj(full),)
 
     return f

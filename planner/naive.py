@@ -32,7 +32,7 @@ from planner.ir import (
     TopK,
     Union,
 )
-from planner.scalar import compile_scalar
+from planner.lower import compile_mfp
 
 Bag = dict[tuple[Any, ...], int]
 
@@ -58,15 +58,13 @@ def _eval(r: Rel, sources: dict[str, Bag], env: dict[str, Bag]) -> Bag:
         return dict(out)
     if isinstance(r, Mfp):
         inp = _eval(r.input, sources, env)
-        maps = [compile_scalar(e) for e in r.map]
-        filt = [compile_scalar(e) for e in r.filter]
+        # the engine's row function: the same filter-before-later-maps order, so the same
+        # rows raise EvaluationError in both
+        mfp = compile_mfp(r)
         out = defaultdict(int)
         for row, c in inp.items():
-            full = row
-            for m in maps:
-                full = full + (m(full),)
-            if all(f(full) is True for f in filt):
-                out[tuple(full[i] for i in r.project)] += c
+            for o in mfp(row):
+                out[o] += c
         return _clean(out)
     if isinstance(r, FlatMap):
         raise PlanError("unsupported", f"FlatMap {r.func} has no naive evaluation")

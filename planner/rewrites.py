@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from planner.errors import EvaluationError
 from planner.ir import (
     ArrangeBy,
     Call,
@@ -73,7 +74,11 @@ def fold_constants(r: Rel) -> Rel:
             # evaluate map/filter/project over literal rows now
             from planner.lower import compile_mfp
             f = compile_mfp(n)
-            return Constant(tuple(out for row in n.input.rows for out in f(row)), n.arity)
+            try:
+                return Constant(tuple(out for row in n.input.rows for out in f(row)), n.arity)
+            except EvaluationError:
+                pass  # it raises when evaluated (DuckDB: when run), not at view creation
+
         if isinstance(n, Mfp) and not n.map and not n.filter and \
                 n.project == _identity(n.input.arity):
             return n.input

@@ -2,9 +2,12 @@
 
 Invariant: a function in FUNCS receives already-evaluated argument values whose Python types
 match the SQL types the binder inferred (the binder inserts ``cast`` calls where DuckDB would
-coerce), and returns the value DuckDB returns, with NULL as None. Runtime errors DuckDB would
-raise (division by zero in ``//`` and ``%``, a failed CAST) yield NULL here, because a
-maintained view has no query to fail; README documents this.
+coerce), and returns the value DuckDB returns, with NULL as None. Where DuckDB raises (integer
+overflow of the result's SQL type, division by zero in ``//`` and ``%``, a failed CAST) the
+evaluation raises ``planner.errors.EvaluationError`` instead of inventing a value: the view
+fails, Materialize-style (see planner/errors.py). ``compile_scalar`` evaluates CASE, COALESCE,
+AND and OR lazily, as DuckDB does, so a guarded ``CASE WHEN a <> 0 THEN x // a END`` never
+raises. TRY_CAST (``try_cast``) is the only conversion that turns failure into NULL.
 """
 
 from __future__ import annotations
@@ -17,12 +20,22 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from planner.ir import Col, Lit, OuterRef, Scalar
+from planner.errors import EvaluationError
+from planner.ir import Call, Col, Lit, OuterRef, Scalar, fmt_scalar
 
 # ---------------------------------------------------------------- types
 
+# An unsigned type ranks with the smallest signed type that holds it (UINTEGER with BIGINT).
 INT_RANK = {"TINYINT": 1, "SMALLINT": 2, "INTEGER": 3, "BIGINT": 4, "HUGEINT": 5,
             "UTINYINT": 2, "USMALLINT": 3, "UINTEGER": 4, "UBIGINT": 5}
+SIGNED_OF_RANK = {1: "TINYINT", 2: "SMALLINT", 3: "INTEGER", 4: "BIGINT", 5: "HUGEINT"}
+# The values each integer type holds; a result outside its type's range is DuckDB's
+# "Out of Range Error", raised here as EvaluationError.
+INT_RANGE = {"TINYINT": (-(2 ** 7), 2 ** 7 - 1), "SMALLINT": (-(2 ** 15), 2 ** 15 - 1),
+             "INTEGER": (-(2 ** 31), 2 ** 31 - 1), "BIGINT": (-(2 ** 63), 2 ** 63 - 1),
+             "HUGEINT": (-(2 ** 127), 2 ** 127 - 1), "UTINYINT": (0, 2 ** 8 - 1),
+             "USMALLINT": (0, 2 ** 16 - 1), "UINTEGER": (0, 2 ** 32 - 1),
+             "UBIGINT": (0, 2 ** 64 - 1)}
 _ALIASES = {"INT": "INTEGER", "INT4": "INTEGER", "INT8": "BIGINT", "INT2": "SMALLINT",
             "LONG": "BIGINT", "SHORT": "SMALLINT", "FLOAT8": "DOUBLE", "FLOAT": "REAL",
             "FLOAT4": "REAL", "NUMERIC": "DECIMAL(18,3)", "DECIMAL": "DECIMAL(18,3)",
@@ -79,7 +92,7 @@ def unify(types: list[str]) -> str | None:
     if len(fams) == 1:
         f = fams.pop()
         if f == "int":
-            return max(ts, key=lambda t: INT_RANK[t])
+            return unify_ints(ts)
         if f == "decimal":
             return max(ts, key=decimal_scale)
         if f == "float":
@@ -92,6 +105,31 @@ def unify(types: list[str]) -> str | None:
     if fams == {"date", "timestamp"}:
         return "TIMESTAMP"
     return None
+
+
+def unify_ints(ts: list[str]) -> str:
+    """DuckDB's integer supertype: the widest of one signedness; mixing signed and unsigned
+    gives the signed type ranked with the widest (UINTEGER + TINYINT is BIGINT)."""
+    ts = [norm_type(t) for t in ts]
+    top = max(INT_RANK[t] for t in ts)
+    if all(t.startswith("U") for t in ts) or not any(t.startswith("U") for t in ts):
+        return next(t for t in ts if INT_RANK[t] == top)
+    return SIGNED_OF_RANK[top]
+
+
+def int_fits(v: int, t: str) -> bool:
+    lo, hi = INT_RANGE[norm_type(t)]
+    return lo <= v <= hi
+
+
+def fitting_int_type(v: int, like: str) -> str:
+    """The type DuckDB gives an integer literal next to a column of integer type ``like``:
+    ``like`` itself when the literal fits it (``smallint_col + 1`` is SMALLINT), otherwise the
+    supertype of ``like`` and the literal's own type."""
+    if int_fits(v, like):
+        return norm_type(like)
+    own = next(t for t in ("INTEGER", "BIGINT", "HUGEINT") if int_fits(v, t))
+    return unify_ints([like, own])
 
 
 # ---------------------------------------------------------------- casts
@@ -122,72 +160,100 @@ def to_str(v: Any) -> str:
     return str(v)
 
 
+class _CastFailed(ValueError):
+    """A conversion DuckDB rejects (a Conversion Error there)."""
+
+
+def _convert(v: Any, target: str) -> Any:
+    """CAST(v AS target) as DuckDB does it; raises _CastFailed (or ValueError, ArithmeticError,
+    TypeError from the parsers) where DuckDB raises a conversion error. v is not None."""
+    f = family(target)
+    if f == "str":
+        return to_str(v)
+    if f == "int":
+        if isinstance(v, bool):
+            out = int(v)
+        elif isinstance(v, int):
+            out = v
+        elif isinstance(v, float):
+            if math.isnan(v) or math.isinf(v):
+                raise _CastFailed(f"{float_to_str(v)} is out of range for {norm_type(target)}")
+            out = round(v)  # DuckDB rounds doubles half-to-even here
+        elif isinstance(v, decimal.Decimal):
+            out = int(_round_half_away(v))
+        elif isinstance(v, str):
+            txt = v.strip()
+            try:
+                out = int(txt)
+            except ValueError:
+                out = int(_round_half_away(decimal.Decimal(txt)))
+        else:
+            raise _CastFailed(f"cannot cast a {type(v).__name__} to {norm_type(target)}")
+        if norm_type(target) in INT_RANGE and not int_fits(out, target):
+            raise _CastFailed(f"value {to_str(v)} is out of range for {norm_type(target)}")
+        return out
+    if f == "float":
+        if isinstance(v, (datetime.date, datetime.datetime)):
+            raise _CastFailed(f"cannot cast a date to {norm_type(target)}")
+        return float(v.strip()) if isinstance(v, str) else float(v)
+    if f == "decimal":
+        if isinstance(v, float):
+            d = decimal.Decimal(repr(v))
+        elif isinstance(v, bool):
+            d = decimal.Decimal(int(v))
+        else:
+            d = decimal.Decimal(v.strip() if isinstance(v, str) else v)
+        return _round_half_away(d, decimal_scale(target))
+    if f == "bool":
+        if isinstance(v, str):
+            txt = v.strip().lower()
+            if txt in ("true", "t", "1", "yes", "y"):
+                return True
+            if txt in ("false", "f", "0", "no", "n"):
+                return False
+            raise _CastFailed(f"could not convert string {v!r} to BOOLEAN")
+        return bool(v)
+    if f == "date":
+        if isinstance(v, datetime.datetime):
+            return v.date()
+        if isinstance(v, datetime.date):
+            return v
+        if isinstance(v, str):
+            return datetime.date.fromisoformat(v.strip())
+        raise _CastFailed(f"cannot cast a {type(v).__name__} to DATE")
+    if f == "timestamp":
+        if isinstance(v, datetime.datetime):
+            return v
+        if isinstance(v, datetime.date):
+            return datetime.datetime(v.year, v.month, v.day)
+        if isinstance(v, str):
+            return datetime.datetime.fromisoformat(v.strip())
+        raise _CastFailed(f"cannot cast a {type(v).__name__} to TIMESTAMP")
+    return v
+
+
 def cast_value(v: Any, target: str) -> Any:
-    """CAST(v AS target) as DuckDB does it; a value DuckDB cannot convert gives None."""
+    """TRY_CAST(v AS target): DuckDB's CAST, with None where DuckDB would raise."""
     if v is None:
         return None
-    f = family(target)
     try:
-        if f == "str":
-            return to_str(v)
-        if f == "int":
-            if isinstance(v, bool):
-                return int(v)
-            if isinstance(v, int):
-                return v
-            if isinstance(v, float):
-                if math.isnan(v) or math.isinf(v):
-                    return None
-                return round(v)  # DuckDB rounds doubles half-to-even here
-            if isinstance(v, decimal.Decimal):
-                return int(_round_half_away(v))
-            if isinstance(v, str):
-                s = v.strip()
-                try:
-                    return int(s)
-                except ValueError:
-                    return int(_round_half_away(decimal.Decimal(s)))
-            return None
-        if f == "float":
-            if isinstance(v, (datetime.date, datetime.datetime)):
-                return None
-            return float(v.strip()) if isinstance(v, str) else float(v)
-        if f == "decimal":
-            if isinstance(v, float):
-                d = decimal.Decimal(repr(v))
-            elif isinstance(v, bool):
-                d = decimal.Decimal(int(v))
-            else:
-                d = decimal.Decimal(v.strip() if isinstance(v, str) else v)
-            return _round_half_away(d, decimal_scale(target))
-        if f == "bool":
-            if isinstance(v, str):
-                s = v.strip().lower()
-                if s in ("true", "t", "1", "yes", "y"):
-                    return True
-                if s in ("false", "f", "0", "no", "n"):
-                    return False
-                return None
-            return bool(v)
-        if f == "date":
-            if isinstance(v, datetime.datetime):
-                return v.date()
-            if isinstance(v, datetime.date):
-                return v
-            if isinstance(v, str):
-                return datetime.date.fromisoformat(v.strip())
-            return None
-        if f == "timestamp":
-            if isinstance(v, datetime.datetime):
-                return v
-            if isinstance(v, datetime.date):
-                return datetime.datetime(v.year, v.month, v.day)
-            if isinstance(v, str):
-                return datetime.datetime.fromisoformat(v.strip())
-            return None
+        return _convert(v, target)
     except (ValueError, ArithmeticError, TypeError):
         return None
-    return v
+
+
+def cast_checked(v: Any, target: str) -> Any:
+    """CAST(v AS target): DuckDB's CAST; raises EvaluationError where DuckDB raises."""
+    if v is None:
+        return None
+    try:
+        return _convert(v, target)
+    except _CastFailed as e:
+        raise EvaluationError(f"conversion error: {e}") from None
+    except (ValueError, ArithmeticError, TypeError):
+        what = f"string {v!r}" if isinstance(v, str) else to_str(v)
+        raise EvaluationError(f"conversion error: could not convert {what} to "
+                              f"{norm_type(target)}") from None
 
 
 # ---------------------------------------------------------------- functions
@@ -213,9 +279,14 @@ def _div(a: Any, b: Any) -> Any:
     return a / b
 
 
+def _zero_division(a: Any, op: str, b: Any) -> EvaluationError:
+    return EvaluationError(f"division by zero: {to_str(a)} {op} {to_str(b)}")
+
+
 def _intdiv(a: Any, b: Any) -> Any:
+    # DuckDB 2.0 raises for a zero divisor of // on every numeric type (error_on_division_by_zero)
     if b == 0:
-        return None
+        raise _zero_division(a, "//", b)
     if isinstance(a, int) and isinstance(b, int):
         q = abs(a) // abs(b)
         return q if (a >= 0) == (b >= 0) else -q
@@ -224,7 +295,9 @@ def _intdiv(a: Any, b: Any) -> Any:
 
 def _mod(a: Any, b: Any) -> Any:
     if b == 0:
-        return None
+        if isinstance(a, float) or isinstance(b, float):
+            return math.nan  # DOUBLE % 0 is NaN in DuckDB, only exact types raise
+        raise _zero_division(a, "%", b)
     if isinstance(a, int) and isinstance(b, int):
         r = abs(a) % abs(b)
         return r if a >= 0 else -r
@@ -337,9 +410,32 @@ def _round(x: Any, n: int = 0) -> Any:
         return int(_round_half_away(decimal.Decimal(x), n))
     if isinstance(x, decimal.Decimal):
         return _round_half_away(x, max(n, 0)) if n >= 0 else _round_half_away(x, n)
+    return round_double(x, n)
+
+
+def _std_round(y: float) -> float:
+    """C's std::round: to the nearest integer, halves away from zero (exact for doubles)."""
+    a = abs(y)
+    if not math.isfinite(a) or a >= 2.0 ** 52:
+        return y  # already integral (or inf/nan, which the caller treats)
+    f = float(math.floor(a))
+    return math.copysign(f + 1.0 if a - f >= 0.5 else f, y)
+
+
+def round_double(x: float, n: int = 0) -> float:
+    """DuckDB's round(DOUBLE, n): std::round(x * 10^n) / 10^n in binary floating point, so
+    round(1.005, 2) is 1.0 (1.005 * 100 is 100.49999999999999), not the decimal 1.01."""
     if math.isnan(x) or math.isinf(x):
         return x
-    return float(_round_half_away(decimal.Decimal(repr(x)), n))
+    try:
+        m = 10.0 ** abs(n)
+    except OverflowError:
+        m = math.inf
+    if n >= 0:
+        r = _std_round(x * m) / m
+        return x if math.isinf(r) or math.isnan(r) else r
+    r = _std_round(x / m) * m
+    return 0.0 if math.isinf(r) or math.isnan(r) else r
 
 
 def _floor(x: Any) -> Any:
@@ -548,13 +644,51 @@ NULL_TOLERANT = {"and", "or", "is_null", "is_true", "is_false", "case", "coalesc
                  "date_trunc", "date_diff"}
 
 
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "intdiv": "//", "mod": "%"}
+_OPNAME = {"add": "addition", "sub": "subtraction", "mul": "multiplication",
+           "intdiv": "division", "mod": "division"}
+# Integer functions whose result can leave the range of their SQL type.
+CHECKED = {"add", "sub", "mul", "intdiv", "mod", "neg", "abs"}
+
+
+def _checked_int(func: str, fn: Callable[..., Any], t: str) -> Callable[..., Any]:
+    """fn, raising EvaluationError when its integer result does not fit SQL type t."""
+    lo, hi = INT_RANGE[t]
+
+    def overflow(*args: Any) -> EvaluationError:
+        if func in _SYMBOL:
+            what = f"{_OPNAME[func]} of {t} ({to_str(args[0])} {_SYMBOL[func]} {to_str(args[1])})"
+        elif func == "neg":
+            what = f"negation of {t} (-({to_str(args[0])}))"
+        else:
+            what = f"abs of {t} (abs({to_str(args[0])}))"
+        return EvaluationError(f"integer overflow in {what}: the result is out of range")
+
+    if func in ("neg", "abs"):
+        def g1(a: Any) -> Any:
+            v = fn(a)
+            if v is not None and not lo <= v <= hi:
+                raise overflow(a)
+            return v
+        return g1
+
+    def g2(a: Any, b: Any) -> Any:
+        v = fn(a, b)
+        # MIN % -1 is 0 mathematically, but DuckDB computes it through the overflowing MIN / -1
+        if v is not None and (not lo <= v <= hi or (func == "mod" and b == -1 and a == lo)):
+            raise overflow(a, b)
+        return v
+    return g2
+
+
 def eval_scalar(e: Scalar, row: tuple[Any, ...]) -> Any:
     """Reference (uncompiled) evaluation; compile_scalar is the fast path."""
     return compile_scalar(e)(row)
 
 
 def compile_scalar(e: Scalar) -> Callable[[tuple[Any, ...]], Any]:
-    """A closure evaluating ``e`` on an input row."""
+    """A closure evaluating ``e`` on an input row; raises EvaluationError naming ``e`` where
+    DuckDB raises."""
     if isinstance(e, Col):
         i = e.index
         return lambda row: row[i]
@@ -563,12 +697,66 @@ def compile_scalar(e: Scalar) -> Callable[[tuple[Any, ...]], Any]:
         return lambda row: v
     if isinstance(e, OuterRef):
         raise AssertionError("OuterRef survived decorrelation")
+    inner = _compile_call(e)
+    if e.func not in CHECKED and e.func not in ("cast", "intdiv", "mod"):
+        return inner
+    label = e.label or fmt_scalar(e)
+
+    def guarded(row: tuple[Any, ...]) -> Any:
+        try:
+            return inner(row)
+        except EvaluationError as err:
+            if err.expression is not None:
+                raise
+            raise EvaluationError(err.detail, label) from None
+
+    return guarded
+
+
+def _compile_call(e: Call) -> Callable[[tuple[Any, ...]], Any]:
     args = [compile_scalar(a) for a in e.args]
-    if e.func == "cast":
+    if e.func in ("cast", "try_cast"):
         target = e.type
         a0 = args[0]
-        return lambda row: cast_value(a0(row), target)
+        conv = cast_checked if e.func == "cast" else cast_value
+        return lambda row: conv(a0(row), target)
+    # CASE, COALESCE, AND and OR evaluate their arguments lazily, left to right, as DuckDB
+    # does: an argument that is not needed is not evaluated, so it cannot raise.
+    if e.func == "case":
+        pairs = [(args[i], args[i + 1]) for i in range(0, len(args) - 1, 2)]
+        default = args[-1]
+
+        def case(row: tuple[Any, ...]) -> Any:
+            for cond, val in pairs:
+                if cond(row) is True:
+                    return val(row)
+            return default(row)
+        return case
+    if e.func == "coalesce":
+        def coalesce(row: tuple[Any, ...]) -> Any:
+            for a in args:
+                v = a(row)
+                if v is not None:
+                    return v
+            return None
+        return coalesce
+    if e.func in ("and", "or"):
+        stop = e.func == "or"  # the value that decides the result on its own
+
+        def conj(row: tuple[Any, ...]) -> Any:
+            unknown = False
+            for a in args:
+                v = a(row)
+                if v is stop:
+                    return stop
+                if v is None:
+                    unknown = True
+            return None if unknown else not stop
+        return conj
     fn = FUNCS[e.func]
+    t = norm_type(e.type)
+    if e.func in CHECKED and t in INT_RANGE:
+        fn = _checked_int(e.func, fn, t)
     if len(args) == 1:
         a0 = args[0]
         return lambda row: fn(a0(row))

@@ -79,3 +79,49 @@ def test_create_view_forms() -> None:
     assert [c.type for c in v.columns] == ["INTEGER", "INTEGER"]
     assert v.sql == "SELECT id, a FROM t WHERE a > 1"
     assert v.dependencies == ["t"]
+
+
+POSITIONED = [
+    # (sql, code, substring of message, line, column): the construct's first character
+    ("CREATE VIEW v AS\nSELECT id,\n  INTERVAL 1 DAY FROM t", "unsupported", "INTERVAL", 3, 3),
+    ("CREATE MATERIALIZED VIEW v AS\n\n   SELECT id\n     FROM t\n    WHERE d > INTERVAL 1 DAY",
+     "unsupported", "INTERVAL", 5, 15),
+    ("CREATE VIEW v AS\nSELECT id,\n  a + 'x' FROM t", "type_error", "'x'", 3, 3),
+    ("CREATE VIEW v AS\n  SELECT id,\n         nope FROM t", "unknown_column", "nope", 3, 10),
+    ("CREATE VIEW v AS SELECT\n  CAST(a AS BLOB) FROM t", "unsupported", "BLOB", 2, 13),
+    ("SELECT\n  1 + DATE '2024-01-01' * 2", "type_error", "DATE", 2, 7),
+    ("SELECT id FROM t\nWHERE 'x' || 1 = 2", "type_error", "convert", 2, 7),
+]
+
+
+@pytest.mark.parametrize("sql,code,text,line,col", POSITIONED)
+def test_errors_report_the_constructs_position(sql: str, code: str, text: str, line: int,
+                                               col: int) -> None:
+    with pytest.raises(PlanError) as info:
+        compile_view(sql, catalog())
+    err = info.value
+    assert err.code == code, (err.code, err.message)
+    assert text.lower() in err.message.lower(), err.message
+    assert (err.line, err.column) == (line, col), err
+
+
+SYNTAX = [
+    # (sql, near, line, column)
+    ("SELECT id\nFROM t\nWHERE b GLOB", "GLOB", 3, 9),
+    ("SELECT id FROM t JOIN", "JOIN", 1, 18),
+    ("SELECT 1 +", "+", 1, 10),
+    ("SELECT id FROM t WHERE a BETWEEN 1", "1", 1, 34),
+    ("CREATE VIEW v AS\n  SELECT id\n  FROM t t2 t3", "t3", 3, 13),
+]
+
+
+@pytest.mark.parametrize("sql,near,line,col", SYNTAX)
+def test_syntax_errors_are_clean(sql: str, near: str, line: int, col: int) -> None:
+    with pytest.raises(PlanError) as info:
+        compile_view(sql, catalog())
+    err = info.value
+    assert err.code == "syntax_error"
+    assert err.message.startswith(f"syntax error at or near '{near}'"), err.message
+    for leak in ("<Token", "<class", "TokenType", "sqlglot"):
+        assert leak not in err.message, err.message
+    assert (err.line, err.column) == (line, col), err

@@ -37,15 +37,40 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_explain_golden(name: str) -> None:
-    text = compile_view(CASES[name], catalog()).explain() + "\n"
-    path = GOLDEN / f"{name}.txt"
-    if os.environ.get("PLANNER_UPDATE_GOLDEN") or not path.exists():
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"-- {CASES[name]}\n" + text)
+def check_golden(name: str, sql: str, directory: pathlib.Path = GOLDEN) -> None:
+    """EXPLAIN of sql equals directory/<name>.txt. Only PLANNER_UPDATE_GOLDEN=1 writes the
+    file; a missing file is a failure, or deleting a golden file would make its test pass."""
+    text = compile_view(sql, catalog()).explain() + "\n"
+    path = directory / f"{name}.txt"
+    if os.environ.get("PLANNER_UPDATE_GOLDEN") == "1":
+        directory.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"-- {sql}\n" + text)
+    if not path.exists():
+        pytest.fail(f"golden file {path} is missing: run with PLANNER_UPDATE_GOLDEN=1 to "
+                    "create it, then review it")
     expected = path.read_text().split("\n", 1)[1]
     assert text == expected
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_explain_golden(name: str) -> None:
+    check_golden(name, CASES[name])
+
+
+def test_missing_golden_file_fails(tmp_path: pathlib.Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PLANNER_UPDATE_GOLDEN", raising=False)
+    with pytest.raises(pytest.fail.Exception, match="missing"):
+        check_golden("absent", CASES["top_k"], tmp_path)
+    assert not (tmp_path / "absent.txt").exists()
+    monkeypatch.setenv("PLANNER_UPDATE_GOLDEN", "1")
+    check_golden("absent", CASES["top_k"], tmp_path)  # writes it
+    monkeypatch.delenv("PLANNER_UPDATE_GOLDEN")
+    check_golden("absent", CASES["top_k"], tmp_path)  # and now it is the reference
+
+
+def test_every_case_has_a_golden_file() -> None:
+    assert sorted(p.stem for p in GOLDEN.glob("*.txt")) == sorted(CASES)
 
 
 def test_explain_is_deterministic() -> None:

@@ -35,6 +35,12 @@ VIEWS: list[str] = [
     "SELECT id, flag IS TRUE, flag IS NOT FALSE, a IS DISTINCT FROM 2,"
     " c IS NOT DISTINCT FROM 2.0 FROM t",
     "SELECT id, m * 2, m + 1, m > 5, CAST(m AS DOUBLE) / 2 FROM u",
+    # where DuckDB returns a value: / by zero (inf, -inf, nan), DOUBLE % 0 (nan), TRY_CAST,
+    # round of doubles (binary, not decimal), and // guarded by CASE or WHERE
+    "SELECT id, a / 0, c / 0, -c / 0, (c - c) / 0, c % 0, TRY_CAST(b AS INTEGER),"
+    " round(c * 1.005, 2), round(c / 3, 2), round(c * 1.01, 1) FROM t",
+    "SELECT id, CASE WHEN a <> 0 THEN 10 // a END, CASE WHEN a <> 0 THEN 7 % a END FROM t",
+    "SELECT id, 10 // a, 10 % a FROM t WHERE a <> 0",
     # WHERE and joins
     "SELECT * FROM t WHERE a > 2 AND c < 5",
     "SELECT id FROM t WHERE b LIKE '%a%' AND (a IS NULL OR a > 2)",

@@ -1,0 +1,304 @@
+"""Runtime errors and DuckDB's numeric semantics: integer overflow per SQL type, scalar subqueries
+returning several rows, failed CASTs, division by zero, rounding of doubles.
+
+Oracle: DuckDB on the same data. Where DuckDB raises, the maintained view (engine ``df.run()``)
+and the naive evaluator must raise ``planner.errors.EvaluationError`` (code evaluation_error);
+where DuckDB returns a value, both must return DuckDB's value, and result types must be
+DuckDB's ``typeof``.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import random
+from collections import Counter
+from typing import Any
+
+import duckdb
+import pytest
+from planner_support import norm
+
+import engine
+from planner import Catalog, Column, PlanError, TableSchema, compile_view
+from planner.errors import EvaluationError
+
+TABLES: dict[str, list[tuple[str, str]]] = {
+    "k": [("i", "INTEGER"), ("s", "SMALLINT"), ("b", "BIGINT"), ("ti", "TINYINT"),
+          ("h", "HUGEINT"), ("ub", "UBIGINT"), ("ui", "UINTEGER")],
+    "p": [("id", "INTEGER"), ("g", "INTEGER")],
+    "p2": [("g", "INTEGER"), ("v", "INTEGER")],
+    "w": [("id", "INTEGER"), ("a", "INTEGER"), ("s", "VARCHAR"), ("c", "DOUBLE"),
+          ("m", "DECIMAL(8,2)")],
+    "r": [("x", "DOUBLE")],
+}
+
+EXTREME_K = [(-(2 ** 31), 2 ** 15 - 1, 2 ** 63 - 1, 2 ** 7 - 1, 2 ** 127 - 1, 2 ** 64 - 1,
+              2 ** 32 - 1)]
+SMALL_K = [(1, 1, 1, 1, 1, 1, 1), (-3, 7, 2 ** 62, -5, 2 ** 100, 9, 4)]
+W_ROWS = [(1, 0, "%", 0.0, None), (2, 5, "12", -2.5, None), (3, None, None, 1.5, None),
+          (4, -4, " 7 ", 2.0, None)]
+
+
+def _catalog() -> Catalog:
+    return Catalog(tables={n: TableSchema(n, [Column(c, t) for c, t in cols])
+                           for n, cols in TABLES.items()})
+
+
+def _duck(data: dict[str, list[tuple[Any, ...]]]) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    for name, cols in TABLES.items():
+        con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
+        rows = data.get(name, [])
+        if rows:
+            con.executemany(f"INSERT INTO {name} VALUES (" + ", ".join("?" for _ in cols) + ")",
+                            [list(r) for r in rows])
+    return con
+
+
+def _naive(sql: str, data: dict[str, list[tuple[Any, ...]]]) -> Counter:
+    view = compile_view(sql, _catalog())
+    return norm(view.evaluate({n: Counter(data.get(n, [])) for n in TABLES}))
+
+
+class _Maintained:
+    """A view maintained by the engine; ``step`` applies one transaction and runs."""
+
+    def __init__(self, sql: str) -> None:
+        self.df = engine.Dataflow()
+        self.handles, sources = {}, {}
+        for name in TABLES:
+            self.handles[name], sources[name] = self.df.new_input(name)
+        self.cap = compile_view(sql, _catalog()).build(self.df, sources).capture()
+        self.epoch = 0
+
+    def step(self, updates: dict[str, list[tuple[tuple[Any, ...], int]]]) -> Counter:
+        for name, batch in updates.items():
+            self.handles[name].send(batch)
+        self.epoch += 1
+        for h in self.handles.values():
+            h.advance_to(self.epoch)
+        self.df.run()
+        return norm(self.cap.snapshot())
+
+
+def _engine(sql: str, data: dict[str, list[tuple[Any, ...]]]) -> Counter:
+    return _Maintained(sql).step({n: [(r, 1) for r in rows] for n, rows in data.items()})
+
+
+def _assert_raises_like_duckdb(sql: str, data: dict[str, list[tuple[Any, ...]]],
+                               duck_error: str, text: str) -> None:
+    with pytest.raises(duckdb.Error, match=duck_error):
+        _duck(data).execute(sql).fetchall()
+    for run in (_naive, _engine):
+        with pytest.raises(EvaluationError) as info:
+            run(sql, data)
+        assert info.value.code == "evaluation_error"
+        assert text.lower() in str(info.value).lower(), (run.__name__, str(info.value))
+
+
+def _assert_matches_duckdb(sql: str, data: dict[str, list[tuple[Any, ...]]]) -> None:
+    want = norm(Counter(_duck(data).execute(sql).fetchall()))
+    assert _naive(sql, data) == want
+    assert _engine(sql, data) == want
+
+
+# ---------------------------------------------------------------- integer overflow
+
+OVERFLOWS = [
+    # (sql, substring of our message: the offending expression)
+    ("SELECT b * 2 FROM k", "b * 2"),
+    ("SELECT i - 1 FROM k", "i - 1"),
+    ("SELECT s + 1 FROM k", "s + 1"),  # SMALLINT + literal stays SMALLINT in DuckDB
+    ("SELECT ti * ti FROM k", "ti * ti"),
+    ("SELECT b + b FROM k", "b + b"),
+    ("SELECT -i FROM k", "-i"),
+    ("SELECT abs(i) FROM k", "ABS(i)"),
+    ("SELECT i // -1 FROM k", "i // -1"),
+    ("SELECT i % -1 FROM k", "i % -1"),
+    ("SELECT h + 1 FROM k", "h + 1"),
+    ("SELECT ub + 1 FROM k", "ub + 1"),
+    ("SELECT 1 FROM k WHERE i * 2 < 5", "i * 2"),
+    ("SELECT sum(h) FROM (SELECT h FROM k UNION ALL SELECT h FROM k) q", "SUM(h)"),
+]
+
+
+@pytest.mark.parametrize("sql,text", OVERFLOWS)
+def test_integer_overflow_raises_like_duckdb(sql: str, text: str) -> None:
+    _assert_raises_like_duckdb(sql, {"k": EXTREME_K}, "Overflow", text)
+
+
+def test_overflow_message_names_type_and_values() -> None:
+    with pytest.raises(EvaluationError) as info:
+        _naive("SELECT b * 2 FROM k", {"k": EXTREME_K})
+    msg = str(info.value)
+    assert "overflow" in msg and "BIGINT" in msg and "9223372036854775807 * 2" in msg
+
+
+RESULT_TYPES = ["s + 1", "s * 2", "ti + 1", "i + 1", "b + 1", "s + 100000", "s + i", "ub + b",
+                "ui + i", "ui + ti", "ub + 1", "s - 1", "s // 2", "s % 2", "-s", "abs(s)",
+                "1 + 1", "i * 3000000000", "h - 1", "sum(i)", "sum(b)", "sum(ti)"]
+
+
+def test_integer_result_types_are_duckdbs() -> None:
+    cat = _catalog()
+    con = _duck({"k": SMALL_K})
+    for e in RESULT_TYPES:
+        group = " GROUP BY i" if "sum" in e and e != "sum(b)" else ""
+        mine = compile_view(f"SELECT {e} FROM k{group}", cat).columns[0].type
+        theirs = con.execute(f"SELECT typeof({e}) FROM k{group} LIMIT 1").fetchone()[0]
+        assert mine == theirs, (e, mine, theirs)
+
+
+def test_values_near_the_limits_match_duckdb() -> None:
+    data = {"k": EXTREME_K + SMALL_K}
+    _assert_matches_duckdb("SELECT b - 1, i + 1, s - 1, ti - 1, h - 1, ub - 1, -b, abs(b),"
+                           " i // 2, i % 7, b * 1 FROM k", data)
+    # SUM of BIGINT is a HUGEINT: beyond 2^63 is no overflow
+    _assert_matches_duckdb("SELECT sum(b), sum(i), sum(ti) FROM"
+                           " (SELECT * FROM k UNION ALL SELECT * FROM k) q", data)
+
+
+def test_overflow_in_a_later_transaction_fails_the_maintained_view() -> None:
+    view = _Maintained("SELECT g, v * 4 FROM p2")
+    assert view.step({"p2": [((1, 10), 1)]}) == Counter({(1, 40): 1})
+    with pytest.raises(EvaluationError, match="v \\* 4"):
+        view.step({"p2": [((2, 2 ** 30), 1)]})
+
+
+def test_guarded_arithmetic_does_not_raise() -> None:
+    """Only rows that reach an expression evaluate it (DuckDB filters and CASE first)."""
+    data = {"k": EXTREME_K + SMALL_K}
+    _assert_matches_duckdb("SELECT i, i - 1 FROM k WHERE i > 0", data)
+    _assert_matches_duckdb("SELECT i, CASE WHEN b < 100 THEN b * 2 ELSE 0 END FROM k", data)
+    _assert_matches_duckdb("SELECT i FROM k WHERE b < 100 AND b * 2 > 0", data)
+
+
+# ---------------------------------------------------------------- scalar subqueries
+
+P = [(1, 1), (2, 2), (3, None), (4, 3), (5, 1)]
+P2_OK = [(1, 10), (2, None), (5, 7)]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id, (SELECT v FROM p2 WHERE p2.g = p.g) FROM p",
+    "SELECT id FROM p WHERE id < (SELECT v FROM p2 WHERE p2.g = p.g)",
+    "SELECT id, (SELECT v FROM p2 WHERE p2.g = 5) FROM p",
+    "SELECT id, (SELECT v + 1 FROM p2 WHERE p2.g = p.g AND p2.v > p.id) FROM p",
+])
+def test_scalar_subquery_with_one_row_per_key_matches_duckdb(sql: str) -> None:
+    _assert_matches_duckdb(sql, {"p": P, "p2": P2_OK})
+
+
+@pytest.mark.parametrize("sql,p2", [
+    ("SELECT id, (SELECT v FROM p2 WHERE p2.g = p.g) FROM p", P2_OK + [(1, 11)]),
+    ("SELECT id, (SELECT v FROM p2 WHERE p2.g = p.g) FROM p", P2_OK + [(1, 10)]),  # same row
+    ("SELECT id, (SELECT v FROM p2 WHERE p2.g = p.g) FROM p", P2_OK + [(2, None)]),  # NULLs
+    ("SELECT id FROM p WHERE id < (SELECT v FROM p2 WHERE p2.g = p.g)", P2_OK + [(1, 3)]),
+    ("SELECT id, (SELECT v FROM p2) FROM p", P2_OK),
+])
+def test_scalar_subquery_with_several_rows_raises_like_duckdb(sql: str, p2: list) -> None:
+    _assert_raises_like_duckdb(sql, {"p": P, "p2": p2}, "More than one row",
+                               "more than one row returned by a subquery used as an expression")
+
+
+def test_scalar_subquery_rows_for_absent_outer_keys_are_fine() -> None:
+    # g = 9 has two rows in p2 but no outer row asks for it
+    _assert_matches_duckdb("SELECT id, (SELECT v FROM p2 WHERE p2.g = p.g) FROM p",
+                           {"p": P, "p2": P2_OK + [(9, 1), (9, 2)]})
+
+
+def test_scalar_subquery_second_row_fails_the_maintained_view() -> None:
+    view = _Maintained("SELECT id, (SELECT v FROM p2 WHERE p2.g = p.g) FROM p")
+    got = view.step({"p": [(r, 1) for r in P], "p2": [(r, 1) for r in P2_OK]})
+    assert got == norm(Counter(_duck({"p": P, "p2": P2_OK}).execute(
+        "SELECT id, (SELECT v FROM p2 WHERE p2.g = p.g) FROM p").fetchall()))
+    with pytest.raises(EvaluationError, match="more than one row"):
+        view.step({"p2": [((1, 11), 1)]})
+
+
+def test_single_row_subqueries_need_no_check() -> None:
+    # a global aggregate has one row per outer row: no extra Reduce in the plan
+    text = compile_view("SELECT id, (SELECT max(v) FROM p2 WHERE p2.g = p.g) FROM p",
+                        _catalog()).explain()
+    assert "single" not in text
+    text = compile_view("SELECT id, (SELECT v FROM p2 WHERE p2.g = p.g) FROM p",
+                        _catalog()).explain()
+    assert "single(" in text
+
+
+# ---------------------------------------------------------------- casts and division
+
+
+@pytest.mark.parametrize("sql,duck_error,text", [
+    ("SELECT CAST(s AS INTEGER) FROM w", "Could not convert", "CAST(s AS INT)"),
+    ("SELECT CAST(s AS DOUBLE) FROM w", "Could not convert", "CAST(s AS DOUBLE)"),
+    ("SELECT CAST('%' AS INTEGER) FROM w", "Could not convert", "'%'"),
+    ("SELECT a // 0 FROM w", "Division by zero", "a // 0"),
+    ("SELECT a % 0 FROM w", "Division by zero", "a % 0"),
+    ("SELECT mod(a, 0) FROM w", "Division by zero", "division by zero"),
+    ("SELECT c // 0 FROM w", "Division by zero", "c // 0"),
+    ("SELECT id // a FROM w", "Division by zero", "id // a"),
+])
+def test_runtime_errors_raise_like_duckdb(sql: str, duck_error: str, text: str) -> None:
+    _assert_raises_like_duckdb(sql, {"w": W_ROWS}, duck_error, text)
+
+
+def test_cast_out_of_range_raises_like_duckdb() -> None:
+    _assert_raises_like_duckdb("SELECT CAST(b AS INTEGER) FROM k", {"k": EXTREME_K},
+                               "out of range", "CAST(b AS INT)")
+
+
+def test_failing_constant_cast_is_a_runtime_error() -> None:
+    # DuckDB raises only when it evaluates the CAST; the view is created
+    view = compile_view("SELECT CAST('%' AS INTEGER) FROM w", _catalog())
+    assert view.evaluate({n: {} for n in TABLES}) == {}
+
+
+def test_values_where_duckdb_returns_one() -> None:
+    _assert_matches_duckdb(
+        "SELECT id, TRY_CAST(s AS INTEGER), TRY_CAST('%' AS INTEGER), c / 0, a / 0, -c / 0,"
+        " c % 0, CAST(s AS INTEGER) IS NULL AND s IS NULL,"
+        " CASE WHEN a <> 0 THEN 10 // a END, CASE WHEN false THEN CAST('%' AS INTEGER) END,"
+        " COALESCE(id, a // 0) FROM w", {"w": W_ROWS[1:]})
+    _assert_matches_duckdb("SELECT id, TRY_CAST(s AS INTEGER), c / 0, a / 0, c % 0,"
+                           " CASE WHEN a <> 0 THEN 10 // a END FROM w", {"w": W_ROWS})
+    # fused into one Mfp with the filter, the division must still only see a <> 0
+    _assert_matches_duckdb("SELECT id, 10 // a, 10 % a FROM w WHERE a <> 0", {"w": W_ROWS})
+
+
+# ---------------------------------------------------------------- rounding
+
+
+def test_round_double_matches_duckdb() -> None:
+    rng = random.Random(11)
+    xs = [1.005, 2.675, 0.125, -1.005, 1.0049999999, 123.455, 0.5, -0.5, 2.5, -2.5, 1e300,
+          -7.35, 0.285, 1.115, 0.49999999999999994, 1234.5, 5e-324, 0.0, -0.0]
+    xs += [round(rng.uniform(-1000, 1000), 3) for _ in range(200)]
+    xs += [rng.uniform(-1e6, 1e6) for _ in range(50)]
+    data = {"r": [(x,) for x in xs]}
+    sql = ("SELECT x, round(x), round(x, 1), round(x, 2), round(x, 3), round(x, -1),"
+           " round(x, -2), round(x, 400) FROM r")
+    want = sorted(_duck(data).execute(sql).fetchall())
+    bag = compile_view(sql, _catalog()).evaluate({"r": Counter(data["r"]),
+                                                  **{n: {} for n in TABLES if n != "r"}})
+    got = sorted(row for row, c in bag.items() for _ in range(c))
+    assert len(got) == len(want)
+    bad = [(g, w) for g, w in zip(got, want, strict=True) if g != w]
+    assert not bad, bad[:5]
+    assert math.isclose(dict((row[0], row[3]) for row in got)[1.005], 1.0)  # not 1.01
+
+
+def test_round_decimal_literal_is_decimal_rounding() -> None:
+    _assert_matches_duckdb("SELECT round(1.005, 2), round(2.675, 2), round(-1.005, 2)", {})
+
+
+# ---------------------------------------------------------------- the error itself
+
+
+def test_evaluation_error_pickles_and_describes_itself() -> None:
+    e = EvaluationError("integer overflow", "x * 2")
+    back = pickle.loads(pickle.dumps(e))
+    assert isinstance(back, EvaluationError) and str(back) == str(e)
+    assert back.to_dict()["code"] == "evaluation_error"
+    assert not isinstance(e, PlanError)
