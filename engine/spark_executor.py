@@ -160,12 +160,10 @@ class SparkBatch:
     def __len__(self) -> int:
         return self.records
 
-    @property
-    def updates(self) -> _SparkRef:
-        # Workaround (see /work/engine_requests_spark.md): `Trace.maintain` extends the last
-        # batch's description by building `trace.Batch(last.updates, ...)` when an empty batch
-        # arrives. `_SparkRef` survives that; the executor unwraps it in `_norm`.
-        return _SparkRef(self)
+    def with_upper(self, upper: Antichain, seq: int) -> SparkBatch:
+        """The same updates with a description extended to `upper` (absorbing an empty batch)."""
+        return SparkBatch(self.df, self.lower, upper, self.since, self.records, self.nbytes,
+                          self.times, seq)
 
     def __repr__(self) -> str:
         return "SparkBatch(seq=%d, records=%d, lower=%s, upper=%s)" % (
@@ -174,36 +172,6 @@ class SparkBatch:
             self.lower,
             self.upper,
         )
-
-
-class _SparkRef:
-    """Stands in for `Batch.updates` of a Spark batch wrapped by `Trace.maintain`."""
-
-    __slots__ = ("batch",)
-
-    def __init__(self, batch: SparkBatch) -> None:
-        self.batch = batch
-
-    def values(self) -> list[range]:
-        return [range(self.batch.records)]
-
-    def __len__(self) -> int:
-        return self.batch.records
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter([b""])
-
-    def __getitem__(self, key: Any) -> list[tuple[bytes, Time, int]]:
-        size = max(self.batch.nbytes // max(self.batch.records, 1) - _ROW_OVERHEAD, 0)
-        return [(b"\0" * size, (0,), 0)]
-
-
-def _norm(b: Any) -> Any:
-    """A batch as the executor sees it: unwrap a `trace.Batch` around a Spark batch."""
-    if isinstance(b, Batch) and isinstance(b.updates, _SparkRef):
-        s = b.updates.batch
-        return SparkBatch(s.df, b.lower, b.upper, b.since, s.records, s.nbytes, s.times, b.seq)
-    return b
 
 
 # -- functions shipped to Spark's Python workers (cloudpickled closures) ------------------------
@@ -720,7 +688,6 @@ class SparkExecutor:
         return self._make_batch(df, s, lower, upper, since)
 
     def merge(self, older: Any, newer: Any, frontier: Antichain) -> Any:
-        older, newer = _norm(older), _norm(newer)
         if not isinstance(older, SparkBatch) and not isinstance(newer, SparkBatch):
             return self.local.merge(older, newer, frontier)
         from pyspark.sql import functions as F
@@ -744,7 +711,6 @@ class SparkExecutor:
         return out
 
     def unarrange(self, batch: Any, f: Callable[[Any, Any], Any] | None) -> Any:
-        batch = _norm(batch)
         if not isinstance(batch, SparkBatch):
             return self.local.unarrange(batch, f)
         # One output row per entry: the summary is the batch's, and the plan stays lazy.
@@ -757,8 +723,6 @@ class SparkExecutor:
     ) -> Any:
         if not others:
             return []
-        new = _norm(new)
-        others = [_norm(b) for b in others]
         if not isinstance(new, SparkBatch) and not any(isinstance(b, SparkBatch) for b in others):
             return self.local.join(new, others, f, new_is_left)
         from pyspark.sql import functions as F
@@ -799,9 +763,6 @@ class SparkExecutor:
         """As `InProcessExecutor.reduce_round`; with Spark inputs, the keys `new` touches and the
         pending keys now complete go, with their input and output histories, to `reduce_key` in
         Spark's Python workers, grouped by key."""
-        new = [_norm(b) for b in new]
-        inputs = [_norm(b) for b in inputs]
-        outputs = [_norm(b) for b in outputs]
         if not any(isinstance(b, SparkBatch) for b in itertools.chain(new, inputs, outputs)):
             return self.local.reduce_round(
                 new, pending, inputs, outputs, lower, upper, logic, dims
