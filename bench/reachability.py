@@ -137,6 +137,17 @@ def main() -> int:
 
     window = deque(edges)
     epoch = 1
+
+    def slide(epoch: int) -> int:
+        """One update in its own epoch: remove the oldest edge, add a random one."""
+        edges_in.remove(window.popleft())
+        new = (rng.randrange(n_nodes), rng.randrange(n_nodes))
+        window.append(new)
+        edges_in.insert(new)
+        edges_in.advance_to(epoch + 1)
+        roots_in.advance_to(epoch + 1)
+        return epoch + 1
+
     for bsize in [int(b) for b in args.batches.split(",")]:
         lat: list[float] = []
         n_done = 0
@@ -146,13 +157,7 @@ def main() -> int:
         for rnd in range(rounds):
             t1 = time.perf_counter()
             for _ in range(bsize):
-                edges_in.remove(window.popleft())
-                new = (rng.randrange(n_nodes), rng.randrange(n_nodes))
-                window.append(new)
-                edges_in.insert(new)
-                epoch += 1
-                edges_in.advance_to(epoch)
-                roots_in.advance_to(epoch)
+                epoch = slide(epoch)
             df.run()
             lat.append(time.perf_counter() - t1)
             n_done += bsize
@@ -174,13 +179,7 @@ def main() -> int:
         lat = []
         for i in range(args.sustained):
             t1 = time.perf_counter()
-            edges_in.remove(window.popleft())
-            new = (rng.randrange(n_nodes), rng.randrange(n_nodes))
-            window.append(new)
-            edges_in.insert(new)
-            epoch += 1
-            edges_in.advance_to(epoch)
-            roots_in.advance_to(epoch)
+            epoch = slide(epoch)
             df.run()
             lat.append((time.perf_counter() - t1) * 1000)
             if i in (999, args.sustained - 1):
