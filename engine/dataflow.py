@@ -29,9 +29,6 @@ if TYPE_CHECKING:
     from engine.operators.input import InputHandle
     from engine.trace import Trace
 
-EMPTY = Antichain()
-
-
 class Scope:
     """A region of the dataflow whose times have `dims` coordinates."""
 
@@ -130,7 +127,8 @@ class Operator:
 
     # -- work ----------------------------------------------------------------------------------
     def activate(self, frontiers: list[Antichain]) -> None:
-        raise NotImplementedError
+        """Consume queued messages and act on complete times; every operator defines this."""
+        raise TypeError("%s does not define activate()" % type(self).__name__)
 
     def drain(self, port: int) -> list[tuple[Any, list[Time]]]:
         q = self.queues[port]
