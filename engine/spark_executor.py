@@ -880,12 +880,8 @@ def _time_rules() -> dict[Any, tuple[Callable[[Any], Any], Callable[[Time], Time
 
 
 def _is_map(logic: Any) -> bool:
-    # Workaround until the engine marks such functions (see /work/engine_requests_spark.md):
-    # `map_logic(f)` returns a lambda that keeps times and cardinality.
-    return (
-        getattr(logic, "__module__", None) == "engine.operators.stateless"
-        and getattr(logic, "__qualname__", "") == "map_logic.<locals>.<lambda>"
-    )
+    # `map_logic(f)` marks its function: one output per input, times unchanged.
+    return bool(getattr(logic, "one_to_one", False))
 
 
 def _repo_root() -> str:

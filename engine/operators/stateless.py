@@ -43,7 +43,12 @@ class ConcatOp(Operator):
 
 
 def map_logic(f: Callable[[Any], Any]) -> Callable[[Updates], Updates]:
-    return lambda u: [(f(d), t, r) for d, t, r in u]
+    def logic(u: Updates) -> Updates:
+        return [(f(d), t, r) for d, t, r in u]
+
+    # One output per input at the same time: an executor may keep such a step lazy.
+    logic.one_to_one = True  # type: ignore[attr-defined]
+    return logic
 
 
 def filter_logic(p: Callable[[Any], bool]) -> Callable[[Updates], Updates]:
