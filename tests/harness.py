@@ -79,3 +79,16 @@ def random_grid(
                     base = colls[(e, i - 1)]
                 colls[(e, i)] = mutate(rng, base)
     return colls
+
+
+def reachable_from(roots: Any, edges: Any) -> Any:
+    """Nodes reachable from `roots` along `(src, dst)` edges: the roadmap's reach query."""
+    return roots.iterate(
+        lambda x: (
+            x.map(lambda v: (v, ()))
+            .join(edges.enter(x.scope))
+            .map(lambda kv: kv[1][1])
+            .concat(x)
+            .distinct()
+        )
+    )

@@ -16,6 +16,7 @@ from collections import Counter
 from typing import Any
 
 import naive
+from harness import reachable_from
 
 from engine import Dataflow
 
@@ -102,15 +103,7 @@ def test_sliding_window_reachability_loop_traces_stay_bounded() -> None:
     df = Dataflow()
     edges_h, edges = df.new_input(name="edges")
     roots_h, roots = df.new_input(name="roots")
-    reach = roots.iterate(
-        lambda x: (
-            x.map(lambda v: (v, ()))
-            .join(edges.enter(x.scope))
-            .map(lambda kv: kv[1][1])
-            .concat(x)
-            .distinct()
-        )
-    )
+    reach = reachable_from(roots, edges)
     cap = reach.capture()
     for r in range(3):
         roots_h.insert(r)

@@ -13,10 +13,12 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import naive
 import networkx as nx
+from harness import reachable_from
 
 from engine import Capture, Collection, Dataflow
 
@@ -90,14 +92,17 @@ def random_edge_updates(
     return start, stream
 
 
-def test_connected_components_fig7_under_random_updates() -> None:
-    rng = random.Random(2013)
-    n, per_epoch = 40, 5
-    start, stream = random_edge_updates(rng, n, 45, 300, directed=False)
-    df = Dataflow()
-    handle, und = df.new_input(name="edges")
-    edges = und.concat(und.map(lambda e: (e[1], e[0])))
-    cap = connected_components(edges).capture()
+def replay_and_check(
+    df: Dataflow,
+    handle: Any,
+    cap: Capture,
+    start: set[tuple[int, int]],
+    stream: list[tuple[tuple[int, int], int]],
+    per_epoch: int,
+    want: Callable[[set[tuple[int, int]]], dict[Any, int]],
+) -> None:
+    """Load `start`, then apply `stream` `per_epoch` updates an epoch; after every epoch the
+    accumulated output must equal `want(current edge set)`."""
     state: dict[Any, int] = {}
     present = set(start)
     for e in sorted(start):
@@ -107,13 +112,27 @@ def test_connected_components_fig7_under_random_updates() -> None:
         handle.advance_to(epoch + 1)
         df.run()
         drain_into(state, cap)
-        g = nx.Graph()
-        g.add_edges_from(present)
-        want = {(v, min(c)): 1 for c in nx.connected_components(g) for v in c}
-        assert state == want, f"labels wrong after epoch {epoch}"
+        assert state == want(present), f"output wrong after epoch {epoch}"
         for e, d in chunks[epoch] if epoch < len(chunks) else []:
             handle.insert(e, d)
             (present.add if d > 0 else present.discard)(e)
+
+
+def test_connected_components_fig7_under_random_updates() -> None:
+    rng = random.Random(2013)
+    n, per_epoch = 40, 5
+    start, stream = random_edge_updates(rng, n, 45, 300, directed=False)
+    df = Dataflow()
+    handle, und = df.new_input(name="edges")
+    edges = und.concat(und.map(lambda e: (e[1], e[0])))
+    cap = connected_components(edges).capture()
+
+    def want(present: set[tuple[int, int]]) -> dict[Any, int]:
+        g = nx.Graph()
+        g.add_edges_from(present)
+        return {(v, min(c)): 1 for c in nx.connected_components(g) for v in c}
+
+    replay_and_check(df, handle, cap, start, stream, per_epoch, want)
 
 
 def test_scc_fig8_doubly_nested_under_random_updates() -> None:
@@ -123,24 +142,16 @@ def test_scc_fig8_doubly_nested_under_random_updates() -> None:
     df = Dataflow()
     handle, edges = df.new_input(name="edges")
     cap = scc(edges).capture()
-    state: dict[Any, int] = {}
-    present = set(start)
-    for e in sorted(start):
-        handle.insert(e)
-    chunks = [stream[i : i + per_epoch] for i in range(0, len(stream), per_epoch)]
-    for epoch in range(len(chunks) + 1):
-        handle.advance_to(epoch + 1)
-        df.run()
-        drain_into(state, cap)
+
+    def want(present: set[tuple[int, int]]) -> dict[Any, int]:
         g = nx.DiGraph()
         g.add_edges_from(present)
         comp = {v: i for i, c in enumerate(nx.strongly_connected_components(g)) for v in c}
-        want = {(a, b): 1 for a, b in present if comp[a] == comp[b]}
-        assert state == want, f"SCC edges wrong after epoch {epoch}"
-        assert set(want) == naive.scc_edges_fixpoint(present)  # the oracle agrees with itself
-        for e, d in chunks[epoch] if epoch < len(chunks) else []:
-            handle.insert(e, d)
-            (present.add if d > 0 else present.discard)(e)
+        edges = {(a, b): 1 for a, b in present if comp[a] == comp[b]}
+        assert set(edges) == naive.scc_edges_fixpoint(present)  # the oracle agrees with itself
+        return edges
+
+    replay_and_check(df, handle, cap, start, stream, per_epoch, want)
 
 
 def test_scc_many_epochs_in_flight_equals_stepwise() -> None:
@@ -178,15 +189,7 @@ def test_reachability_sliding_window_changing_roots() -> None:
     df = Dataflow()
     edges_h, edges = df.new_input(name="edges")
     roots_h, roots = df.new_input(name="roots")
-    reach = roots.iterate(
-        lambda x: (
-            x.map(lambda v: (v, ()))
-            .join(edges.enter(x.scope))
-            .map(lambda kv: kv[1][1])
-            .concat(x)
-            .distinct()
-        )
-    )
+    reach = reachable_from(roots, edges)
     cap = reach.capture()
     state: dict[Any, int] = {}
     win: list[tuple[int, int]] = []
