@@ -21,6 +21,7 @@ from typing import Any
 from engine.consolidation import consolidate
 from engine.kernels import Logic, history, join_batches, reduce_key
 from engine.lattice import Antichain, Time, less_equal
+from engine.sources import FileSource, updates_of
 from engine.trace import Batch, build_batch, consolidate_entries, merge_batches, merge_steps
 
 Updates = list[tuple[Any, Time, int]]
@@ -37,6 +38,10 @@ class InProcessExecutor:
 
     def collect(self, payload: Updates) -> Updates:
         return payload
+
+    def read(self, source: FileSource, time: Time) -> Updates:
+        """Every row of a bulk source at `time` (see `engine.sources`)."""
+        return updates_of(source, time)
 
     def apply(self, logic: Callable[[Updates], Updates], payload: Updates) -> Updates:
         return logic(payload)

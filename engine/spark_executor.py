@@ -36,9 +36,10 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from engine.executor import InProcessExecutor, Updates
+from engine.executor import InProcessExecutor, Updates, counting_step
 from engine.kernels import Logic, reduce_key
 from engine.lattice import Antichain, Time
+from engine.sources import FileSource
 from engine.trace import Batch, consolidate_entries
 
 # Per-entry bytes beyond the encoded key and value: time coordinates, diff and row overhead.
@@ -231,6 +232,39 @@ def _count_fn(acc: Any, byte_cols: tuple[str, ...]) -> Callable[[Iterator[Any]],
     return fn
 
 
+def _read_fn(ncols: int, time: Time, with_diff: bool, acc: Any) -> Callable[[Iterator[Any]], Any]:
+    """Rows of a bulk source (see `engine.sources`) as encoded payload rows at `time`."""
+    from engine.sources import rows_of
+
+    def fn(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        summary = _Summary()
+        tl = list(time)
+        for b in batches:
+            rows = rows_of(b, ncols)
+            if with_diff:
+                diffs = b.column(ncols).to_pylist()
+                kept = [(r, d) for r, d in zip(rows, diffs, strict=True) if d]
+                data = [encode(r) for r, _ in kept]
+                diff = [d for _, d in kept]
+            else:
+                data = [encode(r) for r in rows]
+                diff = [1] * len(data)
+            if not data:
+                continue
+            summary.times[time] = summary.times.get(time, 0) + len(data)
+            summary.nbytes += sum(map(len, data)) + _ROW_OVERHEAD * len(data)
+            yield pa.record_batch(
+                [pa.array(data, pa.binary()), pa.array([tl] * len(data), pa.list_(pa.int64())),
+                 pa.array(diff, pa.int64())],
+                names=["data", "time", "diff"],
+            )
+        acc.add(summary)
+
+    return fn
+
+
 def _keying_fn(by_self: bool) -> Callable[[Iterator[Any]], Any]:
     unit = encode(())
 
@@ -311,7 +345,21 @@ def _reduce_fn(
         out_t: list[Time] = []
         out_r: list[int] = []
 
+        counting = getattr(logic, "counting", None)
+        fast: list[tuple[Any, Any, Time, int]] = []
+
         def flush_key(kb: bytes, ins: list, outs: list, seeds: set[Time]) -> None:
+            if counting is not None and len(seeds) == 1:
+                # The same inlined count-only step as InProcessExecutor.reduce_round.
+                (t0,) = seeds
+                if counting_step(kb, ins, outs, t0, counting, fast):
+                    for _, v, t, r in fast:
+                        out_k.append(kb)
+                        out_v.append(encode(v))
+                        out_t.append(t)
+                        out_r.append(r)
+                    fast.clear()
+                    return
             # The same compaction rule as InProcessExecutor.reduce_round.
             if compact is not None and (len(ins) > 4 or len(outs) > 4):
                 ins = consolidate_entries(ins, compact)
@@ -556,6 +604,46 @@ class SparkExecutor:
         if isinstance(payload, SparkPayload):
             return self._to_local(payload)
         return payload
+
+    def read(self, source: FileSource, time: Time) -> Any:
+        """A bulk source read by Spark's own readers on the cluster, cast there, and encoded by
+        its Python workers: no row passes through the driver."""
+        from pyspark.sql import functions as F
+
+        r = self.spark.read
+        for k, v in source.options.items():
+            r = r.option(k, v)
+        if source.format == "parquet":
+            df = r.parquet(*source.paths)
+        else:
+            names = source.file_columns()
+            r = r.option("header", "true" if source.header else "false").option(
+                "sep", source.delimiter
+            )
+            # Pinned types make inference moot; without them both executors infer.
+            r = r.option("inferSchema", "true" if source.types is None else "false")
+            df = r.csv(list(source.paths))
+            if names is not None:
+                df = df.toDF(*names)
+        cols = list(source.columns) if source.columns is not None else [
+            c for c in df.columns if c != source.diff_column
+        ]
+        missing = [c for c in cols + ([source.diff_column] if source.diff_column else [])
+                   if c not in df.columns]
+        if missing:
+            raise ValueError("columns %s are not in %s" % (missing, source.paths[0]))
+        sel = [
+            F.col(c).cast(source.types[i]) if source.types is not None else F.col(c)
+            for i, c in enumerate(cols)
+        ]
+        if source.diff_column:
+            sel.append(F.col(source.diff_column).cast("bigint"))
+        acc = self._accumulator()
+        out = df.select(*sel).mapInArrow(
+            _read_fn(len(cols), time, source.diff_column is not None, acc), self.payload_schema
+        )
+        out, s = self._materialise(out, True, acc, ())
+        return self._settle(SparkPayload(out, dict(s.times), s.nbytes))
 
     def apply(self, logic: Callable[[Updates], Updates], payload: Any) -> Any:
         if not isinstance(payload, SparkPayload):

@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.dataflow import Operator, Scope
 from engine.lattice import Antichain, Time
+from engine.sources import FileSource
 
 
 class InputOp(Operator):
@@ -22,15 +23,25 @@ class InputOp(Operator):
         self.frontier = Antichain([(0,) * scope.dims])
         self.buffer: list[tuple[Any, Time, int]] = []
         self.buffer_lower = Antichain()
+        # Bulk sources, each read by the executor as one payload at its time.
+        self.loads: list[tuple[FileSource, Time]] = []
 
     def capabilities(self) -> Iterable[Time]:
         yield from self.frontier.elements
         yield from self.buffer_lower.elements
+        for _, t in self.loads:
+            yield t
 
     def has_messages(self) -> bool:
-        return bool(self.buffer)
+        return bool(self.buffer) or bool(self.loads)
 
     def activate(self, frontiers: list[Antichain]) -> None:
+        if self.loads:
+            loads, self.loads = self.loads, []
+            for source, t in loads:
+                payload = self.dataflow.executor.read(source, t)
+                if not self.dataflow.executor.is_empty(payload):
+                    self.send(payload, [t])
         if self.buffer:
             out, lower = self.buffer, self.buffer_lower
             self.buffer, self.buffer_lower = [], Antichain()
@@ -80,6 +91,13 @@ class InputHandle:
         t = self._current_time()
         for data, diff in updates:
             self.update_at(data, t, diff)
+
+    def load(self, source: FileSource) -> None:
+        """Send every row of `source` at the current time (with the source's diffs).
+
+        The executor reads the files when the dataflow next runs (see `engine.sources`), so a
+        bulk load never passes through this process row by row on a distributed executor."""
+        self.op.loads.append((source, self._current_time()))
 
     def update_at(self, data: Any, time: Time | int, diff: int) -> None:
         """Send `(data, time, diff)`; `time` must be beyond the input's frontier."""

@@ -1,0 +1,136 @@
+"""Bulk sources: files whose rows enter an input as one payload, read by the executor itself.
+
+Invariant: reading a `FileSource` gives the same multiset of `(row, diff)` pairs on every
+executor. A row is the tuple of the selected columns' values, cast to `types` when given, as
+Python values (Arrow's `to_pylist` conversions: int, float, str, bool, Decimal, date,
+datetime); the diff is the `diff_column`'s value (rows with diff 0 are dropped) or 1. Because the
+executor reads the files (Spark on its workers, the in-process executor with pyarrow), a bulk
+load never passes through the driver row by row.
+
+Types are named in the SQL vocabulary that Spark's `cast` accepts and that `arrow_type` maps to
+Arrow: bigint, integer, smallint, tinyint, double, float, string, boolean, date, timestamp,
+decimal(p,s).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+FORMATS = ("parquet", "csv")
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """Files in one format; `columns` selects (and orders) the row's fields (None: all)."""
+
+    paths: tuple[str, ...]
+    format: str = "parquet"
+    columns: tuple[str, ...] | None = None
+    types: tuple[str, ...] | None = None
+    diff_column: str | None = None
+    header: bool = True
+    delimiter: str = ","
+    options: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise ValueError("format must be one of %s, got %r" % (FORMATS, self.format))
+        if not self.paths:
+            raise ValueError("a file source needs at least one path")
+        if self.types is not None and (self.columns is None or len(self.types) != len(self.columns)):
+            raise ValueError("types must name one type per selected column")
+        if self.format == "csv" and not self.header and self.columns is None:
+            raise ValueError("a CSV source without a header needs its column names")
+
+    def file_columns(self) -> list[str] | None:
+        """Without a header, the names of a CSV file's columns in order: `columns`, then the
+        diff column."""
+        if self.format != "csv" or self.header:
+            return None
+        return list(self.columns or ()) + ([self.diff_column] if self.diff_column else [])
+
+
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+
+
+def arrow_type(name: str) -> Any:
+    """The Arrow type of a SQL type name (see the module docstring)."""
+    import pyarrow as pa
+
+    n = name.strip().lower()
+    m = _DECIMAL.fullmatch(n)
+    if m:
+        return pa.decimal128(int(m.group(1)), int(m.group(2)))
+    simple = {
+        "bigint": pa.int64(),
+        "integer": pa.int32(),
+        "int": pa.int32(),
+        "smallint": pa.int16(),
+        "tinyint": pa.int8(),
+        "double": pa.float64(),
+        "float": pa.float32(),
+        "string": pa.string(),
+        "boolean": pa.bool_(),
+        "date": pa.date32(),
+        "timestamp": pa.timestamp("us"),
+    }
+    if n not in simple:
+        raise ValueError("unsupported source type %r" % name)
+    return simple[n]
+
+
+def rows_of(batch: Any, ncols: int) -> Iterator[tuple[Any, ...]]:
+    """The first `ncols` columns of an Arrow record batch or table, as row tuples."""
+    cols = [batch.column(i).to_pylist() for i in range(ncols)]
+    if ncols == 1:
+        return ((v,) for v in cols[0])
+    return zip(*cols, strict=True)
+
+
+def read_arrow(source: FileSource) -> Any:
+    """The selected, typed columns (then the diff column, if any) as one Arrow table.
+
+    Used by the in-process executor; Spark reads with its own readers (see `spark_executor`)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    if source.format == "parquet":
+        table = pa.concat_tables([pq.read_table(p) for p in source.paths])
+    else:
+        parts = []
+        for p in source.paths:
+            read = pcsv.ReadOptions(column_names=source.file_columns())
+            parse = pcsv.ParseOptions(delimiter=source.delimiter)
+            parts.append(pcsv.read_csv(p, read_options=read, parse_options=parse))
+        table = pa.concat_tables(parts, promote_options="permissive")
+    names = list(source.columns) if source.columns is not None else [
+        n for n in table.column_names if n != source.diff_column
+    ]
+    missing = [n for n in names + ([source.diff_column] if source.diff_column else [])
+               if n not in table.column_names]
+    if missing:
+        raise ValueError("columns %s are not in %s" % (missing, source.paths[0]))
+    cols = []
+    for i, n in enumerate(names):
+        c = table.column(n)
+        if source.types is not None:
+            c = c.cast(arrow_type(source.types[i]))
+        cols.append(c)
+    if source.diff_column:
+        cols.append(table.column(source.diff_column).cast(pa.int64()))
+        names = names + ["__diff"]
+    return pa.table(cols, names=names)
+
+
+def updates_of(source: FileSource, time: Any) -> list[tuple[Any, Any, int]]:
+    """The in-process reading: `(row, time, diff)` for every row with a non-zero diff."""
+    table = read_arrow(source)
+    if source.diff_column:
+        n = table.num_columns - 1
+        diffs = table.column(n).to_pylist()
+        return [(row, time, d) for row, d in zip(rows_of(table, n), diffs, strict=True) if d]
+    return [(row, time, 1) for row in rows_of(table, table.num_columns)]
