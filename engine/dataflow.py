@@ -17,6 +17,7 @@ the epoch), and each iterative scope adds one coordinate, the loop counter.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -226,13 +227,28 @@ class Dataflow:
         return self._has_loops
 
     def run(self, max_steps: int | None = None) -> int:
-        """Step until quiescent: every submitted epoch processed, every loop converged."""
-        n = 0
-        while self.step():
-            n += 1
-            if max_steps is not None and n >= max_steps:
-                break
-        return n
+        """Step until quiescent: every submitted epoch processed, every loop converged.
+
+        Python's cyclic collector is paused while the dataflow runs. Updates, batches and
+        traces are acyclic (tuples, lists and dicts of values), so reference counting frees
+        them; but every collection scans all tracked objects, and with millions of live
+        updates the collections that allocation triggers dominate the run time (a 10M-entry
+        arrangement built 3-5x slower with it on). Objects that survive the run are scanned
+        once the collector resumes, so the cost is linear instead of repeated.
+        """
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            n = 0
+            while self.step():
+                n += 1
+                if max_steps is not None and n >= max_steps:
+                    break
+            return n
+        finally:
+            if paused:
+                gc.enable()
 
     def release(self) -> None:
         """Drop this dataflow's readers of imported traces, so they no longer hold back

@@ -60,9 +60,15 @@ class InProcessExecutor:
         beyond = frontier.less_equal
         ready: Updates = []
         rest: Updates = []
+        # Updates share few distinct times: decide each time once.
+        side: dict[Time, Updates] = {}
         for p in payloads:
             for u in p:
-                (rest if beyond(u[1]) else ready).append(u)
+                t = u[1]
+                dst = side.get(t)
+                if dst is None:
+                    dst = side[t] = rest if beyond(t) else ready
+                dst.append(u)
         return ready, rest
 
     # -- batches -------------------------------------------------------------------------------
