@@ -31,6 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--data-dir", type=Path, help="directory of the durable database")
     g.add_argument("--memory", action="store_true", help="keep everything in memory")
     s.add_argument("--token", default=None, help="bearer token (default: $DIFFSQL_TOKEN)")
+    s.add_argument(
+        "--import-dir",
+        type=Path,
+        default=None,
+        help="the only directory COPY ... FROM may read (default: <data-dir>/import)",
+    )
     s.add_argument("--executor", choices=["inprocess", "spark"], default="inprocess")
     s.add_argument("--spark-master", default=None, help="Spark master URL (with --executor spark)")
     s.add_argument(
@@ -79,6 +85,7 @@ def _serve(args: argparse.Namespace) -> int:
         settings = Settings(
             data_dir=args.data_dir,
             memory=args.memory,
+            import_dir=args.import_dir,
             token=_token(args),
             executor=args.executor,
             spark_master=args.spark_master,

@@ -27,6 +27,15 @@ Reads never block on the engine's work except to take a consistent snapshot: a s
 DuckDB's MVCC snapshot of the tables with view contents at the same `completed_ts`, taken under
 the write lock (between two writes).
 
+Bulk loads (`COPY t FROM 'file'`): the writer reads the file (Arrow, see `server.bulkload`),
+DuckDB casts and stores the rows and logs them like an INSERT, and the rows as stored are
+written to a Parquet file in `loads/` of the data directory. Views are fed that file, not rows:
+their dataflows' executor reads it (Spark on the cluster), so the rows of a load never pass
+through this process one by one. A view created in the same request as a load reads the loaded
+table the same way (a Parquet snapshot of it). Load files are transport only: the change log is
+the durable record, so they are deleted when the write is over (or rolled back), and leftovers
+of a crash are deleted at start-up.
+
 Start-up (`_recover`) rebuilds every view from the tables as of `history_since` and replays the
 retained change log timestamp by timestamp, so each view's history after a restart is exactly
 its history before (same batches at the same timestamps), and its contents equal recomputation.
@@ -35,17 +44,24 @@ its history before (same batches at the same timestamps), and its contents equal
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import os
+import shutil
+import tempfile
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import duckdb
 from sqlglot import exp
 
+from engine.sources import FileSource
+from server import bulkload
 from server.errors import ApiError, Conflict, Forbidden, Gone, NotFound, SqlError, from_duckdb
 from server.executors import Executor
 from server.feeds import Hub, Message, Subscription, progress_message, update_message
@@ -54,7 +70,7 @@ from server.settings import Settings
 from server.sqltext import Statement, parse_script, parse_statement
 from server.store import Row, Store, TableRecord, ViewRecord
 from server.values import normalize_type, quote_ident, row_to_json, sort_key
-from server.views import Batch, MaintainedView, apply_batch, consolidate
+from server.views import Batch, Input, MaintainedView, TableChange, apply_batch, consolidate
 
 log = logging.getLogger("diffsql.server")
 
@@ -152,6 +168,12 @@ class _Write:
     # New views whose hydration dataflow becomes their permanent one (they read only tables
     # and no other new view reads them); the others are built again after COMMIT.
     reusable: set[str] = field(default_factory=set)
+    # Bulk loads: per table, the Parquet files of rows it loaded (at ts, diff +1) and how many.
+    loads: dict[str, list[FileSource]] = field(default_factory=lambda: defaultdict(list))
+    load_counts: Counter[str] = field(default_factory=Counter)
+    # Parquet snapshots of loaded tables, for views built in this write; reset like `trial`.
+    snapshots: dict[str, Input] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)  # every file this write made
 
 
 def _error_json(message: str | None, code: str = "view_failed") -> dict[str, Any]:
@@ -191,7 +213,31 @@ class Database:
         self.history_since = 0
         self.next_table_id = 1
         self.next_seq = 1
+        self.import_root = self._import_root(settings)
+        self._own_loads = settings.loads_path is None
+        self.loads_dir = self._loads_dir(settings)
+        self._load_seq = itertools.count()
         self._recover()
+
+    @staticmethod
+    def _import_root(settings: Settings) -> Path | None:
+        path = settings.import_path
+        if path is None:
+            return None
+        path.mkdir(parents=True, exist_ok=True)
+        return Path(os.path.realpath(path))  # the import directory itself may be a symlink
+
+    @staticmethod
+    def _loads_dir(settings: Settings) -> Path:
+        path = settings.loads_path
+        if path is None:
+            # No data directory: the files live as long as this process.
+            return Path(tempfile.mkdtemp(prefix="diffsql-loads-"))
+        path.mkdir(parents=True, exist_ok=True)
+        # Files left by a write that crashed: the change log holds everything committed.
+        for leftover in path.glob("*.parquet"):
+            leftover.unlink(missing_ok=True)
+        return Path(os.path.realpath(path))
 
     def end_feeds(self) -> None:
         """End every change feed (at shutdown, so open streams do not hold it up)."""
@@ -203,6 +249,8 @@ class Database:
             with self.state_lock:
                 self.hub.close_all()
             self.store.close()
+            if self._own_loads:
+                shutil.rmtree(self.loads_dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ recovery
 
@@ -356,44 +404,55 @@ class Database:
                 next_seq=self.next_seq,
                 history_since=self.history_since,
             )
-            results: list[dict[str, Any]] = []
-            self.store.begin()
             try:
-                for s in stmts:
-                    if s.kind == "SELECT":
-                        # Inside the transaction: it sees this request's own writes, and an
-                        # error in it rolls back the whole request.
-                        results.append(self._select_in_write(w, s))
-                    elif s.kind == "EXPLAIN":
-                        results.append(self._explain(s, w.tables, w.views))
-                    else:
-                        results.append(self._apply(w, s))
-                        w.trial = {}
-                self._hydrate(w)
-                self._log(w)
-                self.store.commit()
-                self.last_ts = self.committed_ts = w.ts
-            except BaseException as e:
-                self.store.rollback()
-                for view in w.hydrated.values():
-                    view.release()
-                if isinstance(e, duckdb.Error):
-                    raise from_duckdb(e) from None
-                raise
-            try:
-                failed = self._publish(w)
-            except Exception:  # a bug after COMMIT: rebuild everything from the durable store
-                log.exception("maintaining views at timestamp %d failed; reloading", w.ts)
-                self._reload()
-                with self.state_lock:
-                    failed = [
-                        {"name": n, "error": _error_json(v.error)}
-                        for n, v in sorted(self.views.items())
-                        if not v.running
-                    ]
-            for r in results:
-                r["timestamp"] = w.ts
-            return {"results": results, "failed_views": failed}
+                return self._write_steps(w, stmts)
+            finally:
+                # Every dataflow that reads a load file has run (or was dropped): the rows are
+                # in the store, its log, and the views' arrangements.
+                for path in w.files:
+                    path.unlink(missing_ok=True)
+
+    def _write_steps(self, w: _Write, stmts: list[Statement]) -> dict[str, Any]:
+        """`_write` under the write lock: the transaction, then maintaining the views."""
+        results: list[dict[str, Any]] = []
+        self.store.begin()
+        try:
+            for s in stmts:
+                if s.kind == "SELECT":
+                    # Inside the transaction: it sees this request's own writes, and an
+                    # error in it rolls back the whole request.
+                    results.append(self._select_in_write(w, s))
+                elif s.kind == "EXPLAIN":
+                    results.append(self._explain(s, w.tables, w.views))
+                else:
+                    results.append(self._apply(w, s))
+                    w.trial = {}
+                    w.snapshots = {}
+            self._hydrate(w)
+            self._log(w)
+            self.store.commit()
+            self.last_ts = self.committed_ts = w.ts
+        except BaseException as e:
+            self.store.rollback()
+            for view in w.hydrated.values():
+                view.release()
+            if isinstance(e, duckdb.Error):
+                raise from_duckdb(e) from None
+            raise
+        try:
+            failed = self._publish(w)
+        except Exception:  # a bug after COMMIT: rebuild everything from the durable store
+            log.exception("maintaining views at timestamp %d failed; reloading", w.ts)
+            self._reload()
+            with self.state_lock:
+                failed = [
+                    {"name": n, "error": _error_json(v.error)}
+                    for n, v in sorted(self.views.items())
+                    if not v.running
+                ]
+        for r in results:
+            r["timestamp"] = w.ts
+        return {"results": results, "failed_views": failed}
 
     def _apply(self, w: _Write, s: Statement) -> dict[str, Any]:
         handler = {
@@ -404,6 +463,7 @@ class Database:
             "INSERT": self._dml,
             "UPDATE": self._dml,
             "DELETE": self._dml,
+            "COPY": self._copy,
         }[s.kind]
         try:
             return handler(w, s)
@@ -521,6 +581,8 @@ class Database:
             )
         self.store.drop_table(w.tables.pop(name))
         w.deltas.pop(name, None)
+        w.loads.pop(name, None)
+        w.load_counts.pop(name, None)
         w.written.discard(name)
         w.dropped_tables.append(name)
         return {"statement": "DROP TABLE", "name": name, "dropped": True}
@@ -700,6 +762,101 @@ class Database:
         w.written.add(name)
         return {"statement": s.kind, "rowcount": count}
 
+    def _copy(self, w: _Write, s: Statement) -> dict[str, Any]:
+        """COPY <table> [(columns)] FROM '<path>' [(options)]: a bulk load (see the module
+        docstring and `server.bulkload`)."""
+        ast = s.ast
+        if not ast.args.get("kind"):
+            raise SqlError(
+                "COPY ... TO is not supported: the server writes no files; read a view with "
+                "GET /views/{name}/rows or query with POST /query",
+                code="unsupported",
+            )
+        target = ast.this
+        listed: list[str] | None = None
+        if isinstance(target, exp.Schema):
+            listed = [str(e.name).lower() for e in target.expressions]
+            target = target.this
+        name = self._name_of(target, s)
+        if name in w.views:
+            raise SqlError(f"{name!r} is a view; views are read-only", code="read_only_view")
+        if name not in w.tables:
+            raise SqlError(f"unknown table {name!r}", code="unknown_table")
+        spec = bulkload.parse_copy(ast)
+        if self.import_root is None:
+            raise ApiError(
+                "COPY FROM is disabled: the server has no import directory (it keeps no data "
+                "directory); start it with --import-dir",
+                code="import_disabled",
+                status=403,
+            )
+        rec = w.tables[name]
+        names = [c["name"] for c in rec.columns]
+        columns = listed if listed is not None else names
+        for c in columns:
+            if c not in names:
+                raise SqlError(f"table {name!r} has no column {c!r}", code="unknown_column")
+        if len(set(columns)) != len(columns):
+            raise SqlError("a column is named twice in the COPY column list",
+                           code="duplicate_column")
+        stored = []
+        for path in bulkload.resolve_paths(self.import_root, spec.path):
+            data = bulkload.read_file(spec, path, self.import_root)
+            shown = os.path.relpath(path, self.import_root)
+            if data.num_columns == 0 and data.num_rows == 0:
+                continue  # an empty CSV file
+            if data.num_columns != len(columns):
+                raise SqlError(
+                    f"{shown!r} has {data.num_columns} columns but COPY into {name!r} expects "
+                    f"{len(columns)} ({', '.join(columns)}); columns match by position",
+                    code="column_count_mismatch",
+                )
+            if data.num_rows == 0:
+                continue
+            try:
+                stored.append(self.store.insert_arrow(rec, data, columns))
+            except duckdb.Error as e:
+                err = from_duckdb(e, line=s.line, column=s.column)
+                err.message = f"COPY {name} from {shown!r}: {err.message}"
+                raise err from None
+        count = sum(t.num_rows for t in stored)
+        if count:
+            import pyarrow as pa
+
+            rows = pa.concat_tables(stored) if len(stored) > 1 else stored[0]
+            self.store.append_log_arrow(rec, w.ts, rows)
+            w.loads[name].append(self._load_file(w, rec, rows))
+            w.load_counts[name] += count
+            w.written.add(name)
+        return {"statement": "COPY", "rowcount": count}
+
+    def _load_file(self, w: _Write, rec: TableRecord, rows: Any) -> FileSource:
+        """Write Arrow table `rows` (typed as the store holds `rec`'s rows) to a Parquet file
+        that dataflows load. Columns are named c0..cn-1: any table column name is safe there,
+        and Spark reads them back by position and type, not by a name it might misparse."""
+        import pyarrow.parquet as pq
+
+        names = tuple(f"c{i}" for i in range(len(rec.columns)))
+        path = self.loads_dir / f"{w.ts}-{rec.table_id}-{next(self._load_seq)}.parquet"
+        w.files.append(path)  # deleted when the write is over, even if writing it failed
+        pq.write_table(rows.rename_columns(list(names)), path)
+        return FileSource((str(path),), "parquet", columns=names)
+
+    def _table_input(
+        self, w: _Write, name: str, rows: Callable[[], Iterable[tuple[Row, int]]]
+    ) -> Input:
+        """The contents of relation `name` (in this write's transaction), as an input of a
+        view built in this write: a Parquet snapshot when `name` is a table the write
+        bulk-loaded (so, on Spark, its rows never pass through this process), else `rows()`."""
+        if name not in w.loads:
+            return list(rows())
+        src = w.snapshots.get(name)
+        if src is None:
+            table = self.store.read_arrow(name)
+            src = self._load_file(w, w.tables[name], table) if table.num_rows else []
+            w.snapshots[name] = src
+        return src
+
     # -- new views -------------------------------------------------------------------------
 
     def _affected(self, w: _Write, name: str) -> bool:
@@ -751,7 +908,10 @@ class Database:
     ) -> Counter[Row]:
         """Compute `view` from the post-statement contents of what it reads, in a dataflow fed
         through input handles only (it imports nothing, so it can be discarded freely)."""
-        inputs = {d: list(self._post_contents(w, d, trial).items()) for d in view.dependencies}
+        inputs: dict[str, Input] = {
+            d: self._table_input(w, d, lambda d=d: self._post_contents(w, d, trial).items())
+            for d in view.dependencies
+        }
         view.build(self.executor.new_dataflow(), w.ts)
         out = view.run_schedule([(w.ts, inputs)], w.ts)
         acc: Counter[Row] = Counter()
@@ -854,7 +1014,9 @@ class Database:
         """Maintain every view at `w.ts` (after COMMIT) and install the results; return the
         views that failed at this timestamp."""
         ts = w.ts
-        table_batches: dict[str, Batch] = dict(w.batches)
+        table_batches: dict[str, Input] = dict(w.batches)
+        for name, files in w.loads.items():
+            table_batches[name] = TableChange(w.batches.get(name, []), tuple(files))
         order = sorted(w.views, key=lambda n: w.views[n].seq)
         views: dict[str, MaintainedView] = {
             n: w.hydrated[n] if n in w.new_views else self.views[n] for n in order
@@ -923,6 +1085,8 @@ class Database:
             for name, delta in w.deltas.items():
                 if name in w.tables:
                     self.row_counts[name] = self.row_counts.get(name, 0) + sum(delta.values())
+            for name, n in w.load_counts.items():
+                self.row_counts[name] = self.row_counts.get(name, 0) + n
             for name in w.tables:
                 self.row_counts.setdefault(name, 0)
             for name in w.dropped_views:
@@ -996,7 +1160,9 @@ class Database:
         try:
             view.build(self.executor.new_dataflow(), ts, self._imports(view, sources))
             inputs = {
-                d: list(Counter(Store.read_table(self.store.conn, d)).items())
+                d: self._table_input(
+                    w, d, lambda d=d: Counter(Store.read_table(self.store.conn, d)).items()
+                )
                 for d in view.handles
             }
             out = view.run_schedule([(ts, inputs)], ts)

@@ -19,6 +19,9 @@ class Settings(BaseModel):
     """Directory holding the durable DuckDB database; None with `memory=True`."""
     memory: bool = False
     """Keep everything in memory (nothing survives a restart)."""
+    import_dir: Path | None = None
+    """The only directory `COPY ... FROM` may read (default `<data_dir>/import`; without a
+    data directory COPY is disabled unless this is set)."""
     token: str | None = None
     """If set, every endpoint requires `Authorization: Bearer <token>`."""
     executor: str = "inprocess"
@@ -41,6 +44,23 @@ class Settings(BaseModel):
         if not self.memory and self.data_dir is None:
             raise ValueError("either data_dir or memory=True is required")
         return self
+
+    @property
+    def import_path(self) -> Path | None:
+        """The import directory for `COPY ... FROM`, or None when COPY is disabled."""
+        if self.import_dir is not None:
+            return Path(self.import_dir)
+        if self.memory or self.data_dir is None:
+            return None
+        return Path(self.data_dir) / "import"
+
+    @property
+    def loads_path(self) -> Path | None:
+        """Where a write puts the Parquet files that dataflows load (None: a temporary
+        directory, without a data directory)."""
+        if self.memory or self.data_dir is None:
+            return None
+        return Path(self.data_dir) / "loads"
 
     @property
     def database_path(self) -> str:

@@ -46,7 +46,8 @@ _OPERATORS = {
 @dataclass(frozen=True)
 class Statement:
     kind: str  # CREATE TABLE, DROP TABLE, CREATE VIEW, DROP VIEW, INSERT, UPDATE, DELETE,
-    # SELECT, EXPLAIN (then `inner` is the statement explained: a CREATE VIEW or a SELECT)
+    # COPY (FROM or TO: the writer accepts only FROM), SELECT, EXPLAIN (then `inner` is the
+    # statement explained: a CREATE VIEW or a SELECT)
     text: str
     ast: Any
     line: int  # 1-based line of the statement's first character in the request
@@ -110,6 +111,7 @@ _KINDS: list[tuple[type[exp.Expression], str]] = [
     (exp.Insert, "INSERT"),
     (exp.Update, "UPDATE"),
     (exp.Delete, "DELETE"),
+    (exp.Copy, "COPY"),
 ]
 
 
@@ -221,7 +223,8 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
         first = text.split(None, 1)[0].upper() if text.strip() else "?"
         raise SqlError(
             f"unsupported statement {first}: supported are CREATE TABLE, DROP TABLE, "
-            "CREATE [MATERIALIZED] VIEW, DROP VIEW, INSERT, UPDATE, DELETE and SELECT",
+            "CREATE [MATERIALIZED] VIEW, DROP VIEW, INSERT, UPDATE, DELETE, COPY ... FROM and "
+            "SELECT",
             code="unsupported",
             line=line,
             column=column,

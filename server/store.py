@@ -6,7 +6,9 @@ columns (`__ts`, `__diff`, c0..cn-1) of the table's types; the catalog and clock
 `diffsql.tables`, `diffsql.views` and `diffsql.meta` (see migrations/). Invariant: after every
 COMMIT, for every table, (contents at `history_since`) + (sum of its log) == contents now, and
 the log holds every committed change with timestamp > `history_since`. That is what lets a
-restart rebuild every view's history exactly. Only the writer (which owns `conn`) mutates; a
+restart rebuild every view's history exactly. The entries of one timestamp need not be
+consolidated (a bulk load logs the rows it inserted next to its request's other changes): only
+their sum per row matters. Only the writer (which owns `conn`) mutates; a
 reader uses its own `cursor()`.
 """
 
@@ -62,6 +64,19 @@ LOCKDOWN = (
 )
 
 
+# The name under which the writer registers an Arrow table on its own connection for one
+# statement (a bulk load); user statements may name only user tables, so they cannot reach it,
+# and it is always read as `temp.<name>`, so a user table of the same name is never confused
+# with it.
+_SOURCE = "__diffsql_arrow"
+
+
+def _arrow(relation: Any) -> Any:
+    """A DuckDB relation's rows as an Arrow table (the method's name changed in DuckDB 1.4)."""
+    fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+    return fetch()
+
+
 def lock_down(conn: duckdb.DuckDBPyConnection) -> None:
     for statement in LOCKDOWN:
         conn.execute(statement)
@@ -101,6 +116,7 @@ class Store:
             self.conn.execute("ROLLBACK")
         except duckdb.Error:
             pass  # no transaction open (e.g. COMMIT itself failed and aborted it)
+        self._unregister()  # drop our reference to a failed bulk load's rows
 
     # -- meta ---------------------------------------------------------------------------------
 
@@ -197,6 +213,53 @@ class Store:
         self.conn.execute(
             f"INSERT INTO {log_table(rec.table_id)} SELECT {', '.join(unnests)}", params
         )
+
+    def insert_arrow(self, rec: TableRecord, data: Any, columns: Sequence[str]) -> Any:
+        """Insert the rows of Arrow table `data` into `rec`: its columns, by position, go to
+        the table columns `columns`, cast by DuckDB to their types (the other columns are
+        NULL). Returns the inserted rows as DuckDB stores them: an Arrow table with every column
+        of the table, typed as the table's columns are (so the engine reads back the values an
+        INSERT would give). DuckDB errors (casts, constraints) propagate."""
+        where = {c: i for i, c in enumerate(columns)}
+        select = []
+        for c in rec.columns:
+            src = f"f{where[c['name']]}" if c["name"] in where else "NULL"
+            select.append(f"CAST({src} AS {c['type']}) AS {quote_ident(c['name'])}")
+        self.conn.register(_SOURCE, data)
+        try:
+            typed = _arrow(self.conn.sql(f"SELECT {', '.join(select)} FROM temp.{_SOURCE}"))
+        finally:
+            self._unregister()
+        self.conn.register(_SOURCE, typed)
+        try:
+            self.conn.execute(
+                f"INSERT INTO main.{quote_ident(rec.name)} SELECT * FROM temp.{_SOURCE}"
+            )
+        finally:
+            self._unregister()
+        return typed
+
+    def append_log_arrow(self, rec: TableRecord, ts: int, rows: Any) -> None:
+        """Log every row of Arrow table `rows` (as returned by `insert_arrow`) as inserted at
+        `ts`, without passing them through Python one by one."""
+        self.conn.register(_SOURCE, rows)
+        try:
+            self.conn.execute(
+                f"INSERT INTO {log_table(rec.table_id)} SELECT {int(ts)}, 1, * "
+                f"FROM temp.{_SOURCE}"
+            )
+        finally:
+            self._unregister()
+
+    def _unregister(self) -> None:
+        try:
+            self.conn.unregister(_SOURCE)
+        except duckdb.Error:
+            pass  # the transaction failed: `rollback` unregisters it
+
+    def read_arrow(self, name: str) -> Any:
+        """The contents of user table `name` as an Arrow table (the engine's bulk path)."""
+        return _arrow(self.conn.sql(f"SELECT * FROM main.{quote_ident(name)}"))
 
     def read_log(self, rec: TableRecord, after_ts: int) -> list[tuple[int, Row, int]]:
         """Changes of `rec` with timestamp > `after_ts`, in timestamp order."""

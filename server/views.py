@@ -6,7 +6,9 @@ the tables it uses through input handles, and the views it uses by importing the
 arrangements (`Arranged.import_into`): a view over a view reads the upstream's trace without a
 copy. The view's own output is arranged (trace `view:<name>`) so that views over it can do the
 same; its captured output is read from that arrangement. Engine epochs are the server's
-timestamps.
+timestamps. A table's input at a timestamp is a batch of rows, or (for a bulk load) Parquet
+files that the executor reads itself (`TableChange`): on Spark the rows of a load never pass
+through the server's Python process.
 
 Engine invariants (owned by the writer):
 - a dataflow that imports an upstream arrangement is run after the upstream's dataflow at the
@@ -32,8 +34,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.sources import FileSource
+
 Row = tuple[Any, ...]
 Batch = list[tuple[Row, int]]
+
+
+@dataclass(frozen=True)
+class TableChange:
+    """A table's changes at one timestamp: `rows` (row, diff) held by the server, plus every
+    row of `files` with diff +1, read by the dataflow's executor when it runs."""
+
+    rows: Batch = field(default_factory=list)
+    files: tuple[FileSource, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.rows) or bool(self.files)
+
+
+# What a schedule entry may give an input at one timestamp.
+Input = Iterable[tuple[Row, int]] | FileSource | TableChange
 
 
 def _row(key: Any, _val: Any) -> Any:
@@ -119,12 +139,12 @@ class MaintainedView:
 
     def run_schedule(
         self,
-        schedule: Sequence[tuple[int, Mapping[str, Iterable[tuple[Row, int]]]]],
+        schedule: Sequence[tuple[int, Mapping[str, Input]]],
         upto: int,
         pin_ts: int | None = None,
     ) -> dict[int, Batch]:
-        """Feed `schedule` (ascending timestamps) to the input handles, close every epoch
-        <= `upto`, run the dataflow and return the output batches by timestamp. Imported
+        """Feed `schedule` (ascending timestamps) to the input handles (rows are sent, files
+        are loaded: see `TableChange`), close every epoch <= `upto`, run the dataflow and return the output batches by timestamp. Imported
         arrangements must already be complete through `upto`. Then let the output trace
         compact up to `pin_ts` (default `upto`). Engine errors propagate."""
         for ts, inputs in schedule:
@@ -134,6 +154,12 @@ class MaintainedView:
                     continue  # an imported view: its changes arrive through its trace
                 if handle.epoch < ts:
                     handle.advance_to(ts)
+                if isinstance(updates, FileSource):
+                    updates = TableChange(files=(updates,))
+                if isinstance(updates, TableChange):
+                    for source in updates.files:
+                        handle.load(source)
+                    updates = updates.rows
                 batch = list(updates)
                 if batch:
                     handle.send(batch)

@@ -1,0 +1,213 @@
+"""`COPY <table> FROM '<path>' (...)`: which files a statement may read, and reading them.
+
+Invariants:
+- Like PostgreSQL's server-side COPY, only files under the import directory are read: a relative
+  path resolves against it, and every path (after resolving symlinks and `..`) must lie inside
+  it, or the statement fails with 403 `forbidden_path` before anything about the file (even
+  whether it exists) is revealed.
+- Files are read here, in the server, into Arrow tables without interpreting values: a Parquet
+  file keeps its own types and a CSV file is read as text. DuckDB then casts the values to the
+  table's column types (see `Store.insert_arrow`), so a COPY accepts exactly the values that
+  the same casts in SQL accept. The rest follows DuckDB's own `COPY ... FROM`: columns map to
+  the table's columns by position, HEADER defaults to false, and a CSV field equal to the NULL
+  string (default: empty), quoted or not, is NULL.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from server.errors import ApiError, SqlError
+
+FORMATS = ("parquet", "csv")
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass(frozen=True)
+class CopySpec:
+    """The options of one COPY FROM statement."""
+
+    path: str
+    format: str
+    header: bool = False
+    delimiter: str = ","
+    null: str = ""
+
+
+def _option_error(message: str) -> SqlError:
+    return SqlError(message, code="bad_copy_option")
+
+
+def _text(node: exp.Expression | None, option: str) -> str:
+    """The value of an option given as a word (`parquet`) or a string literal (`'|'`)."""
+    if isinstance(node, exp.Literal) and node.is_string:
+        return str(node.this)
+    if isinstance(node, exp.Var | exp.Identifier | exp.Column):
+        return str(node.name)
+    raise _option_error(f"COPY option {option} needs a value")
+
+
+def _flag(node: exp.Expression | None, option: str) -> bool:
+    if node is None:  # `HEADER` alone means true, as in PostgreSQL
+        return True
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    value = _text(node, option) if not isinstance(node, exp.Literal) else str(node.this)
+    v = value.strip().lower()
+    if v in ("true", "on", "1"):
+        return True
+    if v in ("false", "off", "0"):
+        return False
+    raise _option_error(f"COPY option {option} must be true or false, got {value!r}")
+
+
+def parse_copy(ast: exp.Copy) -> CopySpec:
+    """The file and options of a COPY FROM statement; `SqlError` for anything else."""
+    files = list(ast.args.get("files") or [])
+    if len(files) != 1 or not (isinstance(files[0], exp.Literal) and files[0].is_string):
+        raise SqlError(
+            "COPY FROM needs one file path as a string literal (for example "
+            "COPY t FROM 'data.parquet'); reading from STDIN or a program is not supported",
+            code="unsupported",
+        )
+    creds = ast.args.get("credentials")
+    if creds is not None and any(v for v in creds.args.values()):
+        raise SqlError("COPY credentials are not supported", code="unsupported")
+    path = str(files[0].this)
+    if not path.strip():
+        raise SqlError("COPY FROM needs a non-empty file path", code="bad_copy_option")
+    options: dict[str, exp.Expression | None] = {}
+    for p in ast.args.get("params") or []:
+        if not isinstance(p, exp.CopyParameter):
+            raise _option_error(f"unsupported COPY option {p.sql('duckdb')!r}")
+        name = str(p.name).upper()
+        if name in ("DELIM", "SEP"):
+            name = "DELIMITER"
+        if name in options:
+            raise _option_error(f"COPY option {name} is given twice")
+        options[name] = p.args.get("expression")
+    unknown = sorted(set(options) - {"FORMAT", "HEADER", "DELIMITER", "NULL"})
+    if unknown:
+        raise _option_error(
+            f"unsupported COPY option {unknown[0]}; supported: FORMAT parquet|csv, "
+            "and for csv HEADER, DELIMITER, NULL"
+        )
+    if "FORMAT" in options:
+        fmt = _text(options["FORMAT"], "FORMAT").lower()
+        if fmt not in FORMATS:
+            raise _option_error(f"COPY FORMAT must be parquet or csv, got {fmt!r}")
+    else:
+        # DuckDB's rule: the file name tells Parquet; anything else is CSV.
+        fmt = "parquet" if path.lower().endswith((".parquet", ".parq", ".pq")) else "csv"
+    if fmt != "csv":
+        extra = sorted(set(options) - {"FORMAT"})
+        if extra:
+            raise _option_error(f"COPY option {extra[0]} applies only to FORMAT csv")
+        return CopySpec(path, fmt)
+    header = _flag(options["HEADER"], "HEADER") if "HEADER" in options else False
+    delimiter = ","
+    if "DELIMITER" in options:
+        delimiter = _text(options["DELIMITER"], "DELIMITER")
+        if delimiter == "\\t":  # DuckDB spells a tab this way
+            delimiter = "\t"
+        if len(delimiter) != 1 or delimiter in ('"', "\n", "\r"):
+            raise _option_error(
+                f"COPY DELIMITER must be one character other than a quote or a newline, "
+                f"got {delimiter!r}"
+            )
+    null = ""
+    if "NULL" in options:
+        null = _text(options["NULL"], "NULL")
+    return CopySpec(path, fmt, header, delimiter, null)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def resolve_paths(root: Path, text: str) -> list[str]:
+    """The files `text` names under the import directory `root` (already resolved), sorted.
+
+    `text` may be a glob pattern (`*`, `?`, `[...]`) matching files in one directory level.
+    Raises 403 `forbidden_path` for anything outside `root` and 400 `file_not_found` /
+    `not_a_file` for paths inside it that are missing or are not regular files."""
+    base = str(root)
+    if "\x00" in text:
+        raise SqlError("a COPY path cannot contain a NUL character", code="bad_copy_option")
+    joined = os.path.normpath(os.path.join(base, text))
+    outside = ApiError(
+        f"COPY may read only files under the server's import directory; {text!r} is outside it",
+        code="forbidden_path",
+        status=403,
+    )
+    if any(c in _GLOB_CHARS for c in text):
+        if not _inside(joined, base):  # never list directories outside the import directory
+            raise outside
+        matches = sorted(glob.glob(joined))
+        if not matches:
+            raise SqlError(f"no file matches {text!r} in the import directory",
+                           code="file_not_found")
+    else:
+        matches = [joined]
+    out = []
+    for m in matches:
+        real = os.path.realpath(m)
+        if not _inside(real, base):  # checked before existence, so nothing leaks
+            raise outside
+        if not os.path.exists(real):
+            raise SqlError(f"file {text!r} does not exist in the import directory",
+                           code="file_not_found")
+        if not os.path.isfile(real):
+            raise SqlError(
+                f"{os.path.relpath(real, base)!r} is not a file (to read the files of a "
+                "directory, use a pattern such as 'dir/*.parquet')",
+                code="not_a_file",
+            )
+        out.append(real)
+    return out
+
+
+def _file_error(path: str, root: Path, e: Exception) -> SqlError:
+    name = os.path.relpath(path, root)
+    message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return SqlError(f"cannot read {name!r}: {message}", code="invalid_file")
+
+
+def read_file(spec: CopySpec, path: str, root: Path) -> Any:
+    """One file as an Arrow table, its columns named f0..fn-1 (see the module docstring)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    try:
+        if spec.format == "parquet":
+            table = pq.read_table(path)
+        elif os.path.getsize(path) == 0:
+            table = pa.table({})
+        else:
+            read = pcsv.ReadOptions(autogenerate_column_names=True)
+            parse = pcsv.ParseOptions(delimiter=spec.delimiter, newlines_in_values=True)
+            # Every field is read as text, so that DuckDB alone decides what a value means;
+            # the number of columns comes from the first row.
+            with pcsv.open_csv(path, read_options=read, parse_options=parse) as reader:
+                ncols = len(reader.schema)
+            convert = pcsv.ConvertOptions(
+                column_types={f"f{i}": pa.string() for i in range(ncols)},
+                strings_can_be_null=True,
+                null_values=[spec.null],
+                quoted_strings_can_be_null=True,  # DuckDB's allow_quoted_nulls
+            )
+            table = pcsv.read_csv(
+                path, read_options=read, parse_options=parse, convert_options=convert
+            )
+            if spec.header:
+                table = table.slice(1)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise _file_error(path, root, e) from None
+    return table.rename_columns([f"f{i}" for i in range(table.num_columns)])
