@@ -9,7 +9,9 @@ array<bigint>, diff bigint)` whose `data` is the canonical encoding (`encode`) o
 value, plus its summary `times` ({time: rows}) computed while it was materialised. A *Spark batch*
 is a `SparkBatch`: a DataFrame `(key binary, val binary, time, diff)`, consolidated,
 hash-partitioned by `key`, with its lineage cut (`localCheckpoint`, or Parquet files in `data_dir`)
-and its records/bytes/times cached, so trace statistics never start a job.
+and its records/bytes/times cached, so trace statistics never start a job. Parquet files are a
+`Level`, deleted once no payload or batch that may read it is alive (so a trace's files follow
+its merges and compaction); `localCheckpoint` blocks are freed by Spark's cleaner likewise.
 
 Tiny-payload fast path. Payloads and batches with at most `local_rows` rows stay in the driver in
 the in-process representation (lists, `trace.Batch`) and are handled by `InProcessExecutor`.
@@ -33,6 +35,7 @@ import pickle
 import shutil
 import sys
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -109,17 +112,41 @@ def _count_batch(summary: _Summary, times: list[list[int]], nbytes: int) -> None
 # -- payload and batch objects --------------------------------------------------------------------
 
 
+class Level:
+    """Parquet files holding one materialised result in the data directory.
+
+    The files are deleted when the last object that reads them is garbage: every payload or
+    batch whose DataFrame reads a level (directly, or lazily through a plan over it) holds it in
+    `levels`, so a level outlives exactly the plans that may still read it, whether its batch
+    was merged away, compacted, or dropped.
+    """
+
+    __slots__ = ("path", "__weakref__")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        weakref.finalize(self, shutil.rmtree, path, True)
+
+
 class SparkPayload:
     """Updates held by Spark: a DataFrame `(data, time, diff)` and its known summary."""
 
-    __slots__ = ("df", "times", "nbytes", "depth")
+    __slots__ = ("df", "times", "nbytes", "depth", "levels")
 
-    def __init__(self, df: Any, times: dict[Time, int], nbytes: int, depth: int = 0) -> None:
+    def __init__(
+        self,
+        df: Any,
+        times: dict[Time, int],
+        nbytes: int,
+        depth: int = 0,
+        levels: tuple[Level, ...] = (),
+    ) -> None:
         self.df = df
         self.times = times
         self.nbytes = nbytes
         # Operations since the lineage was last cut (filters of a buffer re-split many times).
         self.depth = depth
+        self.levels = levels
 
     @property
     def rows(self) -> int:
@@ -132,7 +159,7 @@ class SparkPayload:
 class SparkBatch:
     """A consolidated, key-partitioned batch held by Spark, with the attributes `Trace` uses."""
 
-    __slots__ = ("df", "lower", "upper", "since", "seq", "records", "nbytes", "times")
+    __slots__ = ("df", "lower", "upper", "since", "seq", "records", "nbytes", "times", "levels")
 
     def __init__(
         self,
@@ -144,8 +171,10 @@ class SparkBatch:
         nbytes: int,
         times: dict[Time, int],
         seq: int = 0,
+        levels: tuple[Level, ...] = (),
     ) -> None:
         self.df = df
+        self.levels = levels
         self.lower = lower
         self.upper = upper
         self.since = since
@@ -164,7 +193,7 @@ class SparkBatch:
     def with_upper(self, upper: Antichain, seq: int) -> SparkBatch:
         """The same updates with a description extended to `upper` (absorbing an empty batch)."""
         return SparkBatch(self.df, self.lower, upper, self.since, self.records, self.nbytes,
-                          self.times, seq)
+                          self.times, seq, self.levels)
 
     def __repr__(self) -> str:
         return "SparkBatch(seq=%d, records=%d, lower=%s, upper=%s)" % (
@@ -443,6 +472,7 @@ class SparkExecutor:
         self._data_dir = data_dir
         self._tmp: str | None = None
         self._next_file = itertools.count()
+        self._level: Level | None = None
         if spark is None:
             spark = _build_session(master, partitions, conf or {}, app_name)
         self.spark = spark
@@ -477,7 +507,10 @@ class SparkExecutor:
         return self.spark.sparkContext.accumulator(_Summary(), self._acc)
 
     def _cut(self, df: Any) -> Any:
-        """Materialise `df` and cut its lineage (one Spark job)."""
+        """Materialise `df` and cut its lineage (one Spark job).
+
+        With a data directory the result is a `Level` of Parquet files, which the caller takes
+        with `_take` and stores in the payload or batch it builds."""
         self.jobs += 1
         if self._data_dir is None:
             return df.localCheckpoint(eager=True)
@@ -486,7 +519,13 @@ class SparkExecutor:
             self._tmp = tempfile.mkdtemp(prefix="levels-", dir=self._data_dir)
         path = os.path.join(self._tmp, "level-%d.parquet" % next(self._next_file))
         df.write.parquet(path)
+        self._level = Level(path)
         return self.spark.read.parquet(path)
+
+    def _take(self) -> tuple[Level, ...]:
+        """The level the last `_cut` wrote (none with `localCheckpoint`)."""
+        level, self._level = self._level, None
+        return (level,) if level is not None else ()
 
     def _materialise(self, df: Any, counted: bool, acc: Any, byte_cols: tuple[str, ...]) -> tuple:
         """Cut `df`; when its last stage did not count rows yet, add a counting stage."""
@@ -567,9 +606,11 @@ class SparkExecutor:
         self, df: Any, s: _Summary, lower: Antichain, upper: Antichain, since: Antichain
     ) -> Any:
         records = sum(s.times.values())
+        levels = self._take()
         if records <= self.local_rows:
             return self._batch_to_local(df, records, lower, upper, since)
-        return SparkBatch(df, lower, upper, since, records, s.nbytes, dict(s.times))
+        return SparkBatch(df, lower, upper, since, records, s.nbytes, dict(s.times),
+                          levels=levels)
 
     def _batch_to_local(
         self, df: Any, records: int, lower: Antichain, upper: Antichain, since: Antichain
@@ -643,7 +684,7 @@ class SparkExecutor:
             _read_fn(len(cols), time, source.diff_column is not None, acc), self.payload_schema
         )
         out, s = self._materialise(out, True, acc, ())
-        return self._settle(SparkPayload(out, dict(s.times), s.nbytes))
+        return self._settle(SparkPayload(out, dict(s.times), s.nbytes, levels=self._take()))
 
     def apply(self, logic: Callable[[Updates], Updates], payload: Any) -> Any:
         if not isinstance(payload, SparkPayload):
@@ -658,22 +699,22 @@ class SparkExecutor:
                 tt = tmap(t)
                 times[tt] = times.get(tt, 0) + n
             return self._lazy(SparkPayload(rewrite(payload.df), times, payload.nbytes,
-                                           payload.depth + 1))
+                                           payload.depth + 1, payload.levels))
         if _is_map(logic):
             # `Collection.map` is one output per input at the same time: the summary is known,
             # so the Python stage stays lazy and fuses into whichever job reads it next.
             df = payload.df.mapInArrow(_apply_fn(logic, None), self.payload_schema)
             return self._lazy(SparkPayload(df, dict(payload.times), payload.nbytes,
-                                           payload.depth + 1))
+                                           payload.depth + 1, payload.levels))
         acc = self._accumulator()
         df = payload.df.mapInArrow(_apply_fn(logic, acc), self.payload_schema)
         df, s = self._materialise(df, True, acc, ())
-        return self._settle(SparkPayload(df, dict(s.times), s.nbytes))
+        return self._settle(SparkPayload(df, dict(s.times), s.nbytes, levels=self._take()))
 
     def _lazy(self, p: SparkPayload) -> SparkPayload:
         if p.depth > 4:
             # Cut long chains of lazy stages so plans (and recomputation) stay bounded.
-            return SparkPayload(self._cut(p.df), p.times, p.nbytes, 0)
+            return SparkPayload(self._cut(p.df), p.times, p.nbytes, 0, self._take())
         return p
 
     def is_empty(self, payload: Any) -> bool:
@@ -695,7 +736,7 @@ class SparkExecutor:
             .select("data", "time", "diff")
         )
         df, s = self._materialise(df, False, self._accumulator(), ("data",))
-        return self._settle(SparkPayload(df, dict(s.times), s.nbytes))
+        return self._settle(SparkPayload(df, dict(s.times), s.nbytes, levels=self._take()))
 
     def lower(self, payload: Any) -> Antichain:
         if isinstance(payload, SparkPayload):
@@ -729,9 +770,9 @@ class SparkExecutor:
                 qt = {t: n for t, n in p.times.items() if beyond(t)}
                 share = p.nbytes // max(p.rows, 1)
                 ready.append(SparkPayload(p.df.where(~cond), rt, share * sum(rt.values()),
-                                          p.depth + 1))
+                                          p.depth + 1, p.levels))
                 rest.append(SparkPayload(p.df.where(cond), qt, share * sum(qt.values()),
-                                         p.depth + 1))
+                                         p.depth + 1, p.levels))
         return self._concat(ready), self._concat(rest)
 
     def _concat(self, parts: list[Any]) -> Any:
@@ -750,10 +791,12 @@ class SparkExecutor:
                 times[t] = times.get(t, 0) + n
         depth = max(p.depth for p in sp) + 1
         df = self._union([p.df for p in sp])
+        levels = tuple({id(lv): lv for p in sp for lv in p.levels}.values())
         if depth > 4:
             # A buffer re-split at every frontier change would otherwise grow its plan forever.
             df, depth = self._cut(df), 0
-        return SparkPayload(df, times, sum(p.nbytes for p in sp), depth)
+            levels = self._take()
+        return SparkPayload(df, times, sum(p.nbytes for p in sp), depth, levels)
 
     # -- batches --------------------------------------------------------------------------------
     def seal(self, ready: Any, by_self: bool, lower: Antichain, upper: Antichain, dims: int) -> Any:
@@ -803,7 +846,7 @@ class SparkExecutor:
             return self.local.unarrange(batch, f)
         # One output row per entry: the summary is the batch's, and the plan stays lazy.
         df = batch.df.mapInArrow(_unarrange_fn(f), self.payload_schema)
-        return SparkPayload(df, dict(batch.times), batch.nbytes, 1)
+        return SparkPayload(df, dict(batch.times), batch.nbytes, 1, batch.levels)
 
     # -- stateful kernels -----------------------------------------------------------------------
     def join(
@@ -835,7 +878,7 @@ class SparkExecutor:
         acc = self._accumulator()
         df = j.mapInArrow(_join_fn(f, acc), self.payload_schema)
         df, s = self._materialise(df, True, acc, ())
-        return self._settle(SparkPayload(df, dict(s.times), s.nbytes))
+        return self._settle(SparkPayload(df, dict(s.times), s.nbytes, levels=self._take()))
 
     def reduce_round(
         self,

@@ -164,6 +164,23 @@ def test_min_max_top_k_parquet_levels(spark_ex: Any, tmp_path: Any) -> None:
     ex.close()
 
 
+def test_parquet_levels_are_deleted_when_nothing_reads_them(spark_ex: Any, tmp_path: Any) -> None:
+    """Levels of merged-away batches and consumed payloads are deleted as soon as no plan can
+    read them (a premature deletion would fail the run, which reads every live level), and
+    none is left once the dataflows are gone."""
+    import gc
+
+    ex = executor_like(spark_ex, local_rows=0, data_dir=str(tmp_path / "levels"))
+    run_both(ex, reach_build, reach_changes(10, 16), epochs=4, seed=5)
+    on_disk = len(list((tmp_path / "levels").rglob("level-*.parquet")))
+    assert ex.jobs > 20
+    gc.collect()
+    assert list((tmp_path / "levels").rglob("level-*.parquet")) == []
+    # While the dataflow was alive, far fewer levels existed than were ever written.
+    assert on_disk < ex.jobs // 2
+    ex.close()
+
+
 # -- a doubly nested iterate ---------------------------------------------------------------------
 
 
