@@ -282,3 +282,21 @@ def test_bulk_sources_read_on_spark_equal_in_process(spark_ex: Any, tmp_path: An
     d1.run()
     d2.run()
     assert c1.current() == c2.current() and c1.current()
+
+
+def test_jvm_counting_path(spark_ex: Any, monkeypatch: Any) -> None:
+    """Large results are counted by a JVM aggregation instead of a Python stage: force that
+    path for every result; the summaries (and so the scheduling) must stay exact."""
+    import engine.spark_executor as se
+
+    monkeypatch.setattr(se, "JVM_COUNT_ROWS", 0)
+    ex = executor_like(spark_ex, local_rows=0)
+    run_both(ex, agg_build, agg_changes(), epochs=2, seed=6)
+    df = Dataflow(executor=ex)
+    h, c = df.new_input("x")
+    c.count()
+    h.send([((i % 7, i % 3), 1) for i in range(50)])
+    h.advance_to(1)
+    df.run()
+    stats = {s["name"]: s["records"] for s in df.arrangement_stats()}
+    assert stats and sorted(stats.values()) == [21, 21]
