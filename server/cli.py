@@ -40,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--executor", choices=["inprocess", "spark"], default="inprocess")
     s.add_argument("--spark-master", default=None, help="Spark master URL (with --executor spark)")
     s.add_argument(
+        "--spark-levels",
+        default=None,
+        help="keep Spark arrangements as Parquet levels in this directory, shared by the "
+        "cluster at the same path (default: Spark's block managers)",
+    )
+    s.add_argument(
         "--history-retention",
         type=int,
         default=10_000,
@@ -89,6 +95,7 @@ def _serve(args: argparse.Namespace) -> int:
             token=_token(args),
             executor=args.executor,
             spark_master=args.spark_master,
+            spark_levels=args.spark_levels,
             history_retention=args.history_retention,
             max_request_bytes=args.max_request_bytes,
             query_timeout=args.query_timeout,

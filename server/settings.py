@@ -26,6 +26,10 @@ class Settings(BaseModel):
     """If set, every endpoint requires `Authorization: Bearer <token>`."""
     executor: str = "inprocess"
     spark_master: str | None = None
+    spark_levels: Path | None = None
+    """With the Spark executor: keep arrangements as key-partitioned Parquet levels in this
+    directory (which the cluster must share at the same path) instead of Spark's block managers
+    (`localCheckpoint`), so they survive the loss of an executor and are bounded by disk."""
     history_retention: int = Field(default=10_000, ge=1)
     """How many timestamps of change history are retained (for `since=` resumption)."""
     max_request_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)

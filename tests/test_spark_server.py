@@ -92,7 +92,10 @@ def reachable(edges: set[tuple[int, int]]) -> set[int]:
 
 
 def test_recursive_view_on_standalone_cluster(cluster: str, tmp_path: Path) -> None:
-    server = Server(tmp_path / "data", "--executor", "spark", "--spark-master", cluster)
+    # Arrangements as Parquet levels in a directory the cluster shares (same host, same path).
+    levels = tmp_path / "levels"
+    server = Server(tmp_path / "data", "--executor", "spark", "--spark-master", cluster,
+                    "--spark-levels", str(levels))
     server.data_dir.mkdir()
     try:
         server.start(timeout=120)
@@ -119,6 +122,7 @@ def test_recursive_view_on_standalone_cluster(cluster: str, tmp_path: Path) -> N
                 stmts.append(f"DELETE FROM edges WHERE src = {remove[0]} AND dst = {remove[1]}")
             server.http.post("/sql", json={"sql": ";".join(stmts)}, timeout=300).raise_for_status()
             check()
+        assert any(levels.rglob("level-*.parquet")), "arrangements were not written as levels"
         log = server.log_path.read_text(errors="replace")
         assert "Traceback" not in log, log[-3000:]
     finally:

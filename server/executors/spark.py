@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 class SparkServerExecutor:
     name = "spark"
 
-    def __init__(self, master: str) -> None:
+    def __init__(self, master: str, levels: str | None = None) -> None:
         self.master = master
+        self.levels = levels
         self._executor: Any = None
         self._lock = threading.Lock()
 
@@ -33,7 +34,7 @@ class SparkServerExecutor:
                 from engine.spark_executor import SparkExecutor
 
                 # local_rows=0: every payload and batch of every view goes through Spark.
-                self._executor = SparkExecutor(self.master, local_rows=0)
+                self._executor = SparkExecutor(self.master, data_dir=self.levels, local_rows=0)
             return self._executor
 
     def new_dataflow(self) -> Any:
@@ -53,4 +54,5 @@ def create_executor(settings: Settings) -> SparkServerExecutor:
         raise ConfigError("the spark executor needs pyspark: pip install 'diffsql[spark]'")
     if shutil.which("java") is None:
         raise ConfigError("the spark executor needs Java 17 on PATH")
-    return SparkServerExecutor(settings.spark_master or "local[2]")
+    levels = str(settings.spark_levels) if settings.spark_levels is not None else None
+    return SparkServerExecutor(settings.spark_master or "local[2]", levels)
