@@ -8,8 +8,10 @@ executor reads the files (Spark on its workers, the in-process executor with pya
 load never passes through the driver row by row.
 
 Types are named in the SQL vocabulary that Spark's `cast` accepts and that `arrow_type` maps to
-Arrow: bigint, integer, smallint, tinyint, double, float, string, boolean, date, timestamp,
-decimal(p,s).
+Arrow: bigint, integer, smallint, tinyint, double, float, string, boolean, date, timestamp
+(without time zone), decimal(p,s). A CSV source without `types` is typed by each executor's own
+inference, which can differ (NULL tokens, timestamps): pin `types` for identical rows
+everywhere. `options` are passed to Spark's reader only.
 """
 
 from __future__ import annotations
@@ -105,7 +107,19 @@ def read_arrow(source: FileSource) -> Any:
         for p in source.paths:
             read = pcsv.ReadOptions(column_names=source.file_columns())
             parse = pcsv.ParseOptions(delimiter=source.delimiter)
-            parts.append(pcsv.read_csv(p, read_options=read, parse_options=parse))
+            convert = None
+            if source.types is not None:
+                # Pinned columns are parsed straight to their types, with Spark's CSV rule for
+                # NULL (an empty field, quoted or not), so both executors read the same values.
+                convert = pcsv.ConvertOptions(
+                    column_types={c: arrow_type(t) for c, t in zip(source.columns or (),
+                                                                   source.types, strict=True)},
+                    null_values=[""],
+                    strings_can_be_null=True,
+                    quoted_strings_can_be_null=True,
+                )
+            parts.append(pcsv.read_csv(p, read_options=read, parse_options=parse,
+                                       convert_options=convert))
         table = pa.concat_tables(parts, promote_options="permissive")
     names = list(source.columns) if source.columns is not None else [
         n for n in table.column_names if n != source.diff_column

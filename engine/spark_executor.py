@@ -33,6 +33,7 @@ import itertools
 import os
 import pickle
 import shutil
+import socket
 import sys
 import tempfile
 import weakref
@@ -518,7 +519,10 @@ class SparkExecutor:
             return df.localCheckpoint(eager=True)
         if self._tmp is None:
             os.makedirs(self._data_dir, exist_ok=True)
-            self._tmp = tempfile.mkdtemp(prefix="levels-", dir=self._data_dir)
+            _remove_orphan_levels(self._data_dir)
+            # Named by host and process, so a later process can tell an orphan from a live one.
+            prefix = "levels-%s-%d-" % (socket.gethostname(), os.getpid())
+            self._tmp = tempfile.mkdtemp(prefix=prefix, dir=self._data_dir)
         path = os.path.join(self._tmp, "level-%d.parquet" % next(self._next_file))
         df.write.parquet(path)
         self._level = Level(path)
@@ -673,8 +677,6 @@ class SparkExecutor:
     def read(self, source: FileSource, time: Time) -> Any:
         """A bulk source read by Spark's own readers on the cluster, cast there, and encoded by
         its Python workers: no row passes through the driver."""
-        from pyspark.sql import functions as F
-
         r = self.spark.read
         for k, v in source.options.items():
             r = r.option(k, v)
@@ -697,12 +699,17 @@ class SparkExecutor:
                    if c not in df.columns]
         if missing:
             raise ValueError("columns %s are not in %s" % (missing, source.paths[0]))
-        sel = [
-            F.col(c).cast(source.types[i]) if source.types is not None else F.col(c)
-            for i, c in enumerate(cols)
-        ]
+        def typed(i: int, c: str) -> Any:
+            col = df[c]  # by name, even with dots in it
+            if source.types is None:
+                return col
+            t = source.types[i].strip().lower()
+            # Spark's plain timestamp has a session time zone; ours (and Arrow's) has none.
+            return col.cast("timestamp_ntz" if t == "timestamp" else t)
+
+        sel = [typed(i, c) for i, c in enumerate(cols)]
         if source.diff_column:
-            sel.append(F.col(source.diff_column).cast("bigint"))
+            sel.append(df[source.diff_column].cast("bigint"))
         acc = self._accumulator()
         out = df.select(*sel).mapInArrow(
             _read_fn(len(cols), time, source.diff_column is not None, acc), self.payload_schema
@@ -1038,6 +1045,27 @@ def _time_rules() -> dict[Any, tuple[Callable[[Any], Any], Callable[[Time], Time
 def _is_map(logic: Any) -> bool:
     # `map_logic(f)` marks its function: one output per input, times unchanged.
     return bool(getattr(logic, "one_to_one", False))
+
+
+def _remove_orphan_levels(data_dir: str) -> None:
+    """Delete level directories left by a process of this host that is gone (a crash or a kill
+    skips `close()`); directories of other hosts sharing `data_dir` are theirs to clean."""
+    host = socket.gethostname()
+    for name in os.listdir(data_dir):
+        parts = name.rsplit("-", 2)
+        if not name.startswith("levels-") or len(parts) != 3 or not parts[1].isdigit():
+            continue
+        if parts[0] != "levels-" + host:
+            continue
+        pid = int(parts[1])
+        try:
+            os.kill(pid, 0)
+            continue  # alive
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue  # alive, another user's
+        shutil.rmtree(os.path.join(data_dir, name), ignore_errors=True)
 
 
 def _repo_root() -> str:

@@ -149,7 +149,8 @@ def resolve_paths(root: Path, text: str) -> list[str]:
     if any(c in _GLOB_CHARS for c in text):
         if not _inside(joined, base):  # never list directories outside the import directory
             raise outside
-        matches = sorted(glob.glob(joined))
+        # The import directory's own path is literal, even if it contains glob characters.
+        matches = sorted(glob.glob(os.path.join(glob.escape(base), os.path.relpath(joined, base))))
         if not matches:
             raise SqlError(f"no file matches {text!r} in the import directory",
                            code="file_not_found")

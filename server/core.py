@@ -790,6 +790,16 @@ class Database:
                 code="import_disabled",
                 status=403,
             )
+        master = self.settings.spark_master or "local"
+        if self.settings.executor == "spark" and self._own_loads and not master.startswith("local"):
+            # Load files would sit on this host's disk, where the cluster's workers cannot read
+            # them after COMMIT: refuse before anything is applied.
+            raise ApiError(
+                "COPY FROM on a Spark cluster needs a data directory the workers share (the "
+                "server keeps none: it runs with --memory)",
+                code="import_disabled",
+                status=403,
+            )
         rec = w.tables[name]
         names = [c["name"] for c in rec.columns]
         columns = listed if listed is not None else names

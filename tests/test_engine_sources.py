@@ -67,6 +67,18 @@ def test_csv_header_delimiter_and_types(tmp_path: Path) -> None:
         FileSource((str(p1),), "json")
 
 
+def test_csv_pinned_types_keep_text_and_empty_is_null(tmp_path: Path) -> None:
+    p = tmp_path / "s.csv"
+    p.write_text('code,n,at\n007,1,2024-01-02 03:04:05\nNA,,\n"",2,2020-02-29 00:00:00\n')
+    src = FileSource((str(p),), "csv", columns=("code", "n", "at"),
+                     types=("string", "bigint", "timestamp"))
+    assert [u[0] for u in updates_of(src, (0,))] == [
+        ("007", 1, dt.datetime(2024, 1, 2, 3, 4, 5)),
+        ("NA", None, None),
+        (None, 2, dt.datetime(2020, 2, 29)),
+    ]
+
+
 def test_load_equals_send_under_changes(tmp_path: Path) -> None:
     """Three epochs of file loads (with deletions) against the same updates sent by hand."""
     rng = random.Random(5)

@@ -257,6 +257,8 @@ def test_bulk_sources_read_on_spark_equal_in_process(spark_ex: Any, tmp_path: An
     pq.write_table(table, tmp_path / "t.parquet")
     csv = tmp_path / "t.csv"
     csv.write_text("".join("%d|%s|%d\n" % (i, "x%d" % (i % 5), i % 3 - 1) for i in range(n)))
+    tcsv = tmp_path / "typed.csv"
+    tcsv.write_text('code,n,at\n007,1,2024-01-02 03:04:05\nNA,,\n"",2,2020-02-29 00:00:00\n')
     sources = [
         FileSource((str(tmp_path / "t.parquet"),), columns=("id", "name", "price", "day"),
                    diff_column="diff"),
@@ -264,6 +266,8 @@ def test_bulk_sources_read_on_spark_equal_in_process(spark_ex: Any, tmp_path: An
                    types=("string", "integer")),
         FileSource((str(csv),), "csv", columns=("k", "v"), types=("bigint", "string"),
                    diff_column="d", header=False, delimiter="|"),
+        FileSource((str(tcsv),), "csv", columns=("code", "n", "at"),
+                   types=("string", "bigint", "timestamp")),
     ]
     for src in sources:
         want = sorted(updates_of(src, (4,)), key=repr)
@@ -300,3 +304,24 @@ def test_jvm_counting_path(spark_ex: Any, monkeypatch: Any) -> None:
     df.run()
     stats = {s["name"]: s["records"] for s in df.arrangement_stats()}
     assert stats and sorted(stats.values()) == [21, 21]
+
+
+def test_orphan_level_directories_are_removed(tmp_path: Any) -> None:
+    """Level directories of a dead process of this host are removed when a new executor starts
+    writing levels; live processes' and other hosts' directories are kept."""
+    import os
+    import socket
+    import subprocess
+
+    from engine.spark_executor import _remove_orphan_levels
+
+    host = socket.gethostname()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = tmp_path / ("levels-%s-%d-abc" % (host, gone.pid))
+    live = tmp_path / ("levels-%s-%d-def" % (host, os.getpid()))
+    other = tmp_path / ("levels-elsewhere-%d-ghi" % gone.pid)
+    for d in (dead, live, other):
+        (d / "level-0.parquet").mkdir(parents=True)
+    _remove_orphan_levels(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
