@@ -76,12 +76,14 @@ decode = pickle.loads
 class _Summary:
     """What a materialisation learned: rows per time, bytes, and deferred (key, time) pairs."""
 
-    __slots__ = ("times", "nbytes", "deferred")
+    __slots__ = ("times", "nbytes", "deferred", "levels")
 
     def __init__(self) -> None:
         self.times: dict[Time, int] = {}
         self.nbytes = 0
         self.deferred: set[tuple[bytes, Time]] = set()
+        # Set in the driver only: the levels the materialised result reads.
+        self.levels: tuple[Level, ...] = ()
 
     def merge(self, other: _Summary) -> _Summary:
         for t, n in other.times.items():
@@ -475,7 +477,6 @@ class SparkExecutor:
         self._data_dir = data_dir
         self._tmp: str | None = None
         self._next_file = itertools.count()
-        self._level: Level | None = None
         if spark is None:
             spark = _build_session(master, partitions, conf or {}, app_name)
         self.spark = spark
@@ -509,14 +510,28 @@ class SparkExecutor:
     def _accumulator(self) -> Any:
         return self.spark.sparkContext.accumulator(_Summary(), self._acc)
 
-    def _cut(self, df: Any) -> Any:
+    @staticmethod
+    def _release(acc: Any) -> _Summary:
+        """The accumulated summary, as a fresh object, with the accumulator forgotten.
+
+        PySpark keeps every accumulator in a process-wide registry for the life of the
+        process; one per materialisation would hold every summary (times, deferred keys)
+        forever in a long-running server."""
+        from pyspark import accumulators
+
+        out = _Summary().merge(acc.value)
+        accumulators._accumulatorRegistry.pop(acc.aid, None)
+        return out
+
+    def _cut(self, df: Any) -> tuple[Any, tuple[Level, ...]]:
         """Materialise `df` and cut its lineage (one Spark job).
 
-        With a data directory the result is a `Level` of Parquet files, which the caller takes
-        with `_take` and stores in the payload or batch it builds."""
+        Returns the new DataFrame and the levels it reads: with a data directory, one `Level` of
+        Parquet files, which the payload or batch built on it must hold; none with
+        `localCheckpoint`."""
         self.jobs += 1
         if self._data_dir is None:
-            return df.localCheckpoint(eager=True)
+            return df.localCheckpoint(eager=True), ()
         if self._tmp is None:
             os.makedirs(self._data_dir, exist_ok=True)
             _remove_orphan_levels(self._data_dir)
@@ -525,37 +540,36 @@ class SparkExecutor:
             self._tmp = tempfile.mkdtemp(prefix=prefix, dir=self._data_dir)
         path = os.path.join(self._tmp, "level-%d.parquet" % next(self._next_file))
         df.write.parquet(path)
-        self._level = Level(path)
-        return self.spark.read.parquet(path)
-
-    def _take(self) -> tuple[Level, ...]:
-        """The level the last `_cut` wrote (none with `localCheckpoint`)."""
-        level, self._level = self._level, None
-        return (level,) if level is not None else ()
+        level = Level(path)
+        return self.spark.read.parquet(path), (level,)
 
     def _materialise(
         self, df: Any, counted: bool, acc: Any, byte_cols: tuple[str, ...], rows: int = 0
     ) -> tuple:
-        """Cut `df`; when its last stage did not count rows yet, count them.
+        """Cut `df`; when its last stage did not count rows yet, count them. The summary
+        returned carries the result's `levels`.
 
         Counting is a pass-through Python stage in the same job, or, when about `rows` (an
         estimate from the inputs) is large, an aggregation in the JVM over the materialised
         result: a second job, but shipping millions of rows through Python only to count them
         costs more than the job (a 4M-row merge: 23 s counted in Python against 15 s)."""
-        if counted:
-            return self._cut(df), acc.value
-        if rows < JVM_COUNT_ROWS:
-            schema = df.schema
-            out = self._cut(df.mapInArrow(_count_fn(acc, byte_cols), schema))
-            return out, acc.value
+        if counted or rows < JVM_COUNT_ROWS:
+            if not counted:
+                df = df.mapInArrow(_count_fn(acc, byte_cols), df.schema)
+            out, levels = self._cut(df)
+            summary = self._release(acc)
+            summary.levels = levels
+            return out, summary
         from pyspark.sql import functions as F
 
-        out = self._cut(df)
+        out, levels = self._cut(df)
+        self._release(acc)  # unused: the JVM counts
         self.jobs += 1
         nbytes = None
         for c in byte_cols:
             nbytes = F.length(c) if nbytes is None else nbytes + F.length(c)
         summary = _Summary()
+        summary.levels = levels
         for r in out.groupBy("time").agg(
             F.count(F.lit(1)).alias("n"), F.sum(nbytes if nbytes is not None else F.lit(0))
         ).collect():
@@ -634,11 +648,10 @@ class SparkExecutor:
         self, df: Any, s: _Summary, lower: Antichain, upper: Antichain, since: Antichain
     ) -> Any:
         records = sum(s.times.values())
-        levels = self._take()
         if records <= self.local_rows:
             return self._batch_to_local(df, records, lower, upper, since)
         return SparkBatch(df, lower, upper, since, records, s.nbytes, dict(s.times),
-                          levels=levels)
+                          levels=s.levels)
 
     def _batch_to_local(
         self, df: Any, records: int, lower: Antichain, upper: Antichain, since: Antichain
@@ -715,7 +728,7 @@ class SparkExecutor:
             _read_fn(len(cols), time, source.diff_column is not None, acc), self.payload_schema
         )
         out, s = self._materialise(out, True, acc, ())
-        return self._settle(SparkPayload(out, dict(s.times), s.nbytes, levels=self._take()))
+        return self._settle(SparkPayload(out, dict(s.times), s.nbytes, levels=s.levels))
 
     def apply(self, logic: Callable[[Updates], Updates], payload: Any) -> Any:
         if not isinstance(payload, SparkPayload):
@@ -740,12 +753,13 @@ class SparkExecutor:
         acc = self._accumulator()
         df = payload.df.mapInArrow(_apply_fn(logic, acc), self.payload_schema)
         df, s = self._materialise(df, True, acc, ())
-        return self._settle(SparkPayload(df, dict(s.times), s.nbytes, levels=self._take()))
+        return self._settle(SparkPayload(df, dict(s.times), s.nbytes, levels=s.levels))
 
     def _lazy(self, p: SparkPayload) -> SparkPayload:
         if p.depth > 4:
             # Cut long chains of lazy stages so plans (and recomputation) stay bounded.
-            return SparkPayload(self._cut(p.df), p.times, p.nbytes, 0, self._take())
+            df, levels = self._cut(p.df)
+            return SparkPayload(df, p.times, p.nbytes, 0, levels)
         return p
 
     def is_empty(self, payload: Any) -> bool:
@@ -767,7 +781,7 @@ class SparkExecutor:
             .select("data", "time", "diff")
         )
         df, s = self._materialise(df, False, self._accumulator(), ("data",), payload.rows)
-        return self._settle(SparkPayload(df, dict(s.times), s.nbytes, levels=self._take()))
+        return self._settle(SparkPayload(df, dict(s.times), s.nbytes, levels=s.levels))
 
     def lower(self, payload: Any) -> Antichain:
         if isinstance(payload, SparkPayload):
@@ -825,8 +839,7 @@ class SparkExecutor:
         levels = tuple({id(lv): lv for p in sp for lv in p.levels}.values())
         if depth > 4:
             # A buffer re-split at every frontier change would otherwise grow its plan forever.
-            df, depth = self._cut(df), 0
-            levels = self._take()
+            (df, levels), depth = self._cut(df), 0
         return SparkPayload(df, times, sum(p.nbytes for p in sp), depth, levels)
 
     # -- batches --------------------------------------------------------------------------------
@@ -910,7 +923,7 @@ class SparkExecutor:
         acc = self._accumulator()
         df = j.mapInArrow(_join_fn(f, acc), self.payload_schema)
         df, s = self._materialise(df, True, acc, ())
-        return self._settle(SparkPayload(df, dict(s.times), s.nbytes, levels=self._take()))
+        return self._settle(SparkPayload(df, dict(s.times), s.nbytes, levels=s.levels))
 
     def reduce_round(
         self,
