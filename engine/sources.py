@@ -47,6 +47,18 @@ class FileSource:
         if self.format == "csv" and not self.header and self.columns is None:
             raise ValueError("a CSV source without a header needs its column names")
 
+    def selected(self, available: list[str]) -> list[str]:
+        """The row's columns given the files' columns (all but the diff column when `columns` is
+        None); raises ValueError naming any selected or diff column the files lack."""
+        names = list(self.columns) if self.columns is not None else [
+            n for n in available if n != self.diff_column
+        ]
+        missing = [n for n in names + ([self.diff_column] if self.diff_column else [])
+                   if n not in available]
+        if missing:
+            raise ValueError("columns %s are not in %s" % (missing, self.paths[0]))
+        return names
+
     def file_columns(self) -> list[str] | None:
         """Without a header, the names of a CSV file's columns in order: `columns`, then the
         diff column."""
@@ -121,13 +133,7 @@ def read_arrow(source: FileSource) -> Any:
             parts.append(pcsv.read_csv(p, read_options=read, parse_options=parse,
                                        convert_options=convert))
         table = pa.concat_tables(parts, promote_options="permissive")
-    names = list(source.columns) if source.columns is not None else [
-        n for n in table.column_names if n != source.diff_column
-    ]
-    missing = [n for n in names + ([source.diff_column] if source.diff_column else [])
-               if n not in table.column_names]
-    if missing:
-        raise ValueError("columns %s are not in %s" % (missing, source.paths[0]))
+    names = source.selected(table.column_names)
     cols = []
     for i, n in enumerate(names):
         c = table.column(n)

@@ -705,13 +705,8 @@ class SparkExecutor:
             df = r.csv(list(source.paths))
             if names is not None:
                 df = df.toDF(*names)
-        cols = list(source.columns) if source.columns is not None else [
-            c for c in df.columns if c != source.diff_column
-        ]
-        missing = [c for c in cols + ([source.diff_column] if source.diff_column else [])
-                   if c not in df.columns]
-        if missing:
-            raise ValueError("columns %s are not in %s" % (missing, source.paths[0]))
+        cols = source.selected(df.columns)
+
         def typed(i: int, c: str) -> Any:
             col = df[c]  # by name, even with dots in it
             if source.types is None:
