@@ -1,17 +1,29 @@
 """The FastAPI application: `create_app(settings)` wires settings, the database service (on
 `app.state`, created in the lifespan), the guard middleware, one router per resource, and the
 exception handlers that render every error in the one JSON shape of `server.errors`.
+
+`/docs` (Swagger UI) and `/redoc` load their scripts and styles from the server itself (the
+assets packaged by the `fastapi-offline` dependency, under `/docs-assets/`), never from a CDN,
+so the documentation renders with no network.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import (
+    get_redoc_html,
+    get_swagger_ui_html,
+    get_swagger_ui_oauth2_redirect_html,
+)
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -62,6 +74,47 @@ async def _internal_error(_: Request, exc: Exception) -> JSONResponse:
     return _error(500, "internal_error", f"{type(exc).__name__}: {exc}")
 
 
+def _docs_assets() -> Path:
+    """The directory of the packaged Swagger UI and ReDoc assets."""
+    spec = importlib.util.find_spec("fastapi_offline")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the fastapi-offline package (the /docs assets) is not installed")
+    return Path(spec.origin).parent / "static"
+
+
+def _add_docs(app: FastAPI) -> None:
+    """Swagger UI at /docs and ReDoc at /redoc, every asset served from /docs-assets."""
+    assets = "/docs-assets"
+    app.mount(assets, StaticFiles(directory=_docs_assets()), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(
+            openapi_url=f"{root}{app.openapi_url}",
+            title=f"{app.title} - Swagger UI",
+            oauth2_redirect_url=f"{root}/docs/oauth2-redirect",
+            swagger_js_url=f"{root}{assets}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{assets}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{assets}/favicon.png",
+        )
+
+    @app.get("/docs/oauth2-redirect", include_in_schema=False)
+    async def swagger_ui_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_redoc_html(
+            openapi_url=f"{root}{app.openapi_url}",
+            title=f"{app.title} - ReDoc",
+            redoc_js_url=f"{root}{assets}/redoc.standalone.js",
+            redoc_favicon_url=f"{root}{assets}/favicon.png",
+            with_google_fonts=False,
+        )
+
+
 def create_app(settings: Settings) -> FastAPI:
     """Build the application; the database opens (and recovers) when the lifespan starts."""
 
@@ -82,7 +135,10 @@ def create_app(settings: Settings) -> FastAPI:
         summary="Incrementally maintained SQL views over differential dataflow",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served by _add_docs, from packaged assets
+        redoc_url=None,
     )
+    _add_docs(app)
     app.add_middleware(GuardMiddleware, token=settings.token, max_body=settings.max_request_bytes)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

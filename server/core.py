@@ -428,6 +428,17 @@ class Database:
                     results.append(self._apply(w, s))
                     w.trial = {}
                     w.snapshots = {}
+            if self._changes_nothing(w):
+                # A request that changes no table, view or row (`CREATE TABLE IF NOT EXISTS`
+                # on an existing table, a DELETE that matches nothing) is not a transaction
+                # of the history: it takes no timestamp, so feeds and `as_of` see no empty
+                # epochs. Its results name the state it saw, the latest committed timestamp.
+                self.store.rollback()
+                for view in w.hydrated.values():
+                    view.release()
+                for r in results:
+                    r["timestamp"] = self.last_ts
+                return {"results": results, "failed_views": []}
             self._hydrate(w)
             self._log(w)
             self.store.commit()
@@ -453,6 +464,19 @@ class Database:
         for r in results:
             r["timestamp"] = w.ts
         return {"results": results, "failed_views": failed}
+
+    def _changes_nothing(self, w: _Write) -> bool:
+        """Whether the statements of `w` so far changed no catalog entry and no row."""
+        return (
+            w.tables.keys() == self.tables.keys()
+            and all(w.tables[n] is self.tables[n] for n in w.tables)
+            and w.views.keys() == self.views.keys()
+            and not w.new_views
+            and not w.dropped_views
+            and not w.dropped_tables
+            and not any(w.load_counts.values())
+            and not any(d for delta in w.deltas.values() for d in delta.values())
+        )
 
     def _apply(self, w: _Write, s: Statement) -> dict[str, Any]:
         handler = {

@@ -2,8 +2,8 @@
 encoding of row values.
 
 Invariants: a row is a tuple of engine values (int, float, str, bool, None, Decimal,
-datetime.date, datetime.datetime); JSON carries DECIMAL as a string and DATE/TIMESTAMP as
-ISO-8601 strings; an identifier that reaches generated SQL always goes through `quote_ident`.
+datetime.date, datetime.datetime); JSON carries DECIMAL as a string, DATE/TIMESTAMP as
+ISO-8601 strings, and a non-finite DOUBLE/REAL as the string "NaN", "Infinity" or "-Infinity"; an identifier that reaches generated SQL always goes through `quote_ident`.
 """
 
 from __future__ import annotations
@@ -85,9 +85,12 @@ def to_json_value(v: Any) -> Any:
     if v is None or isinstance(v, bool | int | str):
         return v
     if isinstance(v, float):
-        if math.isnan(v) or math.isinf(v):
-            return str(v)
-        return v
+        if math.isfinite(v):
+            return v
+        # JSON has no NaN or Infinity. DuckDB's `to_json` spells them NaN, Infinity and
+        # -Infinity; we send those spellings as strings (as PostgreSQL's `to_json` does), so
+        # every body stays valid JSON and the string casts back to the same DOUBLE in SQL.
+        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
     if isinstance(v, decimal.Decimal):
         return str(v)
     if isinstance(v, datetime.datetime | datetime.date | datetime.time):
