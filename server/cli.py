@@ -3,6 +3,10 @@ clients of a running server (they never open the database themselves, so they ar
 use next to a live server).
 
 Exit codes: 0 success, 1 the server reported an error, 2 bad usage or configuration.
+
+`sql` and `query` print results as aligned tables when standard output is a terminal, and
+the server's JSON response when it is not (a pipe or a file) or with `--json`, so scripts
+always read JSON and people always read tables.
 """
 
 from __future__ import annotations
@@ -19,9 +23,19 @@ from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 
+_ENVIRONMENT = f"""environment variables:
+  DIFFSQL_URL    server URL for sql, query and subscribe (default {DEFAULT_URL})
+  DIFFSQL_TOKEN  bearer token (serve: required of clients; clients: sent to the server)
+"""
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="diffsql", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="diffsql",
+        description=__doc__.split("\n\n")[0],
+        epilog=_ENVIRONMENT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the HTTP server")
@@ -51,9 +65,49 @@ def _parser() -> argparse.ArgumentParser:
         default=10_000,
         help="timestamps of change history kept for resumption (default 10000)",
     )
-    s.add_argument("--max-request-bytes", type=int, default=8 * 1024 * 1024)
-    s.add_argument("--query-timeout", type=float, default=30.0)
-    s.add_argument("--as-of-timeout", type=float, default=10.0)
+    s.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=8 * 1024 * 1024,
+        help="largest request body accepted, in bytes (default 8388608, 8 MiB)",
+    )
+    s.add_argument(
+        "--max-statements",
+        type=int,
+        default=1000,
+        help="statements one request may hold (default 1000)",
+    )
+    s.add_argument(
+        "--max-result-rows",
+        type=int,
+        default=100_000,
+        help="rows a SELECT or /query may return before it fails with result_too_large "
+        "(default 100000)",
+    )
+    s.add_argument(
+        "--query-timeout",
+        type=float,
+        default=30.0,
+        help="seconds a SELECT or /query may run (default 30)",
+    )
+    s.add_argument(
+        "--query-memory-limit",
+        default="1GB",
+        help="DuckDB memory limit of a SELECT or /query (default 1GB)",
+    )
+    s.add_argument(
+        "--as-of-timeout",
+        type=float,
+        default=10.0,
+        help="default seconds rows?as_of=T waits for the view (default 10)",
+    )
+    s.add_argument(
+        "--subscriber-queue-limit",
+        type=int,
+        default=10_000,
+        help="messages a slow change-feed client may fall behind before it is disconnected "
+        "(default 10000)",
+    )
     s.add_argument(
         "--iteration-limit",
         type=int,
@@ -62,12 +116,40 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--log-level", default="info")
 
-    for name, help_text in (("sql", "run SQL statements"), ("subscribe", "follow a view")):
-        c = sub.add_parser(name, help=help_text)
-        c.add_argument("--url", default=os.environ.get("DIFFSQL_URL", DEFAULT_URL))
+    env_url = os.environ.get("DIFFSQL_URL")
+    for name, help_text in (
+        ("sql", "run SQL statements (POST /sql)"),
+        ("query", "run a read-only query over tables and views (POST /query)"),
+        ("subscribe", "follow a view's changes"),
+    ):
+        c = sub.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=_ENVIRONMENT,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        c.add_argument(
+            "--url",
+            default=env_url or DEFAULT_URL,
+            help=f"server URL (default: $DIFFSQL_URL if set, else {DEFAULT_URL}"
+            + (f"; now {env_url}" if env_url else "")
+            + ")",
+        )
         c.add_argument("--token", default=None, help="bearer token (default: $DIFFSQL_TOKEN)")
-        if name == "sql":
-            c.add_argument("sql", help="statements separated by ';' ('-' reads stdin)")
+        if name in ("sql", "query"):
+            c.add_argument(
+                "sql",
+                help="statements separated by ';' ('-' reads stdin)"
+                if name == "sql"
+                else "one SELECT ('-' reads stdin)",
+            )
+            c.add_argument(
+                "--json",
+                action="store_true",
+                help="print the server's JSON response (the default when output is not a "
+                "terminal); without it a terminal gets tables",
+            )
         else:
             c.add_argument("view")
             c.add_argument("--no-snapshot", action="store_true")
@@ -98,8 +180,12 @@ def _serve(args: argparse.Namespace) -> int:
             spark_levels=args.spark_levels,
             history_retention=args.history_retention,
             max_request_bytes=args.max_request_bytes,
+            max_statements=args.max_statements,
+            max_result_rows=args.max_result_rows,
             query_timeout=args.query_timeout,
+            query_memory_limit=args.query_memory_limit,
             as_of_timeout=args.as_of_timeout,
+            subscriber_queue_limit=args.subscriber_queue_limit,
             iteration_limit=args.iteration_limit,
         )
         create_executor(settings).close()  # fail fast on an unavailable executor
@@ -151,14 +237,92 @@ def _sql(args: argparse.Namespace) -> int:
     import httpx
 
     text = sys.stdin.read() if args.sql == "-" else args.sql
+    path = "/sql" if args.command == "sql" else "/query"
     try:
-        r = httpx.post(f"{args.url}/sql", json={"sql": text}, headers=_headers(args), timeout=None)
+        r = httpx.post(
+            f"{args.url}{path}", json={"sql": text}, headers=_headers(args), timeout=None
+        )
     except httpx.HTTPError as e:
         print(f"diffsql: cannot reach {args.url}: {e}", file=sys.stderr)
         return 2
-    body: Any = r.json()
-    print(json.dumps(body, indent=2))
+    try:
+        body: Any = r.json()
+    except ValueError:
+        print(f"diffsql: HTTP {r.status_code}: {r.text[:2000]}", file=sys.stderr)
+        return 1
+    if args.json or not sys.stdout.isatty():
+        print(json.dumps(body, indent=2))
+    elif r.status_code >= 400:
+        print(_format_error(body), file=sys.stderr)
+    elif args.command == "query":
+        print(_format_result(body))
+    else:
+        for res in body.get("results", []):
+            print(_format_result(res))
+        for f in body.get("failed_views", []):
+            print(f"view {f['name']} failed: {_format_error(f)}", file=sys.stderr)
     return 0 if r.status_code < 400 else 1
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        return v
+    return json.dumps(v)
+
+
+def format_table(columns: list[str], rows: list[list[Any]]) -> str:
+    """Rows as an aligned text table (numbers right-aligned, NULL spelled out), with a count."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [len(c) for c in columns]
+    for row in cells:
+        for i, c in enumerate(row):
+            widths[i] = max(widths[i], len(c))
+    numeric = [
+        bool(rows) and all(isinstance(r[i], int | float) or r[i] is None for r in rows)
+        for i in range(len(columns))
+    ]
+
+    def line(values: list[str]) -> str:
+        parts = [
+            v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i]) for i, v in enumerate(values)
+        ]
+        return " | ".join(parts).rstrip()
+
+    out = [line(list(columns)), "-+-".join("-" * w for w in widths)]
+    out += [line(r) for r in cells]
+    out.append(f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
+    return "\n".join(out)
+
+
+def _format_result(res: dict[str, Any]) -> str:
+    """One statement's result for a person: a table for a query, a summary line otherwise."""
+    if "plan" in res:
+        return str(res["plan"])
+    if "columns" in res and "rows" in res:
+        return format_table(list(res["columns"]), list(res["rows"]))
+    words = [str(res.get("statement", "OK"))]
+    if res.get("name") is not None:
+        words.append(str(res["name"]))
+    if "rowcount" in res:
+        words.append(f"{res['rowcount']} row{'' if res['rowcount'] == 1 else 's'}")
+    for flag, no in (("created", "already exists"), ("dropped", "did not exist")):
+        if res.get(flag) is False:
+            words.append(f"({no}, nothing changed)")
+    if "timestamp" in res:
+        words.append(f"at timestamp {res['timestamp']}")
+    return " ".join(words)
+
+
+def _format_error(body: Any) -> str:
+    err = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(err, dict):
+        return f"error: {body}"
+    where = ""
+    if err.get("line") is not None:
+        where = f" (line {err['line']}, column {err.get('column')})"
+    return f"error [{err.get('code')}]: {err.get('message')}{where}"
 
 
 def _subscribe(args: argparse.Namespace) -> int:
@@ -193,7 +357,9 @@ def _subscribe(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handler = {"serve": _serve, "sql": _sql, "subscribe": _subscribe}[args.command]
+    handler = {"serve": _serve, "sql": _sql, "query": _sql, "subscribe": _subscribe}[
+        args.command
+    ]
     return handler(args)
 
 

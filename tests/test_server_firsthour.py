@@ -6,13 +6,17 @@ serves itself. Every test runs the real server subprocess.
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from server_harness import SSE, Server
+from server_harness import REPO, SSE, Server
 from websockets.sync.client import connect
 
 
@@ -217,3 +221,106 @@ def test_docs_need_the_token_when_one_is_set(tmp_path: Path) -> None:
             assert s.http.get(u, headers=s.headers()).status_code == 200
     finally:
         s.stop()
+
+
+# ---------------------------------------------------------------- the CLI (#9)
+
+
+def _cli_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(REPO)) if p)
+    env.pop("DIFFSQL_URL", None)
+    env.pop("DIFFSQL_TOKEN", None)
+    env.update(extra)
+    return env
+
+
+def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`diffsql ARGS` with standard output a pipe."""
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_cli_env(**env),
+        cwd=REPO.parent,
+    )
+
+
+def _cli_tty(*args: str, **env: str) -> tuple[int, str]:
+    """`diffsql ARGS` with standard output (and error) a terminal; returns (exit code, text)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        env=_cli_env(**env),
+        cwd=REPO.parent,
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    code = p.wait(60)
+    return code, b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_cli_help_shows_default_url_and_environment() -> None:
+    for args in (["--help"], ["sql", "--help"], ["query", "--help"], ["subscribe", "--help"]):
+        r = _cli(*args)
+        assert r.returncode == 0, r.stderr
+        assert "DIFFSQL_URL" in r.stdout, args
+        assert "http://127.0.0.1:8765" in r.stdout, args
+    r = _cli("sql", "--help", DIFFSQL_URL="http://example.invalid:9")
+    assert "now http://example.invalid:9" in r.stdout
+    r = _cli("serve", "--help")
+    for option in ("--max-result-rows", "--max-request-bytes", "--iteration-limit"):
+        assert option in r.stdout
+
+
+def test_cli_prints_tables_on_a_terminal_and_json_otherwise(server: Server) -> None:
+    s = server
+    s.sql(
+        "CREATE TABLE t (id INTEGER, name VARCHAR, d DECIMAL(10,2));"
+        "INSERT INTO t VALUES (1, 'ann', 1.50), (22, NULL, NULL);"
+        "CREATE VIEW v AS SELECT id, name FROM t"
+    )
+    select = "SELECT id, name, d FROM t ORDER BY id"
+
+    # A terminal gets a table, with DIFFSQL_URL as the server.
+    code, out = _cli_tty("sql", select, DIFFSQL_URL=s.url)
+    assert code == 0, out
+    lines = out.strip().split("\n")
+    assert lines[0].split("|")[0].strip() == "id" and "name" in lines[0] and "d" in lines[0]
+    assert set(lines[1]) <= {"-", "+"}
+    assert [c.strip() for c in lines[2].split("|")] == ["1", "ann", "1.50"]
+    assert [c.strip() for c in lines[3].split("|")] == ["22", "NULL", "NULL"]
+    assert lines[3].startswith("22") and lines[2].startswith(" 1")  # numbers right-aligned
+    assert lines[-1] == "(2 rows)"
+    assert not out.lstrip().startswith("{")
+
+    code, out = _cli_tty("query", "SELECT count(*) AS n FROM v", "--url", s.url)
+    assert code == 0, out
+    assert out.strip().split("\n")[2].strip() == "2"
+
+    code, out = _cli_tty("sql", "INSERT INTO t VALUES (3, 'c', 0)", "--url", s.url)
+    assert code == 0 and out.startswith("INSERT 1 row at timestamp "), out
+
+    code, out = _cli_tty("sql", "SELEC 1", "--url", s.url)
+    assert code == 1 and "syntax_error" in out and "line 1" in out, out
+
+    # --json on a terminal, and a pipe without it, get the server's JSON.
+    code, out = _cli_tty("sql", select, "--json", "--url", s.url)
+    assert code == 0
+    assert json.loads(out)["results"][0]["rows"][0] == [1, "ann", "1.50"]
+    r = _cli("query", select, DIFFSQL_URL=s.url)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["rows"] == [[1, "ann", "1.50"], [3, "c", "0.00"], [22, None, None]]
