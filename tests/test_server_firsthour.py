@@ -324,3 +324,38 @@ def test_cli_prints_tables_on_a_terminal_and_json_otherwise(server: Server) -> N
     r = _cli("query", select, DIFFSQL_URL=s.url)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["rows"] == [[1, "ann", "1.50"], [3, "c", "0.00"], [22, None, None]]
+
+
+# ---------------------------------------------------------------- limits (#9)
+
+
+def test_result_row_limit_is_configurable_and_documented(tmp_path: Path) -> None:
+    s = Server(tmp_path / "data", "--max-result-rows", "5", "--max-statements", "3").start()
+    try:
+        s.sql("CREATE TABLE t (a INTEGER); INSERT INTO t SELECT range FROM range(6)")
+        s.sql("CREATE VIEW v AS SELECT a FROM t")
+        for path, sql in (("/sql", "SELECT a FROM t"), ("/query", "SELECT a FROM v")):
+            r = s.http.post(path, json={"sql": sql})
+            assert r.status_code == 400, r.text
+            assert r.json()["error"]["code"] == "result_too_large"
+            r = s.http.post(path, json={"sql": sql + " LIMIT 5"})
+            assert r.status_code == 200, r.text
+        assert len(s.rows("v")["rows"]) == 6  # reading a view has no row limit
+        r = s.http.post("/sql", json={"sql": "SELECT 1; SELECT 2; SELECT 3; SELECT 4"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "too_many_statements"
+    finally:
+        s.stop()
+
+
+def test_readme_limits_table_names_every_limit_option() -> None:
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("## Limits") :]
+    table = table[: table.index("\n## ")]
+    help_text = _cli("serve", "--help").stdout
+    options = set(re.findall(r"--(?:max|history|iteration|query|as-of|subscriber)[a-z-]*", help_text))
+    assert "--max-result-rows" in options and "--history-retention" in options
+    for option in sorted(options):
+        assert f"`{option}" in table, f"{option} is missing from the README's Limits table"
+    for code in ("result_too_large", "payload_too_large", "too_complex", "history_unavailable"):
+        assert code in table
+    assert "100,000" in table
