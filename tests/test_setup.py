@@ -80,25 +80,61 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     assert test_command in [ln.strip() for ln in ci], ".ci/run must run the README's test command"
 
 
-def test_readme_server_command_does_not_install_spark() -> None:
+def test_readme_commands_use_a_venv_and_the_server_gets_no_spark() -> None:
     serve, test = readme_commands()
-    assert "spark" not in serve.split("&&")[1], serve
+    for command in (serve, test):
+        assert command.startswith("python3 -m venv .venv && .venv/bin/pip install -e "), command
+    install = serve.split("diffsql serve")[0]
+    assert "spark" not in install and "[test" not in install, serve
     assert "[test,spark]" in test
 
 
+def _externally_managed_python() -> Path | None:
+    """A system Python 3.11 that refuses `pip install` outside a venv (Debian's), if any."""
+    for python in (Path("/usr/bin/python3.11"), Path("/usr/bin/python3")):
+        if python.exists() and list(Path("/usr/lib").glob("python3.11/EXTERNALLY-MANAGED")):
+            return python
+    return None
+
+
 @pytest.mark.slow
-def test_readme_setup_commands_in_a_fresh_venv(tmp_path: Path) -> None:
-    serve, test = readme_commands()
+@pytest.mark.skipif(_externally_managed_python() is None, reason="no externally-managed Python")
+def test_readme_server_command_on_an_externally_managed_python(tmp_path: Path) -> None:
+    """The first command as written, with `python3` Debian's Python 3.11."""
+    python = _externally_managed_python()
+    assert python is not None
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(python)
+    env = _env()
+    env["PATH"] = f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    refused = subprocess.run(
+        ["python3", "-m", "pip", "install", "--dry-run", "--no-deps", "httpx"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode != 0 and "externally-managed" in refused.stderr + refused.stdout
+    serve, _ = readme_commands()
     repo = tmp_path / "diffsql"
     repo.mkdir()
     _copy_repo(repo)
-    env = _env()
+    _run_server_command(serve, repo, env, tmp_path / "serve.log")
+    version = subprocess.run(
+        [str(repo / ".venv" / "bin" / "python"), "-c", "import sys; print(sys.base_prefix)"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert version.stdout.strip() == "/usr"
 
-    # The server command, with only its port changed to a free one.
+
+def _run_server_command(serve: str, repo: Path, env: dict[str, str], log: Path) -> None:
+    """Run the README's server command in `repo` (only its port changed to a free one), check
+    the server answers /health and runs SQL, then stop it."""
     port = free_port()
     assert "--port 8765" in serve
     cmd = serve.replace("--port 8765", f"--port {port}")
-    log = tmp_path / "serve.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             ["bash", "-c", cmd],
@@ -141,6 +177,16 @@ def test_readme_setup_commands_in_a_fresh_venv(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+@pytest.mark.slow
+def test_readme_setup_commands_in_a_fresh_venv(tmp_path: Path) -> None:
+    serve, test = readme_commands()
+    repo = tmp_path / "diffsql"
+    repo.mkdir()
+    _copy_repo(repo)
+    env = _env()
+    _run_server_command(serve, repo, env, tmp_path / "serve.log")
     venv_python = repo / ".venv" / "bin" / "python"
     # The server's command installed diffsql but not Spark.
     check = subprocess.run(
