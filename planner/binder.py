@@ -60,11 +60,15 @@ from planner.scalar import (
     cast_checked,
     cast_value,
     compile_scalar,
+    decimal_ps,
+    decimal_result,
+    decimal_type,
     family,
     fitting_int_type,
     is_numeric,
     norm_type,
     unify,
+    unify_ints,
 )
 
 
@@ -1038,9 +1042,11 @@ class ExprCtx:
             return self.unified_call("coalesce", vals, e)
         if isinstance(e, exp.Nullif):
             a, c = self.bind(e.this), self.bind(e.expression)
+            c = self.literal_to(c, [a[1]], e)
             u = self.unify_or_fail([a[1], c[1]], e)
-            return self.call("nullif", [( _cast(a[0], a[1], u), u), (_cast(c[0], c[1], u), u)],
-                             u)
+            # compared in the common type, but the result is the first argument, of its type
+            return self.call("nullif", [a, (_cast(c[0], c[1], u, False), u)],
+                             "INTEGER" if a[1] == "NULL" else a[1])
         if isinstance(e, (exp.Cast, exp.TryCast)):
             return self.cast(e)
         return self.function(e)
@@ -1071,6 +1077,7 @@ class ExprCtx:
 
     def unified_call(self, func: str, vals: list[BB], node: exp.Expression) -> BB:
         vals = [self.literal_to(v, [w[1] for w in vals], node) for v in vals]
+        vals = _fit_int_literals(vals)
         u = self.unify_or_fail([t for _, t in vals], node)
         return self.call(func, [(_cast(s, t, u), u) for s, t in vals], u)
 
@@ -1101,7 +1108,7 @@ class ExprCtx:
             if u is None:
                 raise self.b.err("type_error", f"cannot compare values of type {x[1]} and "
                                  f"{y[1]}", node)
-            x, y = (_cast(x[0], x[1], u), u), (_cast(y[0], y[1], u), u)
+            x, y = (_cast(x[0], x[1], u, False), u), (_cast(y[0], y[1], u, False), u)
         return self.call(func, [x, y], "BOOLEAN")
 
     def arith(self, func: str, x: BB, y: BB, node: exp.Expression,
@@ -1135,8 +1142,11 @@ class ExprCtx:
             (lit, _), (_, other) = (x, y) if lits[0] else (y, x)
             if isinstance(lit, Lit) and isinstance(lit.value, int) and family(other) == "int":
                 u = fitting_int_type(lit.value, other)
-        if family(u) == "decimal" and func == "mul":
-            u = f"DECIMAL(18,{_scale(x[1]) + _scale(y[1])})"
+        if family(u) == "decimal" and func in ("add", "sub", "mul", "mod") and "null" not in (
+                fx, fy):
+            # DuckDB's decimal arithmetic types; Python's Decimal gives these operations the
+            # same scale (the larger one, or the sum for *), so values need no rescaling
+            u = decimal_result(func, x[1], y[1])
         if family(u) == "float":
             x, y = (_cast(x[0], x[1], "DOUBLE"), "DOUBLE"), (_cast(y[0], y[1], "DOUBLE"), "DOUBLE")
         if func == "intdiv" and family(u) != "int":
@@ -1181,6 +1191,7 @@ class ExprCtx:
         vals = [self.bind(v) for _, v in whens]
         dv = self.bind(default) if default is not None else (null(), "NULL")
         allv = [self.literal_to(v, [w[1] for w in [*vals, dv]], node) for v in [*vals, dv]]
+        allv = _fit_int_literals(allv)
         u = self.unify_or_fail([t for _, t in allv], node)
         args: list[BB] = []
         for (c, _), (s, t) in zip(whens, allv[:-1], strict=True):
@@ -1217,7 +1228,7 @@ class ExprCtx:
         else:
             args = [v for k, v in e.args.items() if v is not None and k in
                     ("this", "expression", "expressions", "start", "length", "decimals",
-                     "replacement")]
+                     "replacement", "substr")]
             flat: list[Any] = []
             for a in args:
                 flat += a if isinstance(a, list) else [a]
@@ -1227,7 +1238,7 @@ class ExprCtx:
                  "ifnull": "coalesce", "nvl": "coalesce", "datediff": "date_diff",
                  "date_part": "extract", "datepart": "extract", "timestamptrunc": "date_trunc",
                  "datetrunc": "date_trunc", "timestamp_trunc": "date_trunc",
-                 "instr": "strpos", "position": "strpos", "stringtostr": "concat"}
+                 "instr": "strpos", "position": "strpos", "strposition": "strpos", "stringtostr": "concat"}
         name = alias.get(name, name)
         if isinstance(e, (exp.Lower, exp.Upper, exp.Reverse)) or name in ("lower", "upper",
                                                                             "reverse"):
@@ -1275,7 +1286,11 @@ class ExprCtx:
             x = self.num_arg(args[0])
             t = x[1]
             if family(t) == "decimal":
-                t = "DECIMAL(18,0)"
+                t = decimal_type(decimal_ps(t)[0], 0)
+            elif family(t) == "int":
+                # DuckDB 2.0 has no integer overload: floor(INTEGER) is a DOUBLE
+                t = "DOUBLE"
+                x = (_cast(x[0], x[1], t), t)
             return self.call(name, [x], t)
         if name == "round":
             x = self.num_arg(args[0])
@@ -1284,8 +1299,13 @@ class ExprCtx:
             if len(args) > 1:
                 xs.append(self.int_arg(args[1]))
             if family(t) == "decimal":
-                d = xs[1][0].value if len(xs) > 1 and isinstance(xs[1][0], Lit) else 0
-                t = f"DECIMAL(18,{max(0, d or 0)})"
+                if len(xs) > 1 and not isinstance(xs[1][0], Lit):
+                    raise b.err("unsupported", "round of a DECIMAL needs a constant precision",
+                                args[1])
+                d = (xs[1][0].value or 0) if len(xs) > 1 else 0
+                p, sc = decimal_ps(t)
+                # a precision at or beyond the scale leaves the value (and type) as it is
+                t = decimal_type(p, min(sc, max(0, d)))
             return self.call("round", xs, t)
         if name in ("sqrt", "power", "ln", "exp"):
             if name in ("ln", "exp"):
@@ -1357,6 +1377,20 @@ def _int_literal(node: exp.Expression | None) -> bool:
         "-").isdigit()
 
 
+def _fit_int_literals(vals: list[BB]) -> list[BB]:
+    """DuckDB's INTEGER_LITERAL takes the type of the integer values it is unified with when
+    it fits (coalesce(smallint_col, 1) is a SMALLINT)."""
+    others = [t for s, t in vals if family(t) == "int" and not (
+        isinstance(s, Lit) and norm_type(t) == "INTEGER")]
+    if not others or len(others) == len([t for _, t in vals if family(t) == "int"]):
+        return vals
+    target = unify_ints(others)
+    return [(Lit(s.value, fitting_int_type(s.value, target)),
+             fitting_int_type(s.value, target)) if isinstance(s, Lit) and family(t) == "int"
+            and norm_type(t) == "INTEGER" and isinstance(s.value, int) else (s, t)
+            for s, t in vals]
+
+
 def _unit(e: Any) -> str:
     if e is None:
         return ""
@@ -1372,14 +1406,20 @@ def _scale(t: str) -> int:
     return decimal_scale(t) if family(t) == "decimal" else 0
 
 
-def _cast(s: Scalar, t: str, u: str) -> Scalar:
-    """Coerce s of type t to the common type u where Python values would differ."""
+def _cast(s: Scalar, t: str, u: str, exact: bool = True) -> Scalar:
+    """Coerce s of type t to the common type u where Python values would differ. A value that
+    becomes a DECIMAL is rescaled to u's scale (coalesce(d, 0) over DECIMAL(10,2) is 0.00, as
+    DuckDB returns it); ``exact=False`` (comparisons) skips that, as Python compares ints and
+    Decimals of any scale exactly."""
     ft, fu = family(t), family(u)
-    if ft == fu or ft == "null":
+    if ft == "null" or (ft == fu and fu != "decimal"):
         return s
+    if fu == "decimal":
+        if not exact and ft in ("int", "decimal"):
+            return s
+        if ft == "decimal" and decimal_ps(t)[1] == decimal_ps(u)[1]:
+            return s
     if fu == "float" or (fu == "timestamp" and ft == "date") or fu == "decimal":
-        if fu == "decimal" and ft == "int":
-            return s  # Python int and Decimal mix exactly
         if isinstance(s, Lit):
             return Lit(cast_value(s.value, u), u)
         return Call("cast", (s,), u)

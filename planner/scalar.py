@@ -83,8 +83,46 @@ def decimal_scale(t: str) -> int:
     return int(m.group(2)) if m else 3
 
 
+# The decimal width DuckDB gives each integer type when it meets a DECIMAL.
+INT_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INTEGER": 10, "BIGINT": 19, "HUGEINT": 38,
+              "UTINYINT": 3, "USMALLINT": 5, "UINTEGER": 10, "UBIGINT": 20}
+MAX_DECIMAL_WIDTH = 38
+
+
+def decimal_ps(t: str) -> tuple[int, int]:
+    """(precision, scale) of a DECIMAL, or of the DECIMAL an integer type converts to."""
+    t = norm_type(t)
+    if t in INT_DIGITS:
+        return INT_DIGITS[t], 0
+    m = re.match(r"DECIMAL\((\d+)(?:,(\d+))?\)", t)
+    if m:
+        return int(m.group(1)), int(m.group(2) or 0)
+    return 18, 3
+
+
+def decimal_type(p: int, s: int) -> str:
+    return f"DECIMAL({min(p, MAX_DECIMAL_WIDTH)},{s})"
+
+
+def decimal_result(func: str, a: str, b: str) -> str:
+    """DuckDB's result type of ``a func b`` where one operand is a DECIMAL and the other a
+    DECIMAL or an integer: + and - widen by one digit, * adds precisions and scales (capped at
+    18 digits when both inputs fit in 64 bits, as DuckDB's checked int64 multiply does), %
+    keeps the wider integer part."""
+    (p1, s1), (p2, s2) = decimal_ps(a), decimal_ps(b)
+    if func == "mul":
+        p = p1 + p2
+        if p > 18 and p1 <= 18 and p2 <= 18:
+            p = 18
+        return decimal_type(p, s1 + s2)
+    s = max(s1, s2)
+    p = max(p1 - s1, p2 - s2) + s
+    return decimal_type(p + 1 if func in ("add", "sub") else p, s)
+
+
 def unify(types: list[str]) -> str | None:
-    """The common supertype DuckDB would pick, or None when there is none."""
+    """The common supertype DuckDB would pick, or None when there is none. DECIMALs (and
+    integers meeting a DECIMAL) unify to the widest integer part plus the widest scale."""
     ts = [norm_type(t) for t in types if family(t) != "null"]
     if not ts:
         return "NULL"
@@ -93,15 +131,17 @@ def unify(types: list[str]) -> str | None:
         f = fams.pop()
         if f == "int":
             return unify_ints(ts)
-        if f == "decimal":
-            return max(ts, key=decimal_scale)
         if f == "float":
             return "DOUBLE" if "DOUBLE" in ts else ts[0]
-        return ts[0]
+        if f != "decimal":
+            return ts[0]
     if fams <= {"int", "decimal"}:
-        return max((t for t in ts if family(t) == "decimal"), key=decimal_scale)
+        pss = [decimal_ps(t) for t in ts]
+        s = max(s for _, s in pss)
+        return decimal_type(max(p - sc for p, sc in pss) + s, s)
     if fams <= {"int", "decimal", "float"}:
-        return "DOUBLE"
+        # REAL stays REAL next to integers and decimals (DuckDB's FLOAT), DOUBLE otherwise
+        return "DOUBLE" if "DOUBLE" in ts else "REAL"
     if fams == {"date", "timestamp"}:
         return "TIMESTAMP"
     return None
@@ -409,7 +449,11 @@ def _round(x: Any, n: int = 0) -> Any:
             return x
         return int(_round_half_away(decimal.Decimal(x), n))
     if isinstance(x, decimal.Decimal):
-        return _round_half_away(x, max(n, 0)) if n >= 0 else _round_half_away(x, n)
+        if n >= -x.as_tuple().exponent:  # type: ignore[operator]
+            return x  # DuckDB keeps the type, and so the scale, when n >= scale
+        if n >= 0:
+            return _round_half_away(x, n)
+        return _round_half_away(_round_half_away(x, n), 0)  # DECIMAL(p,0): no exponent
     return round_double(x, n)
 
 
@@ -579,14 +623,27 @@ def _neg(a: Any) -> Any:
     return -a
 
 
+def _no_neg_zero(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn, with a DECIMAL -0 result made 0: Python's Decimal keeps the sign of a zero
+    (-3.99 * 0.00 is -0.0000), DuckDB's fixed-point DECIMAL has no negative zero."""
+
+    def g(*args: Any) -> Any:
+        v = fn(*args)
+        if isinstance(v, decimal.Decimal) and not v and v.is_signed():
+            return v.copy_abs()
+        return v
+
+    return g
+
+
 FUNCS: dict[str, Callable[..., Any]] = {
-    "add": _nullsafe(lambda a, b: a + b),
-    "sub": _nullsafe(lambda a, b: a - b),
-    "mul": _nullsafe(lambda a, b: a * b),
+    "add": _nullsafe(_no_neg_zero(lambda a, b: a + b)),
+    "sub": _nullsafe(_no_neg_zero(lambda a, b: a - b)),
+    "mul": _nullsafe(_no_neg_zero(lambda a, b: a * b)),
     "div": _nullsafe(_div),
     "intdiv": _nullsafe(_intdiv),
-    "mod": _nullsafe(_mod),
-    "neg": _nullsafe(_neg),
+    "mod": _nullsafe(_no_neg_zero(_mod)),
+    "neg": _nullsafe(_no_neg_zero(_neg)),
     "eq": _cmp(lambda a, b: a == b),
     "ne": _cmp(lambda a, b: a != b),
     "lt": _cmp(lambda a, b: a < b),
@@ -623,9 +680,9 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "starts_with": _nullsafe(lambda s, p: s.startswith(p)),
     "contains": _nullsafe(lambda s, p: p in s),
     "abs": _nullsafe(abs),
-    "round": _nullsafe(_round),
-    "floor": _nullsafe(_floor),
-    "ceil": _nullsafe(_ceil),
+    "round": _nullsafe(_no_neg_zero(_round)),
+    "floor": _nullsafe(_no_neg_zero(_floor)),
+    "ceil": _nullsafe(_no_neg_zero(_ceil)),
     "sqrt": _nullsafe(_sqrt),
     "power": _nullsafe(_power),
     "sign": _nullsafe(lambda x: (x > 0) - (x < 0)),
