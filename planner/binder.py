@@ -21,6 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import decimal
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -535,8 +536,38 @@ class Binder:
 
     # ------------------------------------------------------------ SELECT
 
+    def typed_name(self, node: exp.Expression) -> tuple[str, exp.Expression]:
+        """The name of the function or construct at ``node`` as the user typed it (sqlglot
+        renames string_agg to GROUP_CONCAT, bool_or to LOGICAL_OR, ...), and a node carrying
+        its position for the error."""
+        start = _first_pos(node)
+        got = _typed_name(self.sql, start) if start is not None else None
+        if got is None:
+            return node.sql_name() if not isinstance(node, exp.Anonymous) else str(
+                node.this), node
+        name, pos = got
+        return name, _At(pos)
+
+    def reject_windows(self, sel: exp.Select) -> None:
+        """Any OVER (an aggregate used as a window function included) is refused before
+        grouping looks at the aggregate inside it."""
+        for part in [*sel.expressions, A(sel, "having"), A(sel, "order"), A(sel, "qualify"),
+                     A(sel, "where")]:
+            if part is None:
+                continue
+            for w in part.find_all(exp.Window):
+                if isinstance(w.parent, exp.Window):
+                    continue
+                name, at = self.typed_name(w.this)
+                raise self.err("unsupported", "window functions are not supported "
+                               f"({name}(...) OVER)", at)
+        if sel.args.get("windows"):
+            raise self.err("unsupported", "window functions are not supported (WINDOW clause)",
+                           sel.args["windows"][0])
+
     def bind_select(self, sel: exp.Select, outer: Params | None) -> Bound:
-        for bad in ("windows", "qualify", "pivots", "into", "sample", "prewhere", "connect",
+        self.reject_windows(sel)
+        for bad in ("qualify", "pivots", "into", "sample", "prewhere", "connect",
                     "match", "laterals"):
             if sel.args.get(bad):
                 raise self.err("unsupported", f"{bad.upper()} is not supported", sel)
@@ -588,10 +619,16 @@ class Binder:
             if isinstance(e, exp.Alias):
                 aliases[e.alias.lower()] = e.this
         if group is not None or agg_nodes:
-            if group is not None and any(group.args.get(k) for k in
-                                         ("grouping_sets", "cube", "rollup", "totals")):
-                raise self.err("unsupported", "GROUPING SETS/CUBE/ROLLUP are not supported",
-                               group)
+            for k in ("grouping_sets", "cube", "rollup", "totals"):
+                found = group.args.get(k) if group is not None else None
+                if found:
+                    node = found[0] if isinstance(found, list) else group
+                    name, at = self.typed_name(node)
+                    raise self.err("unsupported", f"{name} is not supported", at)
+            for g in group.expressions if group is not None else []:
+                if isinstance(g, (exp.GroupingSets, exp.Cube, exp.Rollup)):
+                    name, at = self.typed_name(g)
+                    raise self.err("unsupported", f"{name} is not supported", at)
             if group is not None and group.args.get("all"):
                 raise self.err("unsupported", "GROUP BY ALL is not supported", group)
             ctx = self.aggregate(ctx, group, agg_nodes, items, aliases, outer)
@@ -954,7 +991,8 @@ class ExprCtx:
             if isinstance(e, AGG_CLASSES):
                 raise b.err("grouping_error", f"aggregate {e.key.upper()} is not allowed here",
                             e)
-            raise b.err("unsupported", f"aggregate function {e.sql_name()} is not supported", e)
+            name, at = b.typed_name(e)
+            raise b.err("unsupported", f"aggregate function {name} is not supported", at)
         if isinstance(e, exp.Window):
             raise b.err("unsupported", "window functions are not supported", e)
         if isinstance(e, (exp.Subquery, exp.Exists)) or (isinstance(e, exp.In) and
@@ -1354,8 +1392,8 @@ class ExprCtx:
                     raise b.err("type_error", f"date_diff needs dates, got {v[1]}", e)
             return self.call("date_diff", [(Lit(unit.lower(), "VARCHAR"), "VARCHAR"), *xs],
                              "BIGINT")
-        what = name.upper() if isinstance(e, exp.Anonymous) else e.key.upper()
-        raise b.err("unsupported", f"function or construct {what} is not supported", e)
+        what, at = b.typed_name(e)
+        raise b.err("unsupported", f"function or construct {what} is not supported", at)
 
 
 # ---------------------------------------------------------------- helpers
@@ -1519,6 +1557,48 @@ def _reject_aggs(b: Binder, e: exp.Expression | None, where: str, nested: bool =
     if found:
         what = "nested aggregates are" if nested else f"aggregates are not allowed in {where}"
         raise b.err("grouping_error", what if not nested else f"{what} not allowed", found[0])
+
+
+class _At(exp.Expression):
+    """A position in the source text for an error (a word sqlglot kept no node for)."""
+
+    def __init__(self, start: int) -> None:
+        super().__init__()
+        self.meta["start"] = start
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _typed_name(sql: str, start: int) -> tuple[str, int] | None:
+    """The function name or keyword the user typed at ``start``, or just before it when
+    ``start`` is the first argument's position (``string_agg(b`` starts at ``b``): the word
+    followed by ``(``, with ``GROUPING SETS`` as one name."""
+    m = _WORD.match(sql, start)
+    if m and (re.match(r"\s*\(", sql[m.end():]) or not sql[:start].rstrip().endswith("(")):
+        word, at = m.group(0), start
+    else:
+        i = start
+        while i > 0 and (sql[i - 1].isspace() or sql[i - 1] == "("):
+            i -= 1
+        j = i
+        while j > 0 and (sql[j - 1].isalnum() or sql[j - 1] == "_"):
+            j -= 1
+        if j == i:
+            return None
+        word, at = sql[j:i], j
+    if word.upper() == "SETS":
+        k = at
+        while k > 0 and sql[k - 1].isspace():
+            k -= 1
+        prev = re.search(r"([A-Za-z_]+)$", sql[:k])
+        if prev and prev.group(1).upper() == "GROUPING":
+            return sql[prev.start(1):at + len(word)], prev.start(1)
+    if word.upper() == "GROUPING":
+        m2 = re.match(r"GROUPING\s+SETS", sql[at:], re.IGNORECASE)
+        if m2:
+            return m2.group(0), at
+    return word, at
 
 
 def _first_pos(node: exp.Expression) -> int | None:
