@@ -55,6 +55,7 @@ from planner.ir import (
     Union,
     null,
 )
+from planner.naming import output_name
 from planner.scalar import (
     FUNCS,
     NULL_TOLERANT,
@@ -95,6 +96,13 @@ class Bound:
     names: list[str]
     types: list[str]
     at_most_one: bool = False  # provably at most one row (per outer row, once decorrelated)
+    # the names DuckDB gives the columns (case as typed, expressions as DuckDB prints them);
+    # ``names`` are the lowercased names the binder resolves references with
+    labels: list[str] | None = None
+
+    @property
+    def out_names(self) -> list[str]:
+        return self.labels if self.labels is not None else self.names
 
 
 @dataclass
@@ -254,7 +262,7 @@ class Binder:
         rel = b.rel
         for wrap in reversed(wrappers):
             rel = wrap(rel)
-        return Bound(rel, b.names, b.types)
+        return Bound(rel, b.names, b.types, labels=b.labels)
 
     def _cte_names(self, c: exp.CTE, b: Bound) -> list[str]:
         alias = c.args.get("alias")
@@ -334,7 +342,7 @@ class Binder:
             out = Threshold(Union((lr, Negate(rr))))
         else:
             out = self.let(lr, lambda g: Union((g, Negate(Threshold(Union((g, Negate(rr))))))))
-        return Bound(out, left.names, types)
+        return Bound(out, left.names, types, labels=left.labels)
 
     def order_limit_setop(self, node: exp.Expression, b: Bound) -> Bound:
         order = A(node, "order")
@@ -354,7 +362,7 @@ class Binder:
                                "column", e)
             keys.append(SortKey(idx, bool(o.args.get("desc")), bool(o.args.get("nulls_first"))))
         return Bound(TopK(b.rel, (), tuple(keys), limit, offset), b.names, b.types,
-                     b.at_most_one or (limit is not None and limit <= 1))
+                     b.at_most_one or (limit is not None and limit <= 1), b.labels)
 
     def limit_offset(self, node: exp.Expression) -> tuple[int | None, int]:
         lim, off = A(node, "limit"), A(node, "offset")
@@ -642,13 +650,16 @@ class Binder:
             raise self.err("grouping_error", "HAVING without GROUP BY or aggregates", having)
         outs: list[BB] = []
         names: list[str] = []
+        labels: list[str] = []
         for e, nm in items:
             inner = e.this if isinstance(e, exp.Alias) else e
             s, t = ctx.bind(inner)
             outs.append((s, "INTEGER" if t == "NULL" else t))
+            label = nm or output_name(e, self.sql)
+            labels.append(label)
             names.append(nm or (e.alias.lower() if isinstance(e, exp.Alias) else
                                 inner.name.lower() if isinstance(inner, exp.Column)
-                                else inner.sql(dialect="duckdb")))
+                                else label))
         limit, offset = self.limit_offset(sel)
         keys: list[SortKey] = []
         hidden: list[Scalar] = []
@@ -691,7 +702,7 @@ class Binder:
         # a global aggregate, a FROM-less SELECT or LIMIT 0/1 yields at most one row
         one = (group is None and bool(agg_nodes)) or A(sel, "from") is None or (
             limit is not None and limit <= 1)
-        return Bound(out, names, [t for _, t in outs], one)
+        return Bound(out, names, [t for _, t in outs], one, labels)
 
     def aggregate(self, ctx: ExprCtx, group: exp.Group | None, agg_nodes: list[exp.Expression],
                   items: list[tuple[exp.Expression, str | None]], aliases: dict[str, Any],

@@ -5,8 +5,9 @@ named as DuckDB names the same SELECT's columns.
 
 from __future__ import annotations
 
+import duckdb
 import pytest
-from planner_support import catalog
+from planner_support import SCHEMAS, catalog
 
 from planner import PlanError, compile_view
 
@@ -52,3 +53,44 @@ def test_refusals_name_what_the_user_typed(sql: str, code: str, message: str, li
         compile_view(sql, catalog())
     assert info.value.to_dict() == {"code": code, "message": message, "line": line,
                                     "column": column}
+
+
+SELECT_LISTS = [
+    "count(*), COUNT(*), sum(a), SUM(c), count(DISTINCT b), avg(c), min(b), MAX(d)",
+    "a+1, a + 1, (a+1)*2, -a, NOT flag, a > 2, a = 1 AND flag, a IS NULL, a IS NOT NULL",
+    "a BETWEEN 1 AND 3, a IN (1,2), b LIKE 'a%', b ILIKE 'a%', b NOT LIKE 'x', a NOT IN (1, 2)",
+    "CASE WHEN a > 1 THEN 1 ELSE 2 END, CASE a WHEN 1 THEN 2 END,"
+    " CASE WHEN a>1 THEN 'x' WHEN a<0 THEN 'y' END",
+    "coalesce(a, 0), COALESCE(a,0), nullif(a,2), ifnull(a, 1), CAST(a AS DOUBLE), a::VARCHAR,"
+    " TRY_CAST(b AS INTEGER), CAST(c AS DECIMAL(10,2))",
+    "lower(b), LOWER(b), upper(b), substr(b, 2, 2), substring(b, 2), trim(b), ltrim(b),"
+    " b || 'x', concat(b, 1), replace(b, 'a', 'A'), left(b, 1), right(b, 2), reverse(b)",
+    "length(b), strlen(b), strpos(b, 'a'), starts_with(b, 'a'), contains(b, 'a')",
+    "1, 'x', NULL, true, 1.5, 'it''s', -1, 1e3",
+    "a / 2, a // 2, a % 3, mod(a,3), abs(c), round(c, 1), round(c), floor(c), ceil(c),"
+    " sqrt(c), power(c, 2), sign(c), greatest(a, id), least(c, 2.0)",
+    "year(d), month(d), extract(day FROM d), date_trunc('month', d), d + 1,"
+    " date_diff('day', d, DATE '2024-01-01'), date_part('year', d)",
+    "a, A, t.a, T.A, a AS x, a AS X, a AS \"Mixed Case\", t.a + 1, A + 1",
+    "a <> 3, a != 3, a IS DISTINCT FROM 2, a IS NOT DISTINCT FROM 1, flag IS TRUE,"
+    " flag IS NOT FALSE, NOT (a > 1), a > 1 OR flag OR b IS NULL, a - -1",
+    "max(a) - min(a), sum(a) + 1, count(a), count(1), sum(DISTINCT a), count(*) + 1",
+    "(SELECT max(a) FROM u), EXISTS (SELECT 1 FROM u), a IN (SELECT a FROM u)",
+    "IF(a > 1, 1, 2), (a), ((a)), a*2-c",
+    "id, sum(a) FILTER_NONE",
+]
+SELECT_LISTS = [s.replace(" FILTER_NONE", "") for s in SELECT_LISTS]
+
+
+@pytest.mark.parametrize("select_list", SELECT_LISTS)
+def test_view_column_names_equal_duckdb(select_list: str) -> None:
+    con = duckdb.connect()
+    for name, cols in SCHEMAS.items():
+        con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
+    grouped = "sum(" in select_list and "id," in select_list
+    sql = f"SELECT {select_list} FROM t" + (" GROUP BY id" if grouped else "")
+    want = [d[0] for d in con.execute(sql).description]
+    got = [c.name for c in compile_view(sql, catalog()).columns]
+    assert got == want
+    got_view = [c.name for c in compile_view(f"CREATE VIEW v AS\n  {sql}", catalog()).columns]
+    assert got_view == want
