@@ -583,7 +583,12 @@ class Binder:
         if distinct is not None and distinct.args.get("on"):
             raise self.err("unsupported", "DISTINCT ON is not supported", distinct)
         rel, scope = self.bind_from(sel, outer)
+        # DuckDB lets the SELECT list and WHERE use the SELECT list's aliases (a real column of
+        # the same name wins); the alias stands for its expression, bound where it is used
+        sel_aliases = {e.alias.lower(): e.this for e in sel.expressions
+                       if isinstance(e, exp.Alias)}
         ctx = ExprCtx(self, rel, scope, outer)
+        ctx.aliases = sel_aliases
         where = A(sel, "where")
         if where is not None:
             _reject_aggs(self, where.this, "WHERE")
@@ -591,6 +596,7 @@ class Binder:
             pred = _to_bool(self, s, t, where.this)
             rel = Mfp(ctx.rel, (), (pred,), tuple(range(len(scope))))
             ctx = ExprCtx(self, rel, scope, outer)
+            ctx.aliases = sel_aliases
         # expand * and t.* first: aggregation and ORDER BY see the expanded list
         items: list[tuple[exp.Expression, str | None]] = []
         for e in sel.expressions:
@@ -646,6 +652,7 @@ class Binder:
                 n = ctx.rel.arity
                 ctx = ExprCtx(self, Mfp(ctx.rel, (), (pred,), tuple(range(n))), ctx.scope,
                               outer, ctx.agg)
+                ctx.aliases = sel_aliases
         elif having is not None:
             raise self.err("grouping_error", "HAVING without GROUP BY or aggregates", having)
         outs: list[BB] = []
@@ -746,6 +753,7 @@ class Binder:
             red = self.global_default(red, aggs)
         post_scope = ExprCtx(self, red, [], outer)
         post_scope.agg = AggInfo(ctx, groups, agg_cols)
+        post_scope.aliases = ctx.aliases
         return post_scope
 
     def global_default(self, red: Rel, aggs: list[Agg]) -> Rel:
@@ -875,6 +883,8 @@ class ExprCtx:
         self.outer = outer
         self.agg = agg
         self.no_subqueries = False
+        self.aliases: dict[str, exp.Expression] = {}
+        self.expanding: set[str] = set()  # aliases being bound (an alias never uses itself)
 
     # -- names
 
@@ -921,6 +931,8 @@ class ExprCtx:
             raise self.b.err("unsupported", "column references with more than one qualifier",
                              node)
         got = self.lookup(node)
+        if got is None:
+            got = self.alias(node)
         if got is None and self.outer is not None:
             got = self.outer.resolve(node)
         if got is None:
@@ -928,6 +940,18 @@ class ExprCtx:
                 raise self.b.err("unknown_table", f'table "{node.table}" is not in FROM', node)
             raise self.b.err("unknown_column", f'column "{node.sql()}" does not exist', node)
         return got
+
+    def alias(self, node: exp.Column) -> BB | None:
+        """An unqualified name that is no column: the SELECT list alias of that name, bound
+        here (None if there is none, or it is the alias being bound)."""
+        name = node.name.lower()
+        if node.table or name not in self.aliases or name in self.expanding:
+            return None
+        self.expanding.add(name)
+        try:
+            return self.bind(self.aliases[name])
+        finally:
+            self.expanding.discard(name)
 
     # -- binding
 
@@ -965,6 +989,10 @@ class ExprCtx:
                 if isinstance(s, (OuterRef, Lit)):
                     return got
         if isinstance(e, exp.Column):
+            if info.pre.lookup(e) is None:
+                got = self.alias(e)
+                if got is not None:
+                    return got
             # bind in the pre scope for the precise error (unknown/ambiguous) first
             info.pre.bind(e)
             raise self.b.err("grouping_error", f'column "{e.sql()}" must appear in the GROUP BY'
