@@ -59,6 +59,7 @@ from planner.naming import output_name
 from planner.scalar import (
     FUNCS,
     NULL_TOLERANT,
+    STRING_SIGNATURES,
     cast_checked,
     cast_value,
     compile_scalar,
@@ -1340,7 +1341,7 @@ class ExprCtx:
             if chars is not None:
                 xs.append(self.str_arg(chars))
             return self.call(fn, xs, "VARCHAR")
-        if isinstance(e, exp.Concat) or name == "concat":
+        if (isinstance(e, exp.Concat) or name == "concat") and not isinstance(e, exp.ConcatWs):
             return self.call("concat", [self.bind(a) for a in (e.expressions if isinstance(
                 e, exp.Concat) else args)], "VARCHAR")
         if isinstance(e, exp.Replace) or name == "replace":
@@ -1431,8 +1432,48 @@ class ExprCtx:
                     raise b.err("type_error", f"date_diff needs dates, got {v[1]}", e)
             return self.call("date_diff", [(Lit(unit.lower(), "VARCHAR"), "VARCHAR"), *xs],
                              "BIGINT")
+        got = self.string_function(e, name)
+        if got is not None:
+            return got
         what, at = b.typed_name(e)
         raise b.err("unsupported", f"function or construct {what} is not supported", at)
+
+    def string_function(self, e: exp.Expression, name: str) -> BB | None:
+        """DuckDB's further string functions (planner.scalar.STRING_FUNCS), or None."""
+        by_class = {exp.Repeat: "repeat", exp.Ascii: "ascii", exp.Unicode: "unicode",
+                    exp.Chr: "chr", exp.SplitPart: "split_part", exp.ConcatWs: "concat_ws",
+                    exp.EndsWith: "ends_with", exp.MD5: "md5", exp.Translate: "translate",
+                    exp.BitLength: "bit_length"}
+        if isinstance(e, exp.Pad):
+            fn = "lpad" if e.args.get("is_left") else "rpad"
+        elif type(e) in by_class:
+            fn = by_class[type(e)]
+        else:
+            fn = {"ord": "unicode", "suffix": "ends_with", "prefix": "starts_with",
+                  "strip_accents": "strip_accents", "lcase": "lower",
+                  "ucase": "upper"}.get(name, "")
+        if not fn:
+            return None
+        if isinstance(e, exp.Anonymous):
+            xs = list(e.expressions)
+        else:
+            xs = []
+            for v in e.args.values():
+                xs += [x for x in (v if isinstance(v, list) else [v])
+                       if isinstance(x, exp.Expression)]
+        sig = STRING_SIGNATURES[fn]
+        arity = len(sig[0])
+        if fn == "concat_ws":
+            if len(xs) < 2:
+                raise self.b.err("type_error", "concat_ws needs a separator and a value", e)
+            return self.call(fn, [self.str_arg(xs[0])] + [self.bind(x) for x in xs[1:]],
+                             "VARCHAR")
+        if len(xs) != arity:
+            raise self.b.err("type_error", f"{fn} takes {arity} argument"
+                             f"{'s' if arity != 1 else ''}, got {len(xs)}", e)
+        args = [self.str_arg(x) if k == "s" else self.int_arg(x) for k, x in zip(sig[0], xs,
+                                                                                    strict=True)]
+        return self.call(fn, args, sig[1], _sql(e))
 
 
 # ---------------------------------------------------------------- helpers

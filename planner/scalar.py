@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import hashlib
 import math
 import re
+import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -610,6 +612,66 @@ def _date_sub(d: Any, n: Any) -> Any:
     return _date_add(d, -n)
 
 
+def _repeat(s: str, n: int) -> str:
+    return s * n if n > 0 else ""
+
+
+def _pad(s: str, n: int, fill: str, left: bool) -> str:
+    if n <= 0:
+        return ""
+    if len(s) >= n:
+        return s[:n]
+    if not fill:
+        raise EvaluationError(f"insufficient padding in {'LPAD' if left else 'RPAD'}")
+    need = n - len(s)
+    pad = (fill * (need // len(fill) + 1))[:need]
+    return pad + s if left else s + pad
+
+
+def _chr(n: int) -> str:
+    if not 0 <= n <= 0x10FFFF or 0xD800 <= n <= 0xDFFF:
+        raise EvaluationError(f"invalid UTF-8 code point {n} in chr")
+    return chr(n)
+
+
+def _split_part(s: str, sep: str, i: int) -> str:
+    parts = list(s) if sep == "" else s.split(sep)
+    if sep == "" and not s:
+        parts = [""]
+    if i == 0 or abs(i) > len(parts):
+        return ""
+    return parts[i - 1] if i > 0 else parts[i]
+
+
+def _concat_ws(sep: Any, *args: Any) -> Any:
+    if sep is None:
+        return None
+    return sep.join(to_str(a) for a in args if a is not None)
+
+
+def _translate(s: str, src: str, dst: str) -> str:
+    table: dict[int, int | None] = {}
+    for k, ch in enumerate(src):
+        table.setdefault(ord(ch), ord(dst[k]) if k < len(dst) else None)
+    return s.translate(table)
+
+
+def _strip_accents(s: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", s) if not unicodedata.combining(c))
+
+
+# DuckDB's further string functions: argument kinds ("s" VARCHAR, "i" integer) and result
+# type, for the binder; the implementations are in FUNCS under the same names.
+STRING_SIGNATURES: dict[str, tuple[str, str]] = {
+    "repeat": ("si", "VARCHAR"), "lpad": ("sis", "VARCHAR"), "rpad": ("sis", "VARCHAR"),
+    "ascii": ("s", "INTEGER"), "unicode": ("s", "INTEGER"), "chr": ("i", "VARCHAR"), "split_part": ("ssi", "VARCHAR"),
+    "concat_ws": ("s", "VARCHAR"), "ends_with": ("ss", "BOOLEAN"),
+    "starts_with": ("ss", "BOOLEAN"), "md5": ("s", "VARCHAR"), "translate": ("sss", "VARCHAR"),
+    "bit_length": ("s", "BIGINT"), "strip_accents": ("s", "VARCHAR"),
+    "lower": ("s", "VARCHAR"), "upper": ("s", "VARCHAR"),
+}
+
+
 def _cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
     def g(a: Any, b: Any) -> Any:
         if a is None or b is None:
@@ -679,6 +741,19 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "strpos": _nullsafe(lambda s, sub: s.find(sub) + 1),
     "starts_with": _nullsafe(lambda s, p: s.startswith(p)),
     "contains": _nullsafe(lambda s, p: p in s),
+    "repeat": _nullsafe(_repeat),
+    "lpad": _nullsafe(lambda s, n, f: _pad(s, n, f, True)),
+    "rpad": _nullsafe(lambda s, n, f: _pad(s, n, f, False)),
+    "ascii": _nullsafe(lambda s: ord(s[0]) if s else 0),
+    "unicode": _nullsafe(lambda s: ord(s[0]) if s else -1),
+    "chr": _nullsafe(_chr),
+    "split_part": _nullsafe(_split_part),
+    "concat_ws": _concat_ws,
+    "ends_with": _nullsafe(lambda s, p: s.endswith(p)),
+    "md5": _nullsafe(lambda s: hashlib.md5(s.encode()).hexdigest()),
+    "translate": _nullsafe(_translate),
+    "bit_length": _nullsafe(lambda s: 8 * len(s.encode())),
+    "strip_accents": _nullsafe(_strip_accents),
     "abs": _nullsafe(abs),
     "round": _nullsafe(_no_neg_zero(_round)),
     "floor": _nullsafe(_no_neg_zero(_floor)),
@@ -697,7 +772,7 @@ FUNCS: dict[str, Callable[..., Any]] = {
 
 # Functions whose result is not NULL just because an argument is (no fold-away of NULL args).
 NULL_TOLERANT = {"and", "or", "is_null", "is_true", "is_false", "case", "coalesce", "nullif",
-                 "concat", "greatest", "least", "is_distinct", "not", "substr", "extract",
+                 "concat", "concat_ws", "greatest", "least", "is_distinct", "not", "substr", "extract",
                  "date_trunc", "date_diff"}
 
 
@@ -755,7 +830,7 @@ def compile_scalar(e: Scalar) -> Callable[[tuple[Any, ...]], Any]:
     if isinstance(e, OuterRef):
         raise AssertionError("OuterRef survived decorrelation")
     inner = _compile_call(e)
-    if e.func not in CHECKED and e.func not in ("cast", "intdiv", "mod"):
+    if e.func not in CHECKED and e.func not in ("cast", "intdiv", "mod", "lpad", "rpad", "chr"):
         return inner
     label = e.label or fmt_scalar(e)
 

@@ -67,6 +67,14 @@ EXPRS = [
     "length(v)", "strpos(v, 'b')", "lower(v)", "upper(v)", "substr(v, 2, 2)", "trim(v)",
     "concat(v, 1)", "concat(v, d)", "v || 1", "replace(v, 'a', 'A')", "reverse(v)",
     "left(v, 1)", "right(v, 2)", "starts_with(v, 'a')", "contains(v, 'a')",
+    # DuckDB's further string functions
+    "repeat(v, 2)", "repeat(v, i)", "repeat('ab', s)", "lpad(v, 5, 'xy')", "lpad(v, 2, '*')",
+    "rpad(v, 6, 'xy')", "rpad(v, i + 2, '-')", "lpad(v, i, 'é')", "ascii(v)", "ord(v)",
+    "unicode(v)", "chr(i + 64)", "chr(233)", "split_part(v, 'b', 1)", "split_part(v, 'b', 2)",
+    "split_part(v, 'b', -1)", "split_part(v, 'b', 0)", "split_part(v, '', i)",
+    "split_part(v, ' ', i)", "concat_ws('-', v, i, NULL, d)", "concat_ws(v, 'a', 'b')",
+    "ends_with(v, 'c')", "suffix(v, 'y ')", "prefix(v, 'ab')", "md5(v)", "lcase(v)",
+    "ucase(v)", "translate(v, 'abX', 'z')", "strip_accents('éa' || v)", "bit_length(v)",
     # dates
     "year(dt)", "extract(day FROM dt)", "date_trunc('month', dt)", "date_trunc('month', ts)",
     "date_diff('day', dt, DATE '2024-01-01')", "dt + 1", "dt - 1", "dt - DATE '2020-01-01'",
