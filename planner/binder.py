@@ -115,7 +115,11 @@ class CteInfo:
 
 BB = tuple[Scalar, str]  # a bound scalar and its SQL type
 
-AGG_CLASSES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+# statistical aggregates: sqlglot class -> our function (DuckDB's variance/stddev are _samp)
+STAT_AGGS = {exp.VariancePop: "var_pop", exp.Variance: "var_samp", exp.StddevPop: "stddev_pop",
+             exp.StddevSamp: "stddev_samp", exp.Stddev: "stddev_samp",
+             exp.CovarPop: "covar_pop", exp.CovarSamp: "covar_samp", exp.Corr: "corr"}
+AGG_CLASSES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, *STAT_AGGS)
 
 
 class _NoSubquery(Exception):
@@ -733,18 +737,21 @@ class Binder:
         aggs: list[Agg] = []
         args: list[Scalar] = []
         agg_cols: dict[int, BB] = {}
-        seen: dict[tuple[str, Scalar | None, bool], int] = {}
+        seen: dict[tuple[str, Scalar | None, bool, Scalar | None], int] = {}
         for node in agg_nodes:
-            func, arg, dist, t = self.bind_agg(ctx, node)
-            key = (func, arg, dist)
+            func, arg, dist, t, arg2 = self.bind_agg(ctx, node)
+            key = (func, arg, dist, arg2)
             if key not in seen:
-                argcol = None
-                if arg is not None:
-                    if arg not in args:
-                        args.append(arg)
-                    argcol = len(groups) + args.index(arg)
+                cols: list[int | None] = []
+                for x in (arg, arg2):
+                    if x is None:
+                        cols.append(None)
+                        continue
+                    if x not in args:
+                        args.append(x)
+                    cols.append(len(groups) + args.index(x))
                 seen[key] = len(aggs)
-                aggs.append(Agg(func, argcol, dist, t, _sql(node)))
+                aggs.append(Agg(func, cols[0], dist, t, _sql(node), cols[1]))
             agg_cols[id(node)] = (Col(len(groups) + seen[key]), t)
         n = ctx.rel.arity
         mapped = [s for s, _ in groups] + args
@@ -766,9 +773,12 @@ class Binder:
             g, Constant((defaults,), k),
             Negate(Mfp(g, lits, (), tuple(range(k, 2 * k)))))))
 
-    def bind_agg(self, ctx: ExprCtx, node: exp.Expression) -> tuple[str, Scalar | None, bool,
-                                                                    str]:
+    def bind_agg(self, ctx: ExprCtx, node: exp.Expression) -> tuple[
+            str, Scalar | None, bool, str, Scalar | None]:
+        """(function, argument, DISTINCT, result type, second argument) of an aggregate."""
         fname = node.key.lower()
+        if type(node) in STAT_AGGS:
+            return self.bind_stat_agg(ctx, node)
         this = node.this
         dist = False
         if isinstance(this, exp.Distinct):
@@ -778,26 +788,53 @@ class Binder:
                                "argument", node)
             this = this.expressions[0]
         if fname == "count" and (this is None or isinstance(this, exp.Star)):
-            return "count_star", None, False, "BIGINT"
+            return "count_star", None, False, "BIGINT", None
         if node.expressions and fname != "count":
             raise self.err("unsupported", f"{fname.upper()} with several arguments", node)
         _reject_aggs(self, this, f"{fname.upper()} argument", nested=True)
         s, t = ctx.bind(this)
         if fname == "count":
-            return "count", s, dist, "BIGINT"
+            return "count", s, dist, "BIGINT", None
         f = family(t)
         if fname in ("sum", "avg"):
             if not is_numeric(t):
                 raise self.err("type_error", f"{fname.upper()}({t}) is not defined: the argument"
                                " must be numeric", node)
             if fname == "avg":
-                return "avg", s, dist, "DOUBLE"
+                return "avg", s, dist, "DOUBLE", None
             if f == "int" or f == "null":
-                return "sum", s, dist, "HUGEINT"
+                return "sum", s, dist, "HUGEINT", None
             if f == "decimal":
-                return "sum", s, dist, "DECIMAL(38,%d)" % _scale(t)
-            return "sum", s, dist, "DOUBLE"
-        return fname, s, dist, ("INTEGER" if t == "NULL" else t)
+                return "sum", s, dist, "DECIMAL(38,%d)" % _scale(t), None
+            return "sum", s, dist, "DOUBLE", None
+        return fname, s, dist, ("INTEGER" if t == "NULL" else t), None
+
+    def bind_stat_agg(self, ctx: ExprCtx, node: exp.Expression) -> tuple[
+            str, Scalar | None, bool, str, Scalar | None]:
+        """var_pop, var_samp, stddev_pop, stddev_samp (one argument), covar_pop, covar_samp,
+        corr (two): DOUBLE results over the numeric argument(s), as in DuckDB."""
+        func = STAT_AGGS[type(node)]
+        name = self.typed_name(node)[0]
+        this, dist = node.this, False
+        if isinstance(this, exp.Distinct):
+            if len(this.expressions) != 1:
+                raise self.err("unsupported", f"{name}(DISTINCT ...) takes one argument", node)
+            this, dist = this.expressions[0], True
+        two = func in ("covar_pop", "covar_samp", "corr")
+        second = node.args.get("expression")
+        if two and (second is None or dist):
+            raise self.err("type_error" if second is None else "unsupported",
+                           f"{name} takes two arguments" if second is None else
+                           f"{name}(DISTINCT ...) is not supported", node)
+        out: list[Scalar | None] = []
+        for x in ([this, second] if two else [this]):
+            _reject_aggs(self, x, f"{name} argument", nested=True)
+            s, t = ctx.bind(x)
+            if not is_numeric(t):
+                raise self.err("type_error", f"{name}({t}) is not defined: the argument must "
+                               "be numeric", x)
+            out.append(_cast(s, t, "DOUBLE") if family(t) == "float" else s)
+        return func, out[0], dist, "DOUBLE", (out[1] if two else None)
 
     # ------------------------------------------------------------ subqueries
 
