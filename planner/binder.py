@@ -499,11 +499,22 @@ class Binder:
                     scope[a].hidden = True
                 else:
                     scope[b].hidden = True
+        elif on is not None and _has_subquery(on):
+            # the ON condition is bound over the pair of inputs (its subqueries extend that
+            # relation with their values), filtered, and cut back to the inputs' columns
+            def inner_of(lg: Rel, rg: Rel) -> Rel:
+                ctx = ExprCtx(self, Join(lg, rg, ()), scope, outer)
+                s, t = ctx.bind(on)
+                pred = _to_bool(self, s, t, on)
+                return Mfp(ctx.rel, (), (pred,), tuple(range(nl + right.arity)))
+            if side in ("LEFT", "RIGHT", "FULL"):
+                rel = self.outer_join(left, right, (), side, inner_of)
+            else:
+                rel = inner_of(left, right)
+            return rel, scope
         elif on is not None:
             ctx = ExprCtx(self, Join(left, right, ()), scope, outer)
             s, t = ctx.bind(on)
-            if ctx.rel.arity != nl + right.arity:
-                raise self.err("unsupported", "subqueries in JOIN ... ON are not supported", on)
             preds.append(_to_bool(self, s, t, on))
         elif kind != "CROSS" and side:
             raise self.err("syntax_error", "outer join needs ON or USING", j)
@@ -520,7 +531,8 @@ class Binder:
             scope = scope + [SCol(None, nm, ty) for nm, _, ty in extra_cols]
         return rel, scope
 
-    def outer_join(self, left: Rel, right: Rel, preds: tuple[Scalar, ...], side: str) -> Rel:
+    def outer_join(self, left: Rel, right: Rel, preds: tuple[Scalar, ...], side: str,
+                   inner_of: Callable[[Rel, Rel], Rel] | None = None) -> Rel:
         """inner join + the unmatched rows of the preserved side(s), padded with NULLs.
 
         unmatched(L) = L - semijoin(L, distinct(L-part of inner)): the subtraction is exact for
@@ -530,7 +542,9 @@ class Binder:
 
         def build(lg: Get, rg: Get) -> Rel:
             inner: Rel = Join(lg, rg, ())
-            if preds:
+            if inner_of is not None:
+                inner = inner_of(lg, rg)
+            elif preds:
                 inner = Mfp(inner, (), preds, tuple(range(nl + nr)))
 
             def with_inner(ig: Get) -> Rel:
@@ -1642,6 +1656,11 @@ def _to_bool(b: Binder, s: Scalar, t: str, node: exp.Expression) -> Scalar:
     if f in ("int",):
         return Call("cast", (s,), "BOOLEAN")
     raise b.err("type_error", f"expected a BOOLEAN condition, got {t}", node)
+
+
+def _has_subquery(e: exp.Expression) -> bool:
+    return any(isinstance(n, (exp.Subquery, exp.Exists, exp.Select)) or (
+        isinstance(n, exp.In) and n.args.get("query") is not None) for n in e.walk())
 
 
 def _flatten(e: exp.Expression, cls: type) -> list[exp.Expression]:

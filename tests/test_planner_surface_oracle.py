@@ -1,6 +1,6 @@
 """Oracle for the SQL surface added for issues #9 and #13: SELECT-list aliases used later in the
-SELECT list and in WHERE, DuckDB's further string functions, the statistical aggregates, and
-DECIMAL result typing, each as a maintained view under random INSERT/UPDATE/DELETE batches,
+SELECT list and in WHERE, DuckDB's further string functions, the statistical aggregates,
+subqueries in JOIN ... ON and DECIMAL result typing, each as a maintained view under random INSERT/UPDATE/DELETE batches,
 equal to DuckDB after every batch, and the same changes whatever the batching.
 """
 
@@ -38,6 +38,14 @@ VIEWS = [
     " FROM t",
     "SELECT s, var_pop(m), stddev_samp(m), covar_pop(m, a), corr(m, id) FROM u GROUP BY s",
     "SELECT t.a, var_samp(u.m), corr(t.c, u.m) FROM t JOIN u ON t.a = u.a GROUP BY t.a",
+    # subqueries in JOIN ... ON, inner and outer, correlated with either side
+    "SELECT t.id, u.id FROM t JOIN u ON t.a IN (SELECT a FROM u WHERE s = 'x') AND t.a = u.a",
+    "SELECT t.id, u.id FROM t LEFT JOIN u ON u.a = (SELECT max(a) FROM t t2 WHERE t2.id = t.id)",
+    "SELECT t.id, u.id FROM t RIGHT JOIN u ON EXISTS (SELECT 1 FROM e WHERE e.src = t.a"
+    " AND e.dst = u.a)",
+    "SELECT t.id, u.id FROM t FULL JOIN u ON t.a = u.a AND u.id NOT IN (SELECT a FROM t"
+    " WHERE a IS NOT NULL)",
+    "SELECT count(*), sum(u.id) FROM t JOIN u ON u.a > (SELECT avg(a) FROM t)",
     # DECIMAL typing through COALESCE, CASE, arithmetic
     "SELECT id, coalesce(m, 0), CASE WHEN a > 1 THEN 1 ELSE 2.5 END, m * a, m + 1.005,"
     " round(m, 1), floor(m), greatest(m, a) FROM u",
@@ -80,7 +88,7 @@ def test_incremental_matches_duckdb_after_every_batch(group: int) -> None:
             handles[table].send([(row, diff)])
 
 
-BATCHED = [VIEWS[0], VIEWS[3], VIEWS[5], VIEWS[9], VIEWS[10], VIEWS[13]]
+BATCHED = [VIEWS[0], VIEWS[3], VIEWS[5], VIEWS[9], VIEWS[10], VIEWS[14], VIEWS[16], VIEWS[18]]
 
 
 @pytest.mark.parametrize("sql", BATCHED)
