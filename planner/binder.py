@@ -38,6 +38,7 @@ from planner.ir import (
     Call,
     Col,
     Constant,
+    FlatMap,
     Get,
     Join,
     Let,
@@ -73,6 +74,7 @@ from planner.scalar import (
     unify,
     unify_ints,
 )
+from planner.table_functions import TABLE_FUNCTIONS
 
 
 def A(node: exp.Expression, name: str) -> Any:
@@ -393,8 +395,12 @@ class Binder:
         if isinstance(t, exp.Table):
             if t.args.get("db") or t.args.get("catalog"):
                 raise self.err("unsupported", "qualified table names are not supported", t)
+            if _table_function(t) is not None:
+                unit: Rel = Constant(((),), 0)
+                return self.bind_table_function(t, unit, [], outer)
             if isinstance(t.this, exp.Anonymous) or not isinstance(t.this, exp.Identifier):
-                raise self.err("unsupported", "table functions are not supported", t)
+                name, at = self.typed_name(t.this)
+                raise self.err("unsupported", f"table function {name} is not supported", at)
             name = t.name.lower()
             qual = t.alias_or_name.lower()
             info = None
@@ -434,6 +440,10 @@ class Binder:
             qual = alias.name.lower() if alias is not None and alias.name else None
         elif isinstance(t, exp.Lateral):
             raise self.err("unsupported", "LATERAL is not supported", t)
+        elif isinstance(t, exp.Unnest):
+            name, at = self.typed_name(t)
+            raise self.err("unsupported", f"table function {name} is not supported (views have "
+                           "no LIST type to unnest)", at)
         else:
             raise self.err("unsupported", f"unsupported FROM item {t.key.upper()}", t)
         if col_aliases:
@@ -442,6 +452,49 @@ class Binder:
                                f"{len(names)} columns", alias)
             names = col_aliases + names[len(col_aliases):]
         return rel, [SCol(qual, n, ty) for n, ty in zip(names, types, strict=True)]
+
+    def bind_table_function(self, t: exp.Table, base: Rel, base_scope: list[SCol],
+                            outer: Params | None) -> tuple[Rel, list[SCol]]:
+        """generate_series/range in FROM: a FlatMap appending the series to each row of
+        ``base``, whose columns (earlier FROM items, LATERAL as in DuckDB) and the enclosing
+        queries' columns the arguments may use. Returns base's scope plus the new column."""
+        func = _table_function(t)
+        assert func is not None
+        node = t.this
+        if isinstance(node, exp.GenerateSeries):
+            raw = [node.args.get("start"), node.args.get("end"), node.args.get("step")]
+            if node.args.get("is_end_exclusive"):
+                func = "range"
+        else:
+            raw = list(node.expressions)
+            if not 1 <= len(raw) <= 3:
+                raise self.err("type_error", f"{func} takes 1 to 3 arguments", node)
+            if len(raw) == 1:
+                raw = [None, raw[0]]
+            raw += [None] * (3 - len(raw))
+        ctx = ExprCtx(self, base, base_scope, outer)
+        args: list[Scalar] = []
+        for k, x in enumerate(raw):
+            if x is None:
+                args.append(Lit(0 if k == 0 else 1, "BIGINT"))
+                continue
+            s, ty = ctx.bind(x)
+            if family(ty) not in ("int", "null"):
+                raise self.err("type_error", f"{func} needs integer arguments, got {ty}", x)
+            args.append(s)
+        n = base.arity
+        rel: Rel = FlatMap(ctx.rel, func, tuple(args), 1)
+        if ctx.rel.arity != n:  # subqueries in the arguments: keep only base and the series
+            rel = Mfp(rel, (), (), tuple(range(n)) + (ctx.rel.arity,))
+        alias = t.args.get("alias")
+        qual = alias.name.lower() if alias is not None and alias.name else func
+        name = func
+        if alias is not None and alias.columns:
+            if len(alias.columns) > 1:
+                raise self.err("type_error", f"{len(alias.columns)} column aliases for 1 "
+                               "column", alias)
+            name = alias.columns[0].name.lower()
+        return rel, base_scope + [SCol(qual, name, "BIGINT")]
 
     def bind_from(self, sel: exp.Select, outer: Params | None) -> tuple[Rel, list[SCol]]:
         frm = A(sel, "from")
@@ -460,6 +513,19 @@ class Binder:
 
     def bind_join(self, left: Rel, lscope: list[SCol], j: exp.Join,
                   outer: Params | None) -> tuple[Rel, list[SCol]]:
+        if isinstance(j.this, exp.Table) and _table_function(j.this) is not None:
+            # a table function after other FROM items may use their columns (LATERAL)
+            if j.args.get("side") or j.args.get("using") or (j.args.get("kind") or "").upper() \
+                    not in ("", "CROSS", "INNER"):
+                raise self.err("unsupported", "only inner and cross joins with a table "
+                               "function are supported", j)
+            rel, scope = self.bind_table_function(j.this, left, lscope, outer)
+            on = j.args.get("on")
+            if on is not None:
+                ctx = ExprCtx(self, rel, scope, outer)
+                s, t = ctx.bind(on)
+                rel = Mfp(ctx.rel, (), (_to_bool(self, s, t, on),), tuple(range(rel.arity)))
+            return rel, scope
         right, rscope = self.bind_table(j.this, outer)
         side = (j.args.get("side") or "").upper()
         kind = (j.args.get("kind") or "").upper()
@@ -1656,6 +1722,16 @@ def _to_bool(b: Binder, s: Scalar, t: str, node: exp.Expression) -> Scalar:
     if f in ("int",):
         return Call("cast", (s,), "BOOLEAN")
     raise b.err("type_error", f"expected a BOOLEAN condition, got {t}", node)
+
+
+def _table_function(t: exp.Table) -> str | None:
+    """The supported table function a FROM item calls, or None."""
+    node = t.this
+    if isinstance(node, exp.GenerateSeries):
+        return "generate_series"
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in TABLE_FUNCTIONS:
+        return str(node.this).lower()
+    return None
 
 
 def _has_subquery(e: exp.Expression) -> bool:

@@ -1,6 +1,6 @@
 """Oracle for the SQL surface added for issues #9 and #13: SELECT-list aliases used later in the
 SELECT list and in WHERE, DuckDB's further string functions, the statistical aggregates,
-subqueries in JOIN ... ON and DECIMAL result typing, each as a maintained view under random INSERT/UPDATE/DELETE batches,
+subqueries in JOIN ... ON, table functions in FROM and DECIMAL result typing, each as a maintained view under random INSERT/UPDATE/DELETE batches,
 equal to DuckDB after every batch, and the same changes whatever the batching.
 """
 
@@ -46,6 +46,13 @@ VIEWS = [
     "SELECT t.id, u.id FROM t FULL JOIN u ON t.a = u.a AND u.id NOT IN (SELECT a FROM t"
     " WHERE a IS NOT NULL)",
     "SELECT count(*), sum(u.id) FROM t JOIN u ON u.a > (SELECT avg(a) FROM t)",
+    # table functions in FROM, with arguments from earlier FROM items and outer queries
+    "SELECT t.id, g.n FROM t, generate_series(1, t.a) g(n) WHERE g.n <> 2",
+    "SELECT t.id, x.range FROM t CROSS JOIN range(t.a) x",
+    "SELECT id, (SELECT count(*) FROM range(t.a)) FROM t",
+    "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM generate_series(1, t.a) s(k) WHERE k = 2)",
+    "SELECT id, r FROM t JOIN range(0, 3) AS x(r) ON t.a = r",
+    "SELECT r % 3, count(*) FROM u, range(u.a, 7, 2) AS x(r) GROUP BY r % 3",
     # DECIMAL typing through COALESCE, CASE, arithmetic
     "SELECT id, coalesce(m, 0), CASE WHEN a > 1 THEN 1 ELSE 2.5 END, m * a, m + 1.005,"
     " round(m, 1), floor(m), greatest(m, a) FROM u",
@@ -88,7 +95,8 @@ def test_incremental_matches_duckdb_after_every_batch(group: int) -> None:
             handles[table].send([(row, diff)])
 
 
-BATCHED = [VIEWS[0], VIEWS[3], VIEWS[5], VIEWS[9], VIEWS[10], VIEWS[14], VIEWS[16], VIEWS[18]]
+BATCHED = [VIEWS[0], VIEWS[3], VIEWS[5], VIEWS[9], VIEWS[10], VIEWS[14], VIEWS[16], VIEWS[18],
+           VIEWS[20], VIEWS[23]]
 
 
 @pytest.mark.parametrize("sql", BATCHED)
