@@ -42,7 +42,8 @@ REFUSALS = [
      1, 36),
     ("SELECT regexp_matches(b, 'a') FROM t", "unsupported",
      "function or construct regexp_matches is not supported", 1, 8),
-    ("SELECT md5(b) FROM t", "unsupported", "function or construct md5 is not supported", 1, 8),
+    ("SELECT sha256(b) FROM t", "unsupported",
+     "function or construct sha256 is not supported", 1, 8),
 ]
 
 
