@@ -10,6 +10,7 @@ EvaluationError, as DuckDB raises for the same data.
 
 from __future__ import annotations
 
+import decimal
 import math
 from collections.abc import Iterable
 from fractions import Fraction
@@ -17,7 +18,7 @@ from typing import Any
 
 from planner.errors import EvaluationError
 from planner.ir import Agg, SortKey
-from planner.scalar import INT_RANGE, norm_type, row_key, sort_key
+from planner.scalar import DECIMAL_CONTEXT, INT_RANGE, norm_type, row_key, sort_key
 
 SUBQUERY_ROWS = "more than one row returned by a subquery used as an expression"
 
@@ -119,7 +120,10 @@ def _sum(vals: list[tuple[Any, int]]) -> Any:
         return math.fsum(float(v) * c for v, c in vals)
     total: Any = 0
     for v, c in vals:
-        total += v * c
+        if isinstance(v, decimal.Decimal):  # no rounding to Python's default 28 digits
+            total = DECIMAL_CONTEXT.add(total, DECIMAL_CONTEXT.multiply(v, c))
+        else:
+            total += v * c
     return total
 
 

@@ -176,10 +176,16 @@ def fitting_int_type(v: int, like: str) -> str:
 
 # ---------------------------------------------------------------- casts
 
+# DuckDB's DECIMAL holds up to 38 digits, Python's default context rounds every Decimal
+# operation to 28: DECIMAL arithmetic runs in this context, wide enough for the exact product
+# of two DECIMAL(38) values, so no operation rounds where DuckDB's does not.
+DECIMAL_CONTEXT = decimal.Context(prec=100, rounding=decimal.ROUND_HALF_UP, Emax=999999,
+                                  Emin=-999999)
+
 
 def _round_half_away(v: decimal.Decimal, places: int = 0) -> decimal.Decimal:
     q = decimal.Decimal(1).scaleb(-places)
-    return v.quantize(q, rounding=decimal.ROUND_HALF_UP)
+    return v.quantize(q, rounding=decimal.ROUND_HALF_UP, context=DECIMAL_CONTEXT)
 
 
 def float_to_str(v: float) -> str:
@@ -344,7 +350,7 @@ def _mod(a: Any, b: Any) -> Any:
         r = abs(a) % abs(b)
         return r if a >= 0 else -r
     if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
-        return decimal.Decimal(a) % decimal.Decimal(b)
+        return DECIMAL_CONTEXT.remainder(a, b)
     return math.fmod(a, b)
 
 
@@ -682,7 +688,29 @@ def _cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
 
 
 def _neg(a: Any) -> Any:
-    return -a
+    return DECIMAL_CONTEXT.minus(a) if isinstance(a, decimal.Decimal) else -a
+
+
+def _add(a: Any, b: Any) -> Any:
+    if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
+        return DECIMAL_CONTEXT.add(a, b)
+    return a + b
+
+
+def _sub(a: Any, b: Any) -> Any:
+    if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
+        return DECIMAL_CONTEXT.subtract(a, b)
+    return a - b
+
+
+def _mul(a: Any, b: Any) -> Any:
+    if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
+        return DECIMAL_CONTEXT.multiply(a, b)
+    return a * b
+
+
+def _abs(a: Any) -> Any:
+    return DECIMAL_CONTEXT.abs(a) if isinstance(a, decimal.Decimal) else abs(a)
 
 
 def _no_neg_zero(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -699,9 +727,9 @@ def _no_neg_zero(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 FUNCS: dict[str, Callable[..., Any]] = {
-    "add": _nullsafe(_no_neg_zero(lambda a, b: a + b)),
-    "sub": _nullsafe(_no_neg_zero(lambda a, b: a - b)),
-    "mul": _nullsafe(_no_neg_zero(lambda a, b: a * b)),
+    "add": _nullsafe(_no_neg_zero(_add)),
+    "sub": _nullsafe(_no_neg_zero(_sub)),
+    "mul": _nullsafe(_no_neg_zero(_mul)),
     "div": _nullsafe(_div),
     "intdiv": _nullsafe(_intdiv),
     "mod": _nullsafe(_no_neg_zero(_mod)),
@@ -754,7 +782,7 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "translate": _nullsafe(_translate),
     "bit_length": _nullsafe(lambda s: 8 * len(s.encode())),
     "strip_accents": _nullsafe(_strip_accents),
-    "abs": _nullsafe(abs),
+    "abs": _nullsafe(_abs),
     "round": _nullsafe(_no_neg_zero(_round)),
     "floor": _nullsafe(_no_neg_zero(_floor)),
     "ceil": _nullsafe(_no_neg_zero(_ceil)),

@@ -164,3 +164,27 @@ def test_server_view_json_equals_query(tmp_path: Path) -> None:
         assert not bad, bad[:3]
     finally:
         s.stop()
+
+
+WIDE_ROWS = [(D("123456789012345678901234567890123.45"), 1),
+             (D("-876543210987654321098765432109876.55"), 2), (None, 3), (D("0.05"), 4)]
+WIDE_EXPRS = ["coalesce(z, 0)", "z + 1", "z - 0.5", "z * 1", "-z", "abs(z)", "round(z, 1)",
+              "floor(z)", "ceil(z)", "z % 7", "CAST(z AS DECIMAL(38,3))", "z + i"]
+
+
+@pytest.mark.parametrize("expr", [*WIDE_EXPRS, "sum(z)", "min(z)", "avg(z)"])
+def test_wide_decimals_are_not_rounded(expr: str) -> None:
+    """DECIMAL(38,s) values keep all 38 digits (Python's default context would round
+    arithmetic to 28)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE w (z DECIMAL(38,2), i INTEGER)")
+    con.executemany("INSERT INTO w VALUES (?, ?)", [list(r) for r in WIDE_ROWS])
+    sql = f"SELECT {expr} AS x FROM w"
+    cur = con.execute(sql)
+    want_type, want = str(cur.description[0][1]), _bag(cur.fetchall())
+    cat = Catalog(tables={"w": TableSchema("w", [Column("z", "DECIMAL(38,2)"),
+                                                  Column("i", "INTEGER")])})
+    cv = compile_view(sql, cat)
+    assert cv.columns[0].type == want_type
+    got = _bag(r for r, c in cv.evaluate({"w": Counter(WIDE_ROWS)}).items() for _ in range(c))
+    assert got == want, (expr, got - want, want - got)
