@@ -195,7 +195,7 @@ def _compile(sql: str, catalog: Catalog, name: str | None,
         raise PlanError("unsupported", f"a view must be a query, not {tree.key.upper()}")
     binder = Binder(sql, catalog, iteration_limit)
     bound = binder.bind_query(tree, None)
-    names = list(bound.names)
+    names = list(bound.out_names)
     if renames:
         if len(renames) > len(names):
             raise PlanError("type_error", f"view has {len(names)} columns but {len(renames)} "

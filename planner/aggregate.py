@@ -10,13 +10,15 @@ EvaluationError, as DuckDB raises for the same data.
 
 from __future__ import annotations
 
+import decimal
 import math
 from collections.abc import Iterable
+from fractions import Fraction
 from typing import Any
 
 from planner.errors import EvaluationError
 from planner.ir import Agg, SortKey
-from planner.scalar import INT_RANGE, norm_type, row_key, sort_key
+from planner.scalar import DECIMAL_CONTEXT, INT_RANGE, norm_type, row_key, sort_key
 
 SUBQUERY_ROWS = "more than one row returned by a subquery used as an expression"
 
@@ -36,6 +38,9 @@ def reduce_group(aggs: tuple[Agg, ...], rows: Iterable[tuple[tuple[Any, ...], in
             out.append(rows[0][0][a.arg])
             continue
         assert a.arg is not None
+        if a.func in STATISTICS:
+            out.append(_statistic(a, rows))
+            continue
         if a.distinct:
             vals = [(v, 1) for v in {r[a.arg] for r, _ in rows if r[a.arg] is not None}]
         else:
@@ -65,12 +70,60 @@ def reduce_group(aggs: tuple[Agg, ...], rows: Iterable[tuple[tuple[Any, ...], in
     return tuple(out)
 
 
+STATISTICS = {"var_pop", "var_samp", "stddev_pop", "stddev_samp", "covar_pop", "covar_samp",
+              "corr"}
+
+
+def _statistic(a: Agg, rows: list[tuple[tuple[Any, ...], int]]) -> Any:
+    """A statistical aggregate from the group's sums of powers (n, sum x, sum y, sum x^2,
+    sum y^2, sum xy), kept exactly as Fractions so that no cancellation error enters before
+    the one rounding to DOUBLE (DuckDB uses Welford's streaming update; both agree to within
+    float rounding). Rows where an argument is NULL do not count."""
+    x, y = a.arg, a.arg2
+    assert x is not None
+    if y is None:
+        if a.distinct:
+            pairs = [((v, v), 1) for v in {r[x] for r, _ in rows if r[x] is not None}]
+        else:
+            pairs = [((r[x], r[x]), c) for r, c in rows if r[x] is not None]
+    else:
+        pairs = [((r[x], r[y]), c) for r, c in rows if r[x] is not None and r[y] is not None]
+    n = sum(c for _, c in pairs)
+    samp = a.func.endswith("_samp")
+    if n == 0 or (samp and n == 1):
+        return None
+    if any(isinstance(v, float) and not math.isfinite(v) for (p, q), _ in pairs for v in (p, q)):
+        return math.nan
+    sx = sy = sxx = syy = sxy = Fraction(0)
+    for (p, q), c in pairs:
+        fp, fq = Fraction(p), Fraction(q)
+        sx += c * fp
+        sy += c * fq
+        sxx += c * fp * fp
+        syy += c * fq * fq
+        sxy += c * fp * fq
+    # n^2 times the population (co)variances
+    cxy, cxx, cyy = n * sxy - sx * sy, n * sxx - sx * sx, n * syy - sy * sy
+    div = n * (n - 1) if samp else n * n
+    if a.func == "corr":
+        if cxx == 0 or cyy == 0:
+            return math.nan
+        return float(cxy) / math.sqrt(float(cxx)) / math.sqrt(float(cyy))
+    if a.func.startswith("covar"):
+        return float(cxy / div)
+    var = cxx / div
+    return math.sqrt(var) if a.func.startswith("stddev") else float(var)
+
+
 def _sum(vals: list[tuple[Any, int]]) -> Any:
     if isinstance(vals[0][0], float):
         return math.fsum(float(v) * c for v, c in vals)
     total: Any = 0
     for v, c in vals:
-        total += v * c
+        if isinstance(v, decimal.Decimal):  # no rounding to Python's default 28 digits
+            total = DECIMAL_CONTEXT.add(total, DECIMAL_CONTEXT.multiply(v, c))
+        else:
+            total += v * c
     return total
 
 

@@ -21,6 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import decimal
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ from planner.ir import (
     Call,
     Col,
     Constant,
+    FlatMap,
     Get,
     Join,
     Let,
@@ -54,18 +56,25 @@ from planner.ir import (
     Union,
     null,
 )
+from planner.naming import output_name
 from planner.scalar import (
     FUNCS,
     NULL_TOLERANT,
+    STRING_SIGNATURES,
     cast_checked,
     cast_value,
     compile_scalar,
+    decimal_ps,
+    decimal_result,
+    decimal_type,
     family,
     fitting_int_type,
     is_numeric,
     norm_type,
     unify,
+    unify_ints,
 )
+from planner.table_functions import TABLE_FUNCTIONS
 
 
 def A(node: exp.Expression, name: str) -> Any:
@@ -90,6 +99,13 @@ class Bound:
     names: list[str]
     types: list[str]
     at_most_one: bool = False  # provably at most one row (per outer row, once decorrelated)
+    # the names DuckDB gives the columns (case as typed, expressions as DuckDB prints them);
+    # ``names`` are the lowercased names the binder resolves references with
+    labels: list[str] | None = None
+
+    @property
+    def out_names(self) -> list[str]:
+        return self.labels if self.labels is not None else self.names
 
 
 @dataclass
@@ -101,7 +117,11 @@ class CteInfo:
 
 BB = tuple[Scalar, str]  # a bound scalar and its SQL type
 
-AGG_CLASSES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+# statistical aggregates: sqlglot class -> our function (DuckDB's variance/stddev are _samp)
+STAT_AGGS = {exp.VariancePop: "var_pop", exp.Variance: "var_samp", exp.StddevPop: "stddev_pop",
+             exp.StddevSamp: "stddev_samp", exp.Stddev: "stddev_samp",
+             exp.CovarPop: "covar_pop", exp.CovarSamp: "covar_samp", exp.Corr: "corr"}
+AGG_CLASSES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, *STAT_AGGS)
 
 
 class _NoSubquery(Exception):
@@ -249,7 +269,7 @@ class Binder:
         rel = b.rel
         for wrap in reversed(wrappers):
             rel = wrap(rel)
-        return Bound(rel, b.names, b.types)
+        return Bound(rel, b.names, b.types, labels=b.labels)
 
     def _cte_names(self, c: exp.CTE, b: Bound) -> list[str]:
         alias = c.args.get("alias")
@@ -329,7 +349,7 @@ class Binder:
             out = Threshold(Union((lr, Negate(rr))))
         else:
             out = self.let(lr, lambda g: Union((g, Negate(Threshold(Union((g, Negate(rr))))))))
-        return Bound(out, left.names, types)
+        return Bound(out, left.names, types, labels=left.labels)
 
     def order_limit_setop(self, node: exp.Expression, b: Bound) -> Bound:
         order = A(node, "order")
@@ -349,7 +369,7 @@ class Binder:
                                "column", e)
             keys.append(SortKey(idx, bool(o.args.get("desc")), bool(o.args.get("nulls_first"))))
         return Bound(TopK(b.rel, (), tuple(keys), limit, offset), b.names, b.types,
-                     b.at_most_one or (limit is not None and limit <= 1))
+                     b.at_most_one or (limit is not None and limit <= 1), b.labels)
 
     def limit_offset(self, node: exp.Expression) -> tuple[int | None, int]:
         lim, off = A(node, "limit"), A(node, "offset")
@@ -375,8 +395,12 @@ class Binder:
         if isinstance(t, exp.Table):
             if t.args.get("db") or t.args.get("catalog"):
                 raise self.err("unsupported", "qualified table names are not supported", t)
+            if _table_function(t) is not None:
+                unit: Rel = Constant(((),), 0)
+                return self.bind_table_function(t, unit, [], outer)
             if isinstance(t.this, exp.Anonymous) or not isinstance(t.this, exp.Identifier):
-                raise self.err("unsupported", "table functions are not supported", t)
+                name, at = self.typed_name(t.this)
+                raise self.err("unsupported", f"table function {name} is not supported", at)
             name = t.name.lower()
             qual = t.alias_or_name.lower()
             info = None
@@ -416,6 +440,10 @@ class Binder:
             qual = alias.name.lower() if alias is not None and alias.name else None
         elif isinstance(t, exp.Lateral):
             raise self.err("unsupported", "LATERAL is not supported", t)
+        elif isinstance(t, exp.Unnest):
+            name, at = self.typed_name(t)
+            raise self.err("unsupported", f"table function {name} is not supported (views have "
+                           "no LIST type to unnest)", at)
         else:
             raise self.err("unsupported", f"unsupported FROM item {t.key.upper()}", t)
         if col_aliases:
@@ -424,6 +452,49 @@ class Binder:
                                f"{len(names)} columns", alias)
             names = col_aliases + names[len(col_aliases):]
         return rel, [SCol(qual, n, ty) for n, ty in zip(names, types, strict=True)]
+
+    def bind_table_function(self, t: exp.Table, base: Rel, base_scope: list[SCol],
+                            outer: Params | None) -> tuple[Rel, list[SCol]]:
+        """generate_series/range in FROM: a FlatMap appending the series to each row of
+        ``base``, whose columns (earlier FROM items, LATERAL as in DuckDB) and the enclosing
+        queries' columns the arguments may use. Returns base's scope plus the new column."""
+        func = _table_function(t)
+        assert func is not None
+        node = t.this
+        if isinstance(node, exp.GenerateSeries):
+            raw = [node.args.get("start"), node.args.get("end"), node.args.get("step")]
+            if node.args.get("is_end_exclusive"):
+                func = "range"
+        else:
+            raw = list(node.expressions)
+            if not 1 <= len(raw) <= 3:
+                raise self.err("type_error", f"{func} takes 1 to 3 arguments", node)
+            if len(raw) == 1:
+                raw = [None, raw[0]]
+            raw += [None] * (3 - len(raw))
+        ctx = ExprCtx(self, base, base_scope, outer)
+        args: list[Scalar] = []
+        for k, x in enumerate(raw):
+            if x is None:
+                args.append(Lit(0 if k == 0 else 1, "BIGINT"))
+                continue
+            s, ty = ctx.bind(x)
+            if family(ty) not in ("int", "null"):
+                raise self.err("type_error", f"{func} needs integer arguments, got {ty}", x)
+            args.append(s)
+        n = base.arity
+        rel: Rel = FlatMap(ctx.rel, func, tuple(args), 1)
+        if ctx.rel.arity != n:  # subqueries in the arguments: keep only base and the series
+            rel = Mfp(rel, (), (), tuple(range(n)) + (ctx.rel.arity,))
+        alias = t.args.get("alias")
+        qual = alias.name.lower() if alias is not None and alias.name else func
+        name = func
+        if alias is not None and alias.columns:
+            if len(alias.columns) > 1:
+                raise self.err("type_error", f"{len(alias.columns)} column aliases for 1 "
+                               "column", alias)
+            name = alias.columns[0].name.lower()
+        return rel, base_scope + [SCol(qual, name, "BIGINT")]
 
     def bind_from(self, sel: exp.Select, outer: Params | None) -> tuple[Rel, list[SCol]]:
         frm = A(sel, "from")
@@ -442,6 +513,19 @@ class Binder:
 
     def bind_join(self, left: Rel, lscope: list[SCol], j: exp.Join,
                   outer: Params | None) -> tuple[Rel, list[SCol]]:
+        if isinstance(j.this, exp.Table) and _table_function(j.this) is not None:
+            # a table function after other FROM items may use their columns (LATERAL)
+            if j.args.get("side") or j.args.get("using") or (j.args.get("kind") or "").upper() \
+                    not in ("", "CROSS", "INNER"):
+                raise self.err("unsupported", "only inner and cross joins with a table "
+                               "function are supported", j)
+            rel, scope = self.bind_table_function(j.this, left, lscope, outer)
+            on = j.args.get("on")
+            if on is not None:
+                ctx = ExprCtx(self, rel, scope, outer)
+                s, t = ctx.bind(on)
+                rel = Mfp(ctx.rel, (), (_to_bool(self, s, t, on),), tuple(range(rel.arity)))
+            return rel, scope
         right, rscope = self.bind_table(j.this, outer)
         side = (j.args.get("side") or "").upper()
         kind = (j.args.get("kind") or "").upper()
@@ -481,11 +565,22 @@ class Binder:
                     scope[a].hidden = True
                 else:
                     scope[b].hidden = True
+        elif on is not None and _has_subquery(on):
+            # the ON condition is bound over the pair of inputs (its subqueries extend that
+            # relation with their values), filtered, and cut back to the inputs' columns
+            def inner_of(lg: Rel, rg: Rel) -> Rel:
+                ctx = ExprCtx(self, Join(lg, rg, ()), scope, outer)
+                s, t = ctx.bind(on)
+                pred = _to_bool(self, s, t, on)
+                return Mfp(ctx.rel, (), (pred,), tuple(range(nl + right.arity)))
+            if side in ("LEFT", "RIGHT", "FULL"):
+                rel = self.outer_join(left, right, (), side, inner_of)
+            else:
+                rel = inner_of(left, right)
+            return rel, scope
         elif on is not None:
             ctx = ExprCtx(self, Join(left, right, ()), scope, outer)
             s, t = ctx.bind(on)
-            if ctx.rel.arity != nl + right.arity:
-                raise self.err("unsupported", "subqueries in JOIN ... ON are not supported", on)
             preds.append(_to_bool(self, s, t, on))
         elif kind != "CROSS" and side:
             raise self.err("syntax_error", "outer join needs ON or USING", j)
@@ -502,7 +597,8 @@ class Binder:
             scope = scope + [SCol(None, nm, ty) for nm, _, ty in extra_cols]
         return rel, scope
 
-    def outer_join(self, left: Rel, right: Rel, preds: tuple[Scalar, ...], side: str) -> Rel:
+    def outer_join(self, left: Rel, right: Rel, preds: tuple[Scalar, ...], side: str,
+                   inner_of: Callable[[Rel, Rel], Rel] | None = None) -> Rel:
         """inner join + the unmatched rows of the preserved side(s), padded with NULLs.
 
         unmatched(L) = L - semijoin(L, distinct(L-part of inner)): the subtraction is exact for
@@ -512,7 +608,9 @@ class Binder:
 
         def build(lg: Get, rg: Get) -> Rel:
             inner: Rel = Join(lg, rg, ())
-            if preds:
+            if inner_of is not None:
+                inner = inner_of(lg, rg)
+            elif preds:
                 inner = Mfp(inner, (), preds, tuple(range(nl + nr)))
 
             def with_inner(ig: Get) -> Rel:
@@ -531,8 +629,38 @@ class Binder:
 
     # ------------------------------------------------------------ SELECT
 
+    def typed_name(self, node: exp.Expression) -> tuple[str, exp.Expression]:
+        """The name of the function or construct at ``node`` as the user typed it (sqlglot
+        renames string_agg to GROUP_CONCAT, bool_or to LOGICAL_OR, ...), and a node carrying
+        its position for the error."""
+        start = _first_pos(node)
+        got = _typed_name(self.sql, start) if start is not None else None
+        if got is None:
+            return node.sql_name() if not isinstance(node, exp.Anonymous) else str(
+                node.this), node
+        name, pos = got
+        return name, _At(pos)
+
+    def reject_windows(self, sel: exp.Select) -> None:
+        """Any OVER (an aggregate used as a window function included) is refused before
+        grouping looks at the aggregate inside it."""
+        for part in [*sel.expressions, A(sel, "having"), A(sel, "order"), A(sel, "qualify"),
+                     A(sel, "where")]:
+            if part is None:
+                continue
+            for w in part.find_all(exp.Window):
+                if isinstance(w.parent, exp.Window):
+                    continue
+                name, at = self.typed_name(w.this)
+                raise self.err("unsupported", "window functions are not supported "
+                               f"({name}(...) OVER)", at)
+        if sel.args.get("windows"):
+            raise self.err("unsupported", "window functions are not supported (WINDOW clause)",
+                           sel.args["windows"][0])
+
     def bind_select(self, sel: exp.Select, outer: Params | None) -> Bound:
-        for bad in ("windows", "qualify", "pivots", "into", "sample", "prewhere", "connect",
+        self.reject_windows(sel)
+        for bad in ("qualify", "pivots", "into", "sample", "prewhere", "connect",
                     "match", "laterals"):
             if sel.args.get(bad):
                 raise self.err("unsupported", f"{bad.upper()} is not supported", sel)
@@ -540,7 +668,12 @@ class Binder:
         if distinct is not None and distinct.args.get("on"):
             raise self.err("unsupported", "DISTINCT ON is not supported", distinct)
         rel, scope = self.bind_from(sel, outer)
+        # DuckDB lets the SELECT list and WHERE use the SELECT list's aliases (a real column of
+        # the same name wins); the alias stands for its expression, bound where it is used
+        sel_aliases = {e.alias.lower(): e.this for e in sel.expressions
+                       if isinstance(e, exp.Alias)}
         ctx = ExprCtx(self, rel, scope, outer)
+        ctx.aliases = sel_aliases
         where = A(sel, "where")
         if where is not None:
             _reject_aggs(self, where.this, "WHERE")
@@ -548,6 +681,7 @@ class Binder:
             pred = _to_bool(self, s, t, where.this)
             rel = Mfp(ctx.rel, (), (pred,), tuple(range(len(scope))))
             ctx = ExprCtx(self, rel, scope, outer)
+            ctx.aliases = sel_aliases
         # expand * and t.* first: aggregation and ORDER BY see the expanded list
         items: list[tuple[exp.Expression, str | None]] = []
         for e in sel.expressions:
@@ -584,10 +718,16 @@ class Binder:
             if isinstance(e, exp.Alias):
                 aliases[e.alias.lower()] = e.this
         if group is not None or agg_nodes:
-            if group is not None and any(group.args.get(k) for k in
-                                         ("grouping_sets", "cube", "rollup", "totals")):
-                raise self.err("unsupported", "GROUPING SETS/CUBE/ROLLUP are not supported",
-                               group)
+            for k in ("grouping_sets", "cube", "rollup", "totals"):
+                found = group.args.get(k) if group is not None else None
+                if found:
+                    node = found[0] if isinstance(found, list) else group
+                    name, at = self.typed_name(node)
+                    raise self.err("unsupported", f"{name} is not supported", at)
+            for g in group.expressions if group is not None else []:
+                if isinstance(g, (exp.GroupingSets, exp.Cube, exp.Rollup)):
+                    name, at = self.typed_name(g)
+                    raise self.err("unsupported", f"{name} is not supported", at)
             if group is not None and group.args.get("all"):
                 raise self.err("unsupported", "GROUP BY ALL is not supported", group)
             ctx = self.aggregate(ctx, group, agg_nodes, items, aliases, outer)
@@ -597,17 +737,21 @@ class Binder:
                 n = ctx.rel.arity
                 ctx = ExprCtx(self, Mfp(ctx.rel, (), (pred,), tuple(range(n))), ctx.scope,
                               outer, ctx.agg)
+                ctx.aliases = sel_aliases
         elif having is not None:
             raise self.err("grouping_error", "HAVING without GROUP BY or aggregates", having)
         outs: list[BB] = []
         names: list[str] = []
+        labels: list[str] = []
         for e, nm in items:
             inner = e.this if isinstance(e, exp.Alias) else e
             s, t = ctx.bind(inner)
             outs.append((s, "INTEGER" if t == "NULL" else t))
+            label = nm or output_name(e, self.sql)
+            labels.append(label)
             names.append(nm or (e.alias.lower() if isinstance(e, exp.Alias) else
                                 inner.name.lower() if isinstance(inner, exp.Column)
-                                else inner.sql(dialect="duckdb")))
+                                else label))
         limit, offset = self.limit_offset(sel)
         keys: list[SortKey] = []
         hidden: list[Scalar] = []
@@ -650,7 +794,7 @@ class Binder:
         # a global aggregate, a FROM-less SELECT or LIMIT 0/1 yields at most one row
         one = (group is None and bool(agg_nodes)) or A(sel, "from") is None or (
             limit is not None and limit <= 1)
-        return Bound(out, names, [t for _, t in outs], one)
+        return Bound(out, names, [t for _, t in outs], one, labels)
 
     def aggregate(self, ctx: ExprCtx, group: exp.Group | None, agg_nodes: list[exp.Expression],
                   items: list[tuple[exp.Expression, str | None]], aliases: dict[str, Any],
@@ -673,18 +817,21 @@ class Binder:
         aggs: list[Agg] = []
         args: list[Scalar] = []
         agg_cols: dict[int, BB] = {}
-        seen: dict[tuple[str, Scalar | None, bool], int] = {}
+        seen: dict[tuple[str, Scalar | None, bool, Scalar | None], int] = {}
         for node in agg_nodes:
-            func, arg, dist, t = self.bind_agg(ctx, node)
-            key = (func, arg, dist)
+            func, arg, dist, t, arg2 = self.bind_agg(ctx, node)
+            key = (func, arg, dist, arg2)
             if key not in seen:
-                argcol = None
-                if arg is not None:
-                    if arg not in args:
-                        args.append(arg)
-                    argcol = len(groups) + args.index(arg)
+                cols: list[int | None] = []
+                for x in (arg, arg2):
+                    if x is None:
+                        cols.append(None)
+                        continue
+                    if x not in args:
+                        args.append(x)
+                    cols.append(len(groups) + args.index(x))
                 seen[key] = len(aggs)
-                aggs.append(Agg(func, argcol, dist, t, _sql(node)))
+                aggs.append(Agg(func, cols[0], dist, t, _sql(node), cols[1]))
             agg_cols[id(node)] = (Col(len(groups) + seen[key]), t)
         n = ctx.rel.arity
         mapped = [s for s, _ in groups] + args
@@ -694,6 +841,7 @@ class Binder:
             red = self.global_default(red, aggs)
         post_scope = ExprCtx(self, red, [], outer)
         post_scope.agg = AggInfo(ctx, groups, agg_cols)
+        post_scope.aliases = ctx.aliases
         return post_scope
 
     def global_default(self, red: Rel, aggs: list[Agg]) -> Rel:
@@ -705,9 +853,12 @@ class Binder:
             g, Constant((defaults,), k),
             Negate(Mfp(g, lits, (), tuple(range(k, 2 * k)))))))
 
-    def bind_agg(self, ctx: ExprCtx, node: exp.Expression) -> tuple[str, Scalar | None, bool,
-                                                                    str]:
+    def bind_agg(self, ctx: ExprCtx, node: exp.Expression) -> tuple[
+            str, Scalar | None, bool, str, Scalar | None]:
+        """(function, argument, DISTINCT, result type, second argument) of an aggregate."""
         fname = node.key.lower()
+        if type(node) in STAT_AGGS:
+            return self.bind_stat_agg(ctx, node)
         this = node.this
         dist = False
         if isinstance(this, exp.Distinct):
@@ -717,26 +868,53 @@ class Binder:
                                "argument", node)
             this = this.expressions[0]
         if fname == "count" and (this is None or isinstance(this, exp.Star)):
-            return "count_star", None, False, "BIGINT"
+            return "count_star", None, False, "BIGINT", None
         if node.expressions and fname != "count":
             raise self.err("unsupported", f"{fname.upper()} with several arguments", node)
         _reject_aggs(self, this, f"{fname.upper()} argument", nested=True)
         s, t = ctx.bind(this)
         if fname == "count":
-            return "count", s, dist, "BIGINT"
+            return "count", s, dist, "BIGINT", None
         f = family(t)
         if fname in ("sum", "avg"):
             if not is_numeric(t):
                 raise self.err("type_error", f"{fname.upper()}({t}) is not defined: the argument"
                                " must be numeric", node)
             if fname == "avg":
-                return "avg", s, dist, "DOUBLE"
+                return "avg", s, dist, "DOUBLE", None
             if f == "int" or f == "null":
-                return "sum", s, dist, "HUGEINT"
+                return "sum", s, dist, "HUGEINT", None
             if f == "decimal":
-                return "sum", s, dist, "DECIMAL(38,%d)" % _scale(t)
-            return "sum", s, dist, "DOUBLE"
-        return fname, s, dist, ("INTEGER" if t == "NULL" else t)
+                return "sum", s, dist, "DECIMAL(38,%d)" % _scale(t), None
+            return "sum", s, dist, "DOUBLE", None
+        return fname, s, dist, ("INTEGER" if t == "NULL" else t), None
+
+    def bind_stat_agg(self, ctx: ExprCtx, node: exp.Expression) -> tuple[
+            str, Scalar | None, bool, str, Scalar | None]:
+        """var_pop, var_samp, stddev_pop, stddev_samp (one argument), covar_pop, covar_samp,
+        corr (two): DOUBLE results over the numeric argument(s), as in DuckDB."""
+        func = STAT_AGGS[type(node)]
+        name = self.typed_name(node)[0]
+        this, dist = node.this, False
+        if isinstance(this, exp.Distinct):
+            if len(this.expressions) != 1:
+                raise self.err("unsupported", f"{name}(DISTINCT ...) takes one argument", node)
+            this, dist = this.expressions[0], True
+        two = func in ("covar_pop", "covar_samp", "corr")
+        second = node.args.get("expression")
+        if two and (second is None or dist):
+            raise self.err("type_error" if second is None else "unsupported",
+                           f"{name} takes two arguments" if second is None else
+                           f"{name}(DISTINCT ...) is not supported", node)
+        out: list[Scalar | None] = []
+        for x in ([this, second] if two else [this]):
+            _reject_aggs(self, x, f"{name} argument", nested=True)
+            s, t = ctx.bind(x)
+            if not is_numeric(t):
+                raise self.err("type_error", f"{name}({t}) is not defined: the argument must "
+                               "be numeric", x)
+            out.append(_cast(s, t, "DOUBLE") if family(t) == "float" else s)
+        return func, out[0], dist, "DOUBLE", (out[1] if two else None)
 
     # ------------------------------------------------------------ subqueries
 
@@ -823,6 +1001,8 @@ class ExprCtx:
         self.outer = outer
         self.agg = agg
         self.no_subqueries = False
+        self.aliases: dict[str, exp.Expression] = {}
+        self.expanding: set[str] = set()  # aliases being bound (an alias never uses itself)
 
     # -- names
 
@@ -869,6 +1049,8 @@ class ExprCtx:
             raise self.b.err("unsupported", "column references with more than one qualifier",
                              node)
         got = self.lookup(node)
+        if got is None:
+            got = self.alias(node)
         if got is None and self.outer is not None:
             got = self.outer.resolve(node)
         if got is None:
@@ -876,6 +1058,18 @@ class ExprCtx:
                 raise self.b.err("unknown_table", f'table "{node.table}" is not in FROM', node)
             raise self.b.err("unknown_column", f'column "{node.sql()}" does not exist', node)
         return got
+
+    def alias(self, node: exp.Column) -> BB | None:
+        """An unqualified name that is no column: the SELECT list alias of that name, bound
+        here (None if there is none, or it is the alias being bound)."""
+        name = node.name.lower()
+        if node.table or name not in self.aliases or name in self.expanding:
+            return None
+        self.expanding.add(name)
+        try:
+            return self.bind(self.aliases[name])
+        finally:
+            self.expanding.discard(name)
 
     # -- binding
 
@@ -913,6 +1107,10 @@ class ExprCtx:
                 if isinstance(s, (OuterRef, Lit)):
                     return got
         if isinstance(e, exp.Column):
+            if info.pre.lookup(e) is None:
+                got = self.alias(e)
+                if got is not None:
+                    return got
             # bind in the pre scope for the precise error (unknown/ambiguous) first
             info.pre.bind(e)
             raise self.b.err("grouping_error", f'column "{e.sql()}" must appear in the GROUP BY'
@@ -950,7 +1148,8 @@ class ExprCtx:
             if isinstance(e, AGG_CLASSES):
                 raise b.err("grouping_error", f"aggregate {e.key.upper()} is not allowed here",
                             e)
-            raise b.err("unsupported", f"aggregate function {e.sql_name()} is not supported", e)
+            name, at = b.typed_name(e)
+            raise b.err("unsupported", f"aggregate function {name} is not supported", at)
         if isinstance(e, exp.Window):
             raise b.err("unsupported", "window functions are not supported", e)
         if isinstance(e, (exp.Subquery, exp.Exists)) or (isinstance(e, exp.In) and
@@ -1038,9 +1237,11 @@ class ExprCtx:
             return self.unified_call("coalesce", vals, e)
         if isinstance(e, exp.Nullif):
             a, c = self.bind(e.this), self.bind(e.expression)
+            c = self.literal_to(c, [a[1]], e)
             u = self.unify_or_fail([a[1], c[1]], e)
-            return self.call("nullif", [( _cast(a[0], a[1], u), u), (_cast(c[0], c[1], u), u)],
-                             u)
+            # compared in the common type, but the result is the first argument, of its type
+            return self.call("nullif", [a, (_cast(c[0], c[1], u, False), u)],
+                             "INTEGER" if a[1] == "NULL" else a[1])
         if isinstance(e, (exp.Cast, exp.TryCast)):
             return self.cast(e)
         return self.function(e)
@@ -1071,6 +1272,7 @@ class ExprCtx:
 
     def unified_call(self, func: str, vals: list[BB], node: exp.Expression) -> BB:
         vals = [self.literal_to(v, [w[1] for w in vals], node) for v in vals]
+        vals = _fit_int_literals(vals)
         u = self.unify_or_fail([t for _, t in vals], node)
         return self.call(func, [(_cast(s, t, u), u) for s, t in vals], u)
 
@@ -1101,7 +1303,7 @@ class ExprCtx:
             if u is None:
                 raise self.b.err("type_error", f"cannot compare values of type {x[1]} and "
                                  f"{y[1]}", node)
-            x, y = (_cast(x[0], x[1], u), u), (_cast(y[0], y[1], u), u)
+            x, y = (_cast(x[0], x[1], u, False), u), (_cast(y[0], y[1], u, False), u)
         return self.call(func, [x, y], "BOOLEAN")
 
     def arith(self, func: str, x: BB, y: BB, node: exp.Expression,
@@ -1135,8 +1337,11 @@ class ExprCtx:
             (lit, _), (_, other) = (x, y) if lits[0] else (y, x)
             if isinstance(lit, Lit) and isinstance(lit.value, int) and family(other) == "int":
                 u = fitting_int_type(lit.value, other)
-        if family(u) == "decimal" and func == "mul":
-            u = f"DECIMAL(18,{_scale(x[1]) + _scale(y[1])})"
+        if family(u) == "decimal" and func in ("add", "sub", "mul", "mod") and "null" not in (
+                fx, fy):
+            # DuckDB's decimal arithmetic types; Python's Decimal gives these operations the
+            # same scale (the larger one, or the sum for *), so values need no rescaling
+            u = decimal_result(func, x[1], y[1])
         if family(u) == "float":
             x, y = (_cast(x[0], x[1], "DOUBLE"), "DOUBLE"), (_cast(y[0], y[1], "DOUBLE"), "DOUBLE")
         if func == "intdiv" and family(u) != "int":
@@ -1181,6 +1386,7 @@ class ExprCtx:
         vals = [self.bind(v) for _, v in whens]
         dv = self.bind(default) if default is not None else (null(), "NULL")
         allv = [self.literal_to(v, [w[1] for w in [*vals, dv]], node) for v in [*vals, dv]]
+        allv = _fit_int_literals(allv)
         u = self.unify_or_fail([t for _, t in allv], node)
         args: list[BB] = []
         for (c, _), (s, t) in zip(whens, allv[:-1], strict=True):
@@ -1217,7 +1423,7 @@ class ExprCtx:
         else:
             args = [v for k, v in e.args.items() if v is not None and k in
                     ("this", "expression", "expressions", "start", "length", "decimals",
-                     "replacement")]
+                     "replacement", "substr")]
             flat: list[Any] = []
             for a in args:
                 flat += a if isinstance(a, list) else [a]
@@ -1227,7 +1433,7 @@ class ExprCtx:
                  "ifnull": "coalesce", "nvl": "coalesce", "datediff": "date_diff",
                  "date_part": "extract", "datepart": "extract", "timestamptrunc": "date_trunc",
                  "datetrunc": "date_trunc", "timestamp_trunc": "date_trunc",
-                 "instr": "strpos", "position": "strpos", "stringtostr": "concat"}
+                 "instr": "strpos", "position": "strpos", "strposition": "strpos", "stringtostr": "concat"}
         name = alias.get(name, name)
         if isinstance(e, (exp.Lower, exp.Upper, exp.Reverse)) or name in ("lower", "upper",
                                                                             "reverse"):
@@ -1252,7 +1458,7 @@ class ExprCtx:
             if chars is not None:
                 xs.append(self.str_arg(chars))
             return self.call(fn, xs, "VARCHAR")
-        if isinstance(e, exp.Concat) or name == "concat":
+        if (isinstance(e, exp.Concat) or name == "concat") and not isinstance(e, exp.ConcatWs):
             return self.call("concat", [self.bind(a) for a in (e.expressions if isinstance(
                 e, exp.Concat) else args)], "VARCHAR")
         if isinstance(e, exp.Replace) or name == "replace":
@@ -1275,7 +1481,11 @@ class ExprCtx:
             x = self.num_arg(args[0])
             t = x[1]
             if family(t) == "decimal":
-                t = "DECIMAL(18,0)"
+                t = decimal_type(decimal_ps(t)[0], 0)
+            elif family(t) == "int":
+                # DuckDB 2.0 has no integer overload: floor(INTEGER) is a DOUBLE
+                t = "DOUBLE"
+                x = (_cast(x[0], x[1], t), t)
             return self.call(name, [x], t)
         if name == "round":
             x = self.num_arg(args[0])
@@ -1284,8 +1494,13 @@ class ExprCtx:
             if len(args) > 1:
                 xs.append(self.int_arg(args[1]))
             if family(t) == "decimal":
-                d = xs[1][0].value if len(xs) > 1 and isinstance(xs[1][0], Lit) else 0
-                t = f"DECIMAL(18,{max(0, d or 0)})"
+                if len(xs) > 1 and not isinstance(xs[1][0], Lit):
+                    raise b.err("unsupported", "round of a DECIMAL needs a constant precision",
+                                args[1])
+                d = (xs[1][0].value or 0) if len(xs) > 1 else 0
+                p, sc = decimal_ps(t)
+                # a precision at or beyond the scale leaves the value (and type) as it is
+                t = decimal_type(p, min(sc, max(0, d)))
             return self.call("round", xs, t)
         if name in ("sqrt", "power", "ln", "exp"):
             if name in ("ln", "exp"):
@@ -1334,8 +1549,48 @@ class ExprCtx:
                     raise b.err("type_error", f"date_diff needs dates, got {v[1]}", e)
             return self.call("date_diff", [(Lit(unit.lower(), "VARCHAR"), "VARCHAR"), *xs],
                              "BIGINT")
-        what = name.upper() if isinstance(e, exp.Anonymous) else e.key.upper()
-        raise b.err("unsupported", f"function or construct {what} is not supported", e)
+        got = self.string_function(e, name)
+        if got is not None:
+            return got
+        what, at = b.typed_name(e)
+        raise b.err("unsupported", f"function or construct {what} is not supported", at)
+
+    def string_function(self, e: exp.Expression, name: str) -> BB | None:
+        """DuckDB's further string functions (planner.scalar.STRING_FUNCS), or None."""
+        by_class = {exp.Repeat: "repeat", exp.Ascii: "ascii", exp.Unicode: "unicode",
+                    exp.Chr: "chr", exp.SplitPart: "split_part", exp.ConcatWs: "concat_ws",
+                    exp.EndsWith: "ends_with", exp.MD5: "md5", exp.Translate: "translate",
+                    exp.BitLength: "bit_length"}
+        if isinstance(e, exp.Pad):
+            fn = "lpad" if e.args.get("is_left") else "rpad"
+        elif type(e) in by_class:
+            fn = by_class[type(e)]
+        else:
+            fn = {"ord": "unicode", "suffix": "ends_with", "prefix": "starts_with",
+                  "strip_accents": "strip_accents", "lcase": "lower",
+                  "ucase": "upper"}.get(name, "")
+        if not fn:
+            return None
+        if isinstance(e, exp.Anonymous):
+            xs = list(e.expressions)
+        else:
+            xs = []
+            for v in e.args.values():
+                xs += [x for x in (v if isinstance(v, list) else [v])
+                       if isinstance(x, exp.Expression)]
+        sig = STRING_SIGNATURES[fn]
+        arity = len(sig[0])
+        if fn == "concat_ws":
+            if len(xs) < 2:
+                raise self.b.err("type_error", "concat_ws needs a separator and a value", e)
+            return self.call(fn, [self.str_arg(xs[0])] + [self.bind(x) for x in xs[1:]],
+                             "VARCHAR")
+        if len(xs) != arity:
+            raise self.b.err("type_error", f"{fn} takes {arity} argument"
+                             f"{'s' if arity != 1 else ''}, got {len(xs)}", e)
+        args = [self.str_arg(x) if k == "s" else self.int_arg(x) for k, x in zip(sig[0], xs,
+                                                                                    strict=True)]
+        return self.call(fn, args, sig[1], _sql(e))
 
 
 # ---------------------------------------------------------------- helpers
@@ -1357,6 +1612,20 @@ def _int_literal(node: exp.Expression | None) -> bool:
         "-").isdigit()
 
 
+def _fit_int_literals(vals: list[BB]) -> list[BB]:
+    """DuckDB's INTEGER_LITERAL takes the type of the integer values it is unified with when
+    it fits (coalesce(smallint_col, 1) is a SMALLINT)."""
+    others = [t for s, t in vals if family(t) == "int" and not (
+        isinstance(s, Lit) and norm_type(t) == "INTEGER")]
+    if not others or len(others) == len([t for _, t in vals if family(t) == "int"]):
+        return vals
+    target = unify_ints(others)
+    return [(Lit(s.value, fitting_int_type(s.value, target)),
+             fitting_int_type(s.value, target)) if isinstance(s, Lit) and family(t) == "int"
+            and norm_type(t) == "INTEGER" and isinstance(s.value, int) else (s, t)
+            for s, t in vals]
+
+
 def _unit(e: Any) -> str:
     if e is None:
         return ""
@@ -1372,14 +1641,20 @@ def _scale(t: str) -> int:
     return decimal_scale(t) if family(t) == "decimal" else 0
 
 
-def _cast(s: Scalar, t: str, u: str) -> Scalar:
-    """Coerce s of type t to the common type u where Python values would differ."""
+def _cast(s: Scalar, t: str, u: str, exact: bool = True) -> Scalar:
+    """Coerce s of type t to the common type u where Python values would differ. A value that
+    becomes a DECIMAL is rescaled to u's scale (coalesce(d, 0) over DECIMAL(10,2) is 0.00, as
+    DuckDB returns it); ``exact=False`` (comparisons) skips that, as Python compares ints and
+    Decimals of any scale exactly."""
     ft, fu = family(t), family(u)
-    if ft == fu or ft == "null":
+    if ft == "null" or (ft == fu and fu != "decimal"):
         return s
+    if fu == "decimal":
+        if not exact and ft in ("int", "decimal"):
+            return s
+        if ft == "decimal" and decimal_ps(t)[1] == decimal_ps(u)[1]:
+            return s
     if fu == "float" or (fu == "timestamp" and ft == "date") or fu == "decimal":
-        if fu == "decimal" and ft == "int":
-            return s  # Python int and Decimal mix exactly
         if isinstance(s, Lit):
             return Lit(cast_value(s.value, u), u)
         return Call("cast", (s,), u)
@@ -1449,6 +1724,21 @@ def _to_bool(b: Binder, s: Scalar, t: str, node: exp.Expression) -> Scalar:
     raise b.err("type_error", f"expected a BOOLEAN condition, got {t}", node)
 
 
+def _table_function(t: exp.Table) -> str | None:
+    """The supported table function a FROM item calls, or None."""
+    node = t.this
+    if isinstance(node, exp.GenerateSeries):
+        return "generate_series"
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in TABLE_FUNCTIONS:
+        return str(node.this).lower()
+    return None
+
+
+def _has_subquery(e: exp.Expression) -> bool:
+    return any(isinstance(n, (exp.Subquery, exp.Exists, exp.Select)) or (
+        isinstance(n, exp.In) and n.args.get("query") is not None) for n in e.walk())
+
+
 def _flatten(e: exp.Expression, cls: type) -> list[exp.Expression]:
     if isinstance(e, cls):
         return _flatten(e.this, cls) + _flatten(e.expression, cls)
@@ -1479,6 +1769,48 @@ def _reject_aggs(b: Binder, e: exp.Expression | None, where: str, nested: bool =
     if found:
         what = "nested aggregates are" if nested else f"aggregates are not allowed in {where}"
         raise b.err("grouping_error", what if not nested else f"{what} not allowed", found[0])
+
+
+class _At(exp.Expression):
+    """A position in the source text for an error (a word sqlglot kept no node for)."""
+
+    def __init__(self, start: int) -> None:
+        super().__init__()
+        self.meta["start"] = start
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _typed_name(sql: str, start: int) -> tuple[str, int] | None:
+    """The function name or keyword the user typed at ``start``, or just before it when
+    ``start`` is the first argument's position (``string_agg(b`` starts at ``b``): the word
+    followed by ``(``, with ``GROUPING SETS`` as one name."""
+    m = _WORD.match(sql, start)
+    if m and (re.match(r"\s*\(", sql[m.end():]) or not sql[:start].rstrip().endswith("(")):
+        word, at = m.group(0), start
+    else:
+        i = start
+        while i > 0 and (sql[i - 1].isspace() or sql[i - 1] == "("):
+            i -= 1
+        j = i
+        while j > 0 and (sql[j - 1].isalnum() or sql[j - 1] == "_"):
+            j -= 1
+        if j == i:
+            return None
+        word, at = sql[j:i], j
+    if word.upper() == "SETS":
+        k = at
+        while k > 0 and sql[k - 1].isspace():
+            k -= 1
+        prev = re.search(r"([A-Za-z_]+)$", sql[:k])
+        if prev and prev.group(1).upper() == "GROUPING":
+            return sql[prev.start(1):at + len(word)], prev.start(1)
+    if word.upper() == "GROUPING":
+        m2 = re.match(r"GROUPING\s+SETS", sql[at:], re.IGNORECASE)
+        if m2:
+            return m2.group(0), at
+    return word, at
 
 
 def _first_pos(node: exp.Expression) -> int | None:

@@ -87,7 +87,8 @@ def apply(r: Rel, d: Rel, m: int, applied: frozenset[str] = frozenset()) -> Rel:
     if isinstance(r, Reduce):
         return Reduce(apply(r.input, d, m, applied), head + tuple(g + m for g in r.group),
                       tuple(Agg(a.func, None if a.arg is None else a.arg + m, a.distinct, a.type,
-                                a.label) for a in r.aggs))
+                                a.label, None if a.arg2 is None else a.arg2 + m)
+                            for a in r.aggs))
     if isinstance(r, TopK):
         return TopK(apply(r.input, d, m, applied), head + tuple(g + m for g in r.group),
                     tuple(SortKey(k.col + m, k.desc, k.nulls_first) for k in r.order),

@@ -167,6 +167,7 @@ class Agg:
     distinct: bool
     type: str
     label: str = field(default="", compare=False)  # SQL text, for EvaluationError only
+    arg2: int | None = None  # the second argument of covar_pop, covar_samp and corr
 
 
 @dataclass(frozen=True)
@@ -387,7 +388,8 @@ def _line(r: Rel) -> str:
         if not r.aggs:
             return f"Reduce distinct group={_cols(r.group)}"
         aggs = ", ".join(
-            f"{a.func}({'distinct ' if a.distinct else ''}{'*' if a.arg is None else '#%d' % a.arg})"
+            f"{a.func}({'distinct ' if a.distinct else ''}{'*' if a.arg is None else '#%d' % a.arg}"
+            f"{'' if a.arg2 is None else ', #%d' % a.arg2})"
             for a in r.aggs)
         return f"Reduce group={_cols(r.group)} aggs=({aggs})"
     if isinstance(r, TopK):

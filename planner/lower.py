@@ -40,6 +40,7 @@ from planner.ir import (
     scalar_cols,
 )
 from planner.scalar import compile_scalar
+from planner.table_functions import compile_flat_map
 
 # Arrangements of source collections, shared by every view built in the same Dataflow
 # (keyed weakly by the Dataflow so a dropped dataflow frees them).
@@ -166,7 +167,7 @@ class Lowerer:
                 return c.map(_getter(r.project))
             return c.flat_map(compile_mfp(r))
         if isinstance(r, FlatMap):
-            raise PlanError("unsupported", f"FlatMap {r.func} cannot be lowered")
+            return self.lower(r.input, scope, env, env_key).flat_map(compile_flat_map(r))
         if isinstance(r, ArrangeBy):
             return self.arrange(r, scope, env, env_key).as_collection(lambda k, v: v)
         if isinstance(r, Join):

@@ -33,6 +33,7 @@ from planner.ir import (
     Union,
 )
 from planner.lower import compile_mfp
+from planner.table_functions import compile_flat_map
 
 Bag = dict[tuple[Any, ...], int]
 
@@ -67,7 +68,13 @@ def _eval(r: Rel, sources: dict[str, Bag], env: dict[str, Bag]) -> Bag:
                 out[o] += c
         return _clean(out)
     if isinstance(r, FlatMap):
-        raise PlanError("unsupported", f"FlatMap {r.func} has no naive evaluation")
+        inp = _eval(r.input, sources, env)
+        fm = compile_flat_map(r)
+        out = defaultdict(int)
+        for row, c in inp.items():
+            for o in fm(row):
+                out[o] += c
+        return _clean(out)
     if isinstance(r, ArrangeBy):
         return _eval(r.input, sources, env)
     if isinstance(r, Join):

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import hashlib
 import math
 import re
+import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -83,8 +85,46 @@ def decimal_scale(t: str) -> int:
     return int(m.group(2)) if m else 3
 
 
+# The decimal width DuckDB gives each integer type when it meets a DECIMAL.
+INT_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INTEGER": 10, "BIGINT": 19, "HUGEINT": 38,
+              "UTINYINT": 3, "USMALLINT": 5, "UINTEGER": 10, "UBIGINT": 20}
+MAX_DECIMAL_WIDTH = 38
+
+
+def decimal_ps(t: str) -> tuple[int, int]:
+    """(precision, scale) of a DECIMAL, or of the DECIMAL an integer type converts to."""
+    t = norm_type(t)
+    if t in INT_DIGITS:
+        return INT_DIGITS[t], 0
+    m = re.match(r"DECIMAL\((\d+)(?:,(\d+))?\)", t)
+    if m:
+        return int(m.group(1)), int(m.group(2) or 0)
+    return 18, 3
+
+
+def decimal_type(p: int, s: int) -> str:
+    return f"DECIMAL({min(p, MAX_DECIMAL_WIDTH)},{s})"
+
+
+def decimal_result(func: str, a: str, b: str) -> str:
+    """DuckDB's result type of ``a func b`` where one operand is a DECIMAL and the other a
+    DECIMAL or an integer: + and - widen by one digit, * adds precisions and scales (capped at
+    18 digits when both inputs fit in 64 bits, as DuckDB's checked int64 multiply does), %
+    keeps the wider integer part."""
+    (p1, s1), (p2, s2) = decimal_ps(a), decimal_ps(b)
+    if func == "mul":
+        p = p1 + p2
+        if p > 18 and p1 <= 18 and p2 <= 18:
+            p = 18
+        return decimal_type(p, s1 + s2)
+    s = max(s1, s2)
+    p = max(p1 - s1, p2 - s2) + s
+    return decimal_type(p + 1 if func in ("add", "sub") else p, s)
+
+
 def unify(types: list[str]) -> str | None:
-    """The common supertype DuckDB would pick, or None when there is none."""
+    """The common supertype DuckDB would pick, or None when there is none. DECIMALs (and
+    integers meeting a DECIMAL) unify to the widest integer part plus the widest scale."""
     ts = [norm_type(t) for t in types if family(t) != "null"]
     if not ts:
         return "NULL"
@@ -93,15 +133,17 @@ def unify(types: list[str]) -> str | None:
         f = fams.pop()
         if f == "int":
             return unify_ints(ts)
-        if f == "decimal":
-            return max(ts, key=decimal_scale)
         if f == "float":
             return "DOUBLE" if "DOUBLE" in ts else ts[0]
-        return ts[0]
+        if f != "decimal":
+            return ts[0]
     if fams <= {"int", "decimal"}:
-        return max((t for t in ts if family(t) == "decimal"), key=decimal_scale)
+        pss = [decimal_ps(t) for t in ts]
+        s = max(s for _, s in pss)
+        return decimal_type(max(p - sc for p, sc in pss) + s, s)
     if fams <= {"int", "decimal", "float"}:
-        return "DOUBLE"
+        # REAL stays REAL next to integers and decimals (DuckDB's FLOAT), DOUBLE otherwise
+        return "DOUBLE" if "DOUBLE" in ts else "REAL"
     if fams == {"date", "timestamp"}:
         return "TIMESTAMP"
     return None
@@ -134,10 +176,16 @@ def fitting_int_type(v: int, like: str) -> str:
 
 # ---------------------------------------------------------------- casts
 
+# DuckDB's DECIMAL holds up to 38 digits, Python's default context rounds every Decimal
+# operation to 28: DECIMAL arithmetic runs in this context, wide enough for the exact product
+# of two DECIMAL(38) values, so no operation rounds where DuckDB's does not.
+DECIMAL_CONTEXT = decimal.Context(prec=100, rounding=decimal.ROUND_HALF_UP, Emax=999999,
+                                  Emin=-999999)
+
 
 def _round_half_away(v: decimal.Decimal, places: int = 0) -> decimal.Decimal:
     q = decimal.Decimal(1).scaleb(-places)
-    return v.quantize(q, rounding=decimal.ROUND_HALF_UP)
+    return v.quantize(q, rounding=decimal.ROUND_HALF_UP, context=DECIMAL_CONTEXT)
 
 
 def float_to_str(v: float) -> str:
@@ -302,7 +350,7 @@ def _mod(a: Any, b: Any) -> Any:
         r = abs(a) % abs(b)
         return r if a >= 0 else -r
     if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
-        return decimal.Decimal(a) % decimal.Decimal(b)
+        return DECIMAL_CONTEXT.remainder(a, b)
     return math.fmod(a, b)
 
 
@@ -409,7 +457,11 @@ def _round(x: Any, n: int = 0) -> Any:
             return x
         return int(_round_half_away(decimal.Decimal(x), n))
     if isinstance(x, decimal.Decimal):
-        return _round_half_away(x, max(n, 0)) if n >= 0 else _round_half_away(x, n)
+        if n >= -x.as_tuple().exponent:  # type: ignore[operator]
+            return x  # DuckDB keeps the type, and so the scale, when n >= scale
+        if n >= 0:
+            return _round_half_away(x, n)
+        return _round_half_away(_round_half_away(x, n), 0)  # DECIMAL(p,0): no exponent
     return round_double(x, n)
 
 
@@ -566,6 +618,66 @@ def _date_sub(d: Any, n: Any) -> Any:
     return _date_add(d, -n)
 
 
+def _repeat(s: str, n: int) -> str:
+    return s * n if n > 0 else ""
+
+
+def _pad(s: str, n: int, fill: str, left: bool) -> str:
+    if n <= 0:
+        return ""
+    if len(s) >= n:
+        return s[:n]
+    if not fill:
+        raise EvaluationError(f"insufficient padding in {'LPAD' if left else 'RPAD'}")
+    need = n - len(s)
+    pad = (fill * (need // len(fill) + 1))[:need]
+    return pad + s if left else s + pad
+
+
+def _chr(n: int) -> str:
+    if not 0 <= n <= 0x10FFFF or 0xD800 <= n <= 0xDFFF:
+        raise EvaluationError(f"invalid UTF-8 code point {n} in chr")
+    return chr(n)
+
+
+def _split_part(s: str, sep: str, i: int) -> str:
+    parts = list(s) if sep == "" else s.split(sep)
+    if sep == "" and not s:
+        parts = [""]
+    if i == 0 or abs(i) > len(parts):
+        return ""
+    return parts[i - 1] if i > 0 else parts[i]
+
+
+def _concat_ws(sep: Any, *args: Any) -> Any:
+    if sep is None:
+        return None
+    return sep.join(to_str(a) for a in args if a is not None)
+
+
+def _translate(s: str, src: str, dst: str) -> str:
+    table: dict[int, int | None] = {}
+    for k, ch in enumerate(src):
+        table.setdefault(ord(ch), ord(dst[k]) if k < len(dst) else None)
+    return s.translate(table)
+
+
+def _strip_accents(s: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", s) if not unicodedata.combining(c))
+
+
+# DuckDB's further string functions: argument kinds ("s" VARCHAR, "i" integer) and result
+# type, for the binder; the implementations are in FUNCS under the same names.
+STRING_SIGNATURES: dict[str, tuple[str, str]] = {
+    "repeat": ("si", "VARCHAR"), "lpad": ("sis", "VARCHAR"), "rpad": ("sis", "VARCHAR"),
+    "ascii": ("s", "INTEGER"), "unicode": ("s", "INTEGER"), "chr": ("i", "VARCHAR"), "split_part": ("ssi", "VARCHAR"),
+    "concat_ws": ("s", "VARCHAR"), "ends_with": ("ss", "BOOLEAN"),
+    "starts_with": ("ss", "BOOLEAN"), "md5": ("s", "VARCHAR"), "translate": ("sss", "VARCHAR"),
+    "bit_length": ("s", "BIGINT"), "strip_accents": ("s", "VARCHAR"),
+    "lower": ("s", "VARCHAR"), "upper": ("s", "VARCHAR"),
+}
+
+
 def _cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
     def g(a: Any, b: Any) -> Any:
         if a is None or b is None:
@@ -576,17 +688,52 @@ def _cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
 
 
 def _neg(a: Any) -> Any:
-    return -a
+    return DECIMAL_CONTEXT.minus(a) if isinstance(a, decimal.Decimal) else -a
+
+
+def _add(a: Any, b: Any) -> Any:
+    if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
+        return DECIMAL_CONTEXT.add(a, b)
+    return a + b
+
+
+def _sub(a: Any, b: Any) -> Any:
+    if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
+        return DECIMAL_CONTEXT.subtract(a, b)
+    return a - b
+
+
+def _mul(a: Any, b: Any) -> Any:
+    if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
+        return DECIMAL_CONTEXT.multiply(a, b)
+    return a * b
+
+
+def _abs(a: Any) -> Any:
+    return DECIMAL_CONTEXT.abs(a) if isinstance(a, decimal.Decimal) else abs(a)
+
+
+def _no_neg_zero(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn, with a DECIMAL -0 result made 0: Python's Decimal keeps the sign of a zero
+    (-3.99 * 0.00 is -0.0000), DuckDB's fixed-point DECIMAL has no negative zero."""
+
+    def g(*args: Any) -> Any:
+        v = fn(*args)
+        if isinstance(v, decimal.Decimal) and not v and v.is_signed():
+            return v.copy_abs()
+        return v
+
+    return g
 
 
 FUNCS: dict[str, Callable[..., Any]] = {
-    "add": _nullsafe(lambda a, b: a + b),
-    "sub": _nullsafe(lambda a, b: a - b),
-    "mul": _nullsafe(lambda a, b: a * b),
+    "add": _nullsafe(_no_neg_zero(_add)),
+    "sub": _nullsafe(_no_neg_zero(_sub)),
+    "mul": _nullsafe(_no_neg_zero(_mul)),
     "div": _nullsafe(_div),
     "intdiv": _nullsafe(_intdiv),
-    "mod": _nullsafe(_mod),
-    "neg": _nullsafe(_neg),
+    "mod": _nullsafe(_no_neg_zero(_mod)),
+    "neg": _nullsafe(_no_neg_zero(_neg)),
     "eq": _cmp(lambda a, b: a == b),
     "ne": _cmp(lambda a, b: a != b),
     "lt": _cmp(lambda a, b: a < b),
@@ -622,10 +769,23 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "strpos": _nullsafe(lambda s, sub: s.find(sub) + 1),
     "starts_with": _nullsafe(lambda s, p: s.startswith(p)),
     "contains": _nullsafe(lambda s, p: p in s),
-    "abs": _nullsafe(abs),
-    "round": _nullsafe(_round),
-    "floor": _nullsafe(_floor),
-    "ceil": _nullsafe(_ceil),
+    "repeat": _nullsafe(_repeat),
+    "lpad": _nullsafe(lambda s, n, f: _pad(s, n, f, True)),
+    "rpad": _nullsafe(lambda s, n, f: _pad(s, n, f, False)),
+    "ascii": _nullsafe(lambda s: ord(s[0]) if s else 0),
+    "unicode": _nullsafe(lambda s: ord(s[0]) if s else -1),
+    "chr": _nullsafe(_chr),
+    "split_part": _nullsafe(_split_part),
+    "concat_ws": _concat_ws,
+    "ends_with": _nullsafe(lambda s, p: s.endswith(p)),
+    "md5": _nullsafe(lambda s: hashlib.md5(s.encode()).hexdigest()),
+    "translate": _nullsafe(_translate),
+    "bit_length": _nullsafe(lambda s: 8 * len(s.encode())),
+    "strip_accents": _nullsafe(_strip_accents),
+    "abs": _nullsafe(_abs),
+    "round": _nullsafe(_no_neg_zero(_round)),
+    "floor": _nullsafe(_no_neg_zero(_floor)),
+    "ceil": _nullsafe(_no_neg_zero(_ceil)),
     "sqrt": _nullsafe(_sqrt),
     "power": _nullsafe(_power),
     "sign": _nullsafe(lambda x: (x > 0) - (x < 0)),
@@ -640,7 +800,7 @@ FUNCS: dict[str, Callable[..., Any]] = {
 
 # Functions whose result is not NULL just because an argument is (no fold-away of NULL args).
 NULL_TOLERANT = {"and", "or", "is_null", "is_true", "is_false", "case", "coalesce", "nullif",
-                 "concat", "greatest", "least", "is_distinct", "not", "substr", "extract",
+                 "concat", "concat_ws", "greatest", "least", "is_distinct", "not", "substr", "extract",
                  "date_trunc", "date_diff"}
 
 
@@ -698,7 +858,7 @@ def compile_scalar(e: Scalar) -> Callable[[tuple[Any, ...]], Any]:
     if isinstance(e, OuterRef):
         raise AssertionError("OuterRef survived decorrelation")
     inner = _compile_call(e)
-    if e.func not in CHECKED and e.func not in ("cast", "intdiv", "mod"):
+    if e.func not in CHECKED and e.func not in ("cast", "intdiv", "mod", "lpad", "rpad", "chr"):
         return inner
     label = e.label or fmt_scalar(e)
 

@@ -29,7 +29,7 @@ CASES = [
     ("SELECT id FROM t QUALIFY id > 1", "unsupported", "QUALIFY", None, None),
     ("SELECT string_agg(b, ',') FROM t", "unsupported", "aggregate", 1, None),
     ("SELECT id FROM t LIMIT a", "unsupported", "LIMIT", None, None),
-    ("SELECT md5(b) FROM t", "unsupported", "MD5", 1, 8),
+    ("SELECT sha256(b) FROM t", "unsupported", "SHA256", 1, 8),
     ("DELETE FROM t", "unsupported", "DELETE", None, None),
     ("SELECT 1; SELECT 2", "syntax_error", "one", None, None),
 ]

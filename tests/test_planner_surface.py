@@ -1,0 +1,97 @@
+"""The SQL surface a new user meets: refusals name what the user typed at its position (never
+sqlglot's internal names), any OVER is refused as a window function, and view columns are
+named as DuckDB names the same SELECT's columns.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from planner_support import SCHEMAS, catalog
+
+from planner import PlanError, compile_view
+
+REFUSALS = [
+    # (sql, code, exact message, line, column)
+    ("SELECT id, sum(a) OVER (ORDER BY a) FROM t", "unsupported",
+     "window functions are not supported (sum(...) OVER)", 1, 12),
+    ("SELECT id, row_number() OVER () FROM t", "unsupported",
+     "window functions are not supported (row_number(...) OVER)", 1, 12),
+    ("SELECT a,\n  count(*) OVER (PARTITION BY a) FROM t GROUP BY a", "unsupported",
+     "window functions are not supported (count(...) OVER)", 2, 3),
+    ("SELECT id,\n  max(a) OVER w FROM t WINDOW w AS (ORDER BY id)", "unsupported",
+     "window functions are not supported (max(...) OVER)", 2, 3),
+    ("SELECT id FROM t ORDER BY sum(a) OVER () LIMIT 2", "unsupported",
+     "window functions are not supported (sum(...) OVER)", 1, 27),
+    ("SELECT a, sum(sum(a)) OVER () FROM t GROUP BY a", "unsupported",
+     "window functions are not supported (sum(...) OVER)", 1, 11),
+    ("SELECT string_agg(b, ',') FROM t", "unsupported",
+     "aggregate function string_agg is not supported", 1, 8),
+    ("SELECT  STRING_AGG(b) FROM t", "unsupported",
+     "aggregate function STRING_AGG is not supported", 1, 9),
+    ("SELECT list(b) FROM t", "unsupported", "aggregate function list is not supported", 1, 8),
+    ("SELECT id,\n bool_or(flag) FROM t GROUP BY id", "unsupported",
+     "aggregate function bool_or is not supported", 2, 2),
+    ("SELECT unnest(b) FROM t", "unsupported",
+     "function or construct unnest is not supported", 1, 8),
+    ("SELECT a, count(*) FROM t GROUP BY GROUPING SETS ((a), ())", "unsupported",
+     "GROUPING SETS is not supported", 1, 36),
+    ("SELECT a, count(*) FROM t GROUP BY CUBE (a)", "unsupported", "CUBE is not supported",
+     1, 36),
+    ("SELECT a, count(*) FROM t GROUP BY rollup (a)", "unsupported", "rollup is not supported",
+     1, 36),
+    ("SELECT regexp_matches(b, 'a') FROM t", "unsupported",
+     "function or construct regexp_matches is not supported", 1, 8),
+    ("SELECT sha256(b) FROM t", "unsupported",
+     "function or construct sha256 is not supported", 1, 8),
+]
+
+
+@pytest.mark.parametrize("sql,code,message,line,column", REFUSALS)
+def test_refusals_name_what_the_user_typed(sql: str, code: str, message: str, line: int,
+                                           column: int) -> None:
+    with pytest.raises(PlanError) as info:
+        compile_view(sql, catalog())
+    assert info.value.to_dict() == {"code": code, "message": message, "line": line,
+                                    "column": column}
+
+
+SELECT_LISTS = [
+    "count(*), COUNT(*), sum(a), SUM(c), count(DISTINCT b), avg(c), min(b), MAX(d)",
+    "a+1, a + 1, (a+1)*2, -a, NOT flag, a > 2, a = 1 AND flag, a IS NULL, a IS NOT NULL",
+    "a BETWEEN 1 AND 3, a IN (1,2), b LIKE 'a%', b ILIKE 'a%', b NOT LIKE 'x', a NOT IN (1, 2)",
+    "CASE WHEN a > 1 THEN 1 ELSE 2 END, CASE a WHEN 1 THEN 2 END,"
+    " CASE WHEN a>1 THEN 'x' WHEN a<0 THEN 'y' END",
+    "coalesce(a, 0), COALESCE(a,0), nullif(a,2), ifnull(a, 1), CAST(a AS DOUBLE), a::VARCHAR,"
+    " TRY_CAST(b AS INTEGER), CAST(c AS DECIMAL(10,2))",
+    "lower(b), LOWER(b), upper(b), substr(b, 2, 2), substring(b, 2), trim(b), ltrim(b),"
+    " b || 'x', concat(b, 1), replace(b, 'a', 'A'), left(b, 1), right(b, 2), reverse(b)",
+    "length(b), strlen(b), strpos(b, 'a'), starts_with(b, 'a'), contains(b, 'a')",
+    "1, 'x', NULL, true, 1.5, 'it''s', -1, 1e3",
+    "a / 2, a // 2, a % 3, mod(a,3), abs(c), round(c, 1), round(c), floor(c), ceil(c),"
+    " sqrt(c), power(c, 2), sign(c), greatest(a, id), least(c, 2.0)",
+    "year(d), month(d), extract(day FROM d), date_trunc('month', d), d + 1,"
+    " date_diff('day', d, DATE '2024-01-01'), date_part('year', d)",
+    "a, A, t.a, T.A, a AS x, a AS X, a AS \"Mixed Case\", t.a + 1, A + 1",
+    "a <> 3, a != 3, a IS DISTINCT FROM 2, a IS NOT DISTINCT FROM 1, flag IS TRUE,"
+    " flag IS NOT FALSE, NOT (a > 1), a > 1 OR flag OR b IS NULL, a - -1",
+    "max(a) - min(a), sum(a) + 1, count(a), count(1), sum(DISTINCT a), count(*) + 1",
+    "(SELECT max(a) FROM u), EXISTS (SELECT 1 FROM u), a IN (SELECT a FROM u)",
+    "IF(a > 1, 1, 2), (a), ((a)), a*2-c",
+    "id, sum(a) FILTER_NONE",
+]
+SELECT_LISTS = [s.replace(" FILTER_NONE", "") for s in SELECT_LISTS]
+
+
+@pytest.mark.parametrize("select_list", SELECT_LISTS)
+def test_view_column_names_equal_duckdb(select_list: str) -> None:
+    con = duckdb.connect()
+    for name, cols in SCHEMAS.items():
+        con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
+    grouped = "sum(" in select_list and "id," in select_list
+    sql = f"SELECT {select_list} FROM t" + (" GROUP BY id" if grouped else "")
+    want = [d[0] for d in con.execute(sql).description]
+    got = [c.name for c in compile_view(sql, catalog()).columns]
+    assert got == want
+    got_view = [c.name for c in compile_view(f"CREATE VIEW v AS\n  {sql}", catalog()).columns]
+    assert got_view == want
