@@ -230,6 +230,14 @@ class Binder:
         try:
             wrappers: list[Callable[[Rel], Rel]] = []
             names = [c.alias_or_name.lower() for c in ctes]
+            for c in ctes:
+                keys = c.args.get("key_expressions")
+                if keys:
+                    # DuckDB's keyed recursion overwrites a key's row each round: that is not a
+                    # least fixpoint, so maintaining it as one would give a different answer
+                    raise self.err("unsupported", "WITH RECURSIVE ... USING KEY is not "
+                                   f"supported (CTE {c.alias_or_name}); write the recursion "
+                                   "without USING KEY", keys[0])
             if not recursive:
                 for c in ctes:
                     wrappers.append(self.bind_cte_plain(c, frame, outer))
@@ -741,19 +749,27 @@ class Binder:
     # ------------------------------------------------------------ subqueries
 
     def subquery(self, ctx: ExprCtx, kind: str, q: exp.Expression,
-                 lhs: exp.Expression | None = None) -> BB:
-        """Extend ctx.rel with one column holding the subquery's value for each row."""
+                 lhs: exp.Expression | None = None, op: str = "eq", every: bool = False,
+                 what: str = "IN") -> BB:
+        """Extend ctx.rel with one column holding the subquery's value for each row.
+
+        Kind "in" is ``lhs op ANY (q)`` (IN is ``= ANY``), or with ``every`` ``lhs op ALL (q)``,
+        which is evaluated as NOT (lhs negated-op ANY (q)): 3-valued NOT maps a hit to FALSE,
+        only NULL comparisons to NULL and nothing (an empty q too) to TRUE, as SQL wants."""
         params = Params(ctx)
         b = self.bind_query(q, params)
         lhs_t = None
         if kind == "in":
             if len(b.types) != 1:
-                raise self.err("type_error", "IN subquery must return one column", q)
+                raise self.err("type_error", f"{what} subquery must return one column", q)
             ls, lhs_t = ctx.bind(lhs)
             u = unify([lhs_t, b.types[0]])
             if u is None:
-                raise self.err("type_error", f"cannot compare {lhs_t} with {b.types[0]} in IN",
-                               lhs)
+                raise self.err("type_error", f"cannot compare {lhs_t} with {b.types[0]} in "
+                               f"{what}", lhs)
+            if every:
+                op = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le",
+                      "le": "gt"}[op]
             params.exprs.append(_cast(ls, lhs_t, u))
             params.types.append(u)
             b = Bound(_coerce_rel(b.rel, b.types, [u]), b.names, [u])
@@ -778,15 +794,16 @@ class Binder:
                     return _lookup_exists(self, og, e, keys)
                 if kind == "in":
                     def with_q(qg: Get) -> Rel:
-                        hit = Call("eq", (Col(m), Col(m - 1)), "BOOLEAN")
+                        hit = Call(op, (Col(m - 1), Col(m)), "BOOLEAN")
                         nul = Call("or", (Call("is_null", (Col(m),), "BOOLEAN"),
                                           Call("is_null", (Col(m - 1),), "BOOLEAN")), "BOOLEAN")
                         e1 = _distinct(Mfp(qg, (), (hit,), tuple(range(m))))
                         e2 = _distinct(Mfp(qg, (), (nul,), tuple(range(m))))
                         step = self.let(_lookup_exists(self, og, e1, keys), lambda g1:
                                         _lookup_exists(self, g1, e2, keys))
-                        res = Call("case", (Col(n + m), TRUE, Col(n + m + 1), null("BOOLEAN"),
-                                            FALSE), "BOOLEAN")
+                        yes, no = (FALSE, TRUE) if every else (TRUE, FALSE)
+                        res = Call("case", (Col(n + m), yes, Col(n + m + 1), null("BOOLEAN"),
+                                            no), "BOOLEAN")
                         return Mfp(step, (res,), (), tuple(range(n + m)) + (n + m + 2,))
                     return self.let(qq, with_q)
 
@@ -976,6 +993,20 @@ class ExprCtx:
         cmp = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt",
                exp.GTE: "ge"}
         if type(e) in cmp:
+            if isinstance(e.expression, (exp.Any, exp.All)):
+                q = e.expression.this
+                if isinstance(q, exp.Paren) and isinstance(q.this, (exp.Select, exp.Union,
+                                                                    exp.Subquery)):
+                    q = q.this
+                if not isinstance(q, (exp.Select, exp.Union, exp.Intersect, exp.Except,
+                                      exp.Subquery)):
+                    raise b.err("unsupported", f"{e.expression.key.upper()} takes a subquery "
+                                "here (ANY/ALL over a list or array is not supported)", e)
+                if self.no_subqueries:
+                    raise _NoSubquery()
+                every = isinstance(e.expression, exp.All)
+                return b.subquery(self, "in", q, e.this, cmp[type(e)], every,
+                                  f"{e.expression.key.upper()}")
             return self.compare(cmp[type(e)], e.this, e.expression, e)
         if isinstance(e, (exp.NullSafeEQ, exp.NullSafeNEQ)):
             s, _ = self.compare("is_distinct", e.this, e.expression, e)
@@ -1013,6 +1044,10 @@ class ExprCtx:
             if e.args.get("unnest") or e.args.get("field"):
                 raise b.err("unsupported", "IN UNNEST is not supported", e)
             x = self.bind(e.this)
+            if not e.expressions:
+                # DuckDB: x IN () is FALSE, but NULL when x is NULL (as for any comparison)
+                return Call("case", (Call("is_null", (x[0],), "BOOLEAN"), null("BOOLEAN"),
+                                     FALSE), "BOOLEAN"), "BOOLEAN"
             eqs = [self.compare_bound("eq", x, self.bind(v), v) for v in e.expressions]
             if len(eqs) == 1:
                 return eqs[0]
