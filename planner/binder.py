@@ -129,6 +129,16 @@ class Params:
         k = self.exprs.index(s)
         return OuterRef(k, t), t
 
+    def resolve_agg(self, node: exp.Expression) -> BB:
+        """An aggregate of an enclosing block: its value there, as an outer reference."""
+        s, t = self.parent.bind(node)
+        if isinstance(s, Lit):
+            return s, t
+        if s not in self.exprs:
+            self.exprs.append(s)
+            self.types.append(t)
+        return OuterRef(self.exprs.index(s), t), t
+
 
 @dataclass
 class AggInfo:
@@ -146,6 +156,10 @@ class Binder:
     ctes: list[dict[str, CteInfo]] = field(default_factory=list)
     deps: list[str] = field(default_factory=list)
     used_ids: set[str] = field(default_factory=set)
+    # aggregates written inside a subquery that belong to an enclosing query (their arguments
+    # mention only its columns): id -> node, so the subquery neither aggregates them itself
+    # nor rejects them, and reads them as outer references instead
+    outer_aggs: dict[int, tuple[exp.Expression, exp.Expression]] = field(default_factory=dict)
 
     # ------------------------------------------------------------ errors and ids
 
@@ -580,13 +594,12 @@ class Binder:
         having = A(sel, "having")
         group = A(sel, "group")
         agg_nodes: list[exp.Expression] = []
-        for e, _ in items:
-            agg_nodes += _find_aggs(e)
-        if having is not None:
-            agg_nodes += _find_aggs(having.this)
-        if order is not None:
-            for o in order.expressions:
-                agg_nodes += _find_aggs(o.this)
+        tops = [e for e, _ in items] + ([having.this] if having is not None else []) + (
+            [o.this for o in order.expressions] if order is not None else [])
+        for e in tops:
+            agg_nodes += self.own_aggs(e)
+        for e in tops:
+            agg_nodes += self.hoisted_aggs(ctx, e, sel)
         aliases = {}
         for e, _nm in items:
             if isinstance(e, exp.Alias):
@@ -659,6 +672,100 @@ class Binder:
         one = (group is None and bool(agg_nodes)) or A(sel, "from") is None or (
             limit is not None and limit <= 1)
         return Bound(out, names, [t for _, t in outs], one)
+
+    def own_aggs(self, e: exp.Expression | None) -> list[exp.Expression]:
+        return [a for a in _find_aggs(e) if id(a) not in self.outer_aggs]
+
+    def hoisted_aggs(self, ctx: ExprCtx, e: exp.Expression,
+                     owner: exp.Select) -> list[exp.Expression]:
+        """Aggregates inside subqueries of ``e`` that belong to this query block.
+
+        By the SQL standard an aggregate belongs to the innermost query block that one of its
+        argument's columns comes from: when every column resolves past the subqueries around
+        it, to this block's FROM, it is this block's aggregate (``SELECT (SELECT max(a)) FROM
+        t`` is one row). Found aggregates are registered in ``outer_aggs`` with their owner
+        (a block bound twice, like a recursive CTE's anchor, finds its own again)."""
+        found: list[exp.Expression] = []
+        for node in e.find_all(*AGG_CLASSES):
+            if id(node) in self.outer_aggs:
+                if self.outer_aggs[id(node)][1] is owner:
+                    found.append(node)
+                continue
+            chain: list[exp.Select] = []
+            p = node.parent
+            while p is not None and p is not e:
+                if isinstance(p, exp.Select):
+                    chain.append(p)
+                p = p.parent
+            if not chain:
+                continue  # not inside a subquery: an aggregate of this block already
+            if any(isinstance(a, AGG_CLASSES) and a is not node and id(a) not in
+                   self.outer_aggs for a in _ancestors(node, chain[-1])):
+                continue  # nested in another aggregate: let that one report it
+            cols = [c for c in node.find_all(exp.Column)
+                    if not any(isinstance(x, exp.Select) for x in _ancestors(c, node))]
+            if not cols:
+                continue
+            mine = False
+            for c in cols:
+                if any(self._resolves_in(sel, c) for sel in chain):
+                    mine = False
+                    break
+                try:
+                    here = ctx.lookup(c) is not None
+                except PlanError:
+                    here = True
+                mine = mine or here
+            if mine:
+                self.outer_aggs[id(node)] = (node, owner)
+                found.append(node)
+        return found
+
+    def _resolves_in(self, sel: exp.Select, c: exp.Column) -> bool:
+        """Whether column c could name a column of sel's FROM (True when unsure, which keeps
+        the aggregate in the subquery as before)."""
+        frm = A(sel, "from")
+        if frm is None:
+            return False
+        items = [frm.this, *frm.expressions, *[j.this for j in sel.args.get("joins") or []]]
+        name = c.name.lower()
+        qual = c.table.lower() if c.table else None
+        for t in items:
+            alias = t.args.get("alias")
+            t_qual = (alias.name.lower() if alias is not None and alias.name else
+                      t.name.lower() if isinstance(t, exp.Table) else None)
+            if qual is not None:
+                if t_qual == qual:
+                    return True
+                continue
+            names = self._item_names(t)
+            if names is None or name in names:
+                return True
+        return False
+
+    def _item_names(self, t: exp.Expression) -> list[str] | None:
+        alias = t.args.get("alias")
+        if alias is not None and alias.args.get("columns"):
+            return None  # partly renamed: be conservative
+        if isinstance(t, exp.Table) and isinstance(t.this, exp.Identifier):
+            name = t.name.lower()
+            for frame in reversed(self.ctes):
+                if name in frame:
+                    return frame[name].names
+            if name in self.catalog.views:
+                return [c.name.lower() for c in self.catalog.views[name].columns]
+            if name in self.catalog.tables:
+                return [c.name.lower() for c in self.catalog.tables[name].columns]
+            return None
+        if isinstance(t, exp.Subquery) and isinstance(t.this, exp.Select):
+            outs = []
+            for x in t.this.expressions:
+                if isinstance(x, exp.Star) or (isinstance(x, exp.Column) and
+                                               isinstance(x.this, exp.Star)):
+                    return None
+                outs.append(x.alias_or_name.lower())
+            return outs
+        return None
 
     def aggregate(self, ctx: ExprCtx, group: exp.Group | None, agg_nodes: list[exp.Expression],
                   items: list[tuple[exp.Expression, str | None]], aliases: dict[str, Any],
@@ -963,6 +1070,8 @@ class ExprCtx:
             return null(), "NULL"
         if isinstance(e, exp.Boolean):
             return Lit(bool(e.this), "BOOLEAN"), "BOOLEAN"
+        if isinstance(e, AGG_CLASSES) and id(e) in b.outer_aggs and self.outer is not None:
+            return self.outer.resolve_agg(e)
         if isinstance(e, AGG_CLASSES) or isinstance(e, exp.AggFunc):
             if isinstance(e, AGG_CLASSES):
                 raise b.err("grouping_error", f"aggregate {e.key.upper()} is not allowed here",
@@ -1510,10 +1619,20 @@ def _find_aggs(e: exp.Expression | None) -> list[exp.Expression]:
 
 
 def _reject_aggs(b: Binder, e: exp.Expression | None, where: str, nested: bool = False) -> None:
-    found = _find_aggs(e)
+    found = [a for a in _find_aggs(e) if id(a) not in b.outer_aggs]
     if found:
         what = "nested aggregates are" if nested else f"aggregates are not allowed in {where}"
         raise b.err("grouping_error", what if not nested else f"{what} not allowed", found[0])
+
+
+def _ancestors(node: exp.Expression, stop: exp.Expression) -> list[exp.Expression]:
+    """The nodes strictly between node and stop (stop excluded), innermost first."""
+    out = []
+    p = node.parent
+    while p is not None and p is not stop:
+        out.append(p)
+        p = p.parent
+    return out
 
 
 def _first_pos(node: exp.Expression) -> int | None:
