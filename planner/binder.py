@@ -425,6 +425,32 @@ class Binder:
                     self.deps.append(name)
             else:
                 raise self.err("unknown_table", f'table "{t.name}" does not exist', t)
+        elif isinstance(t, exp.Subquery) and _join_group(t.this) is not None:
+            # FROM (a CROSS JOIN b) [AS j]: a parenthesised join, not a query
+            grp = _join_group(t.this)
+            assert grp is not None
+            rel, scope = self.bind_table(grp, outer)
+            for j in grp.args.get("joins") or []:
+                rel, scope = self.bind_join(rel, scope, j, outer)
+            if alias is not None and alias.name:
+                # aliased, the join is one relation: DuckDB names duplicates id, id_1, ...
+                q = alias.name.lower()
+                seen: dict[str, int] = {}
+                renamed = []
+                for c in scope:
+                    k = seen.get(c.name, 0)
+                    seen[c.name] = k + 1
+                    renamed.append(SCol(q, c.name if k == 0 else f"{c.name}_{k}", c.type,
+                                        c.hidden))
+                scope = renamed
+            if col_aliases:
+                if len(col_aliases) > len(scope):
+                    raise self.err("type_error", f"{len(col_aliases)} column aliases for "
+                                   f"{len(scope)} columns", alias)
+                scope = [SCol(c.qual, n, c.type, c.hidden) for c, n in
+                         zip(scope, col_aliases + [c.name for c in scope[len(col_aliases):]],
+                             strict=True)]
+            return rel, scope
         elif isinstance(t, exp.Subquery):
             if t.args.get("lateral"):
                 raise self.err("unsupported", "LATERAL subqueries are not supported", t)
@@ -1623,6 +1649,16 @@ def _reject_aggs(b: Binder, e: exp.Expression | None, where: str, nested: bool =
     if found:
         what = "nested aggregates are" if nested else f"aggregates are not allowed in {where}"
         raise b.err("grouping_error", what if not nested else f"{what} not allowed", found[0])
+
+
+def _join_group(t: exp.Expression) -> exp.Expression | None:
+    """The FROM item carrying the joins of a parenthesised join (``(a JOIN b ON ...)``, which
+    sqlglot parses as a subquery over a table with joins), or None for a real subquery."""
+    while isinstance(t, exp.Subquery) and not t.args.get("alias") and not t.args.get("joins"):
+        t = t.this
+    if isinstance(t, (exp.Table, exp.Subquery)) and t.args.get("joins"):
+        return t
+    return None
 
 
 def _ancestors(node: exp.Expression, stop: exp.Expression) -> list[exp.Expression]:

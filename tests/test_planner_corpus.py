@@ -54,7 +54,18 @@ EMPTY_IN = [
     "SELECT id FROM t WHERE NOT (a IN ())",
 ]
 
-VIEWS = OUTER_AGG + ANY_ALL + EMPTY_IN
+# FROM (a CROSS JOIN b): a parenthesised join, optionally aliased and renamed
+PAREN_JOIN = [
+    "SELECT t.id, u.id FROM (t CROSS JOIN u) WHERE t.a = u.a",
+    "SELECT t.id, e.dst FROM (t JOIN u ON t.a = u.a) JOIN e ON e.src = u.id",
+    "SELECT j.b, j.s, j.id_1, e.dst FROM ((t CROSS JOIN u)) AS j, e WHERE j.id = e.src",
+    "SELECT * FROM (u CROSS JOIN e) AS j WHERE j.a = j.src",
+    "SELECT x.id, t.id FROM (SELECT id FROM u) x CROSS JOIN (t LEFT JOIN e ON t.a = e.src)"
+    " WHERE x.id = t.a",
+    "SELECT count(*), sum(a1) FROM (t CROSS JOIN u) j(i1, a1) WHERE a1 > 2",
+]
+
+VIEWS = OUTER_AGG + ANY_ALL + EMPTY_IN + PAREN_JOIN
 
 
 def test_issue_examples() -> None:
@@ -117,7 +128,7 @@ def test_incremental_matches_duckdb(group: int) -> None:
 
 
 @pytest.mark.parametrize("sql", [OUTER_AGG[1], OUTER_AGG[5], OUTER_AGG[7], ANY_ALL[1],
-                                 ANY_ALL[2], ANY_ALL[5], EMPTY_IN[0]])
+                                 ANY_ALL[2], ANY_ALL[5], EMPTY_IN[0], PAREN_JOIN[3]])
 def test_batching_invariance(sql: str) -> None:
     batching.test_one_per_transaction_equals_one_transaction(sql)
 
@@ -126,6 +137,7 @@ def test_batching_invariance(sql: str) -> None:
     ("WITH RECURSIVE r(i, p) USING KEY (i) AS (SELECT 1, 2 UNION SELECT i + 1, 3 FROM r\n"
      "WHERE i < 3) SELECT * FROM r", "unsupported", 1, 35),
     ("SELECT id, a > ANY ([1, 2]) FROM t", "unsupported", 1, 12),
+    ("CREATE VIEW w AS\nSELECT id, x'303132' FROM t", "unsupported", 2, 12),
 ])
 def test_refusals_name_the_construct(sql: str, code: str, line: int, column: int) -> None:
     with pytest.raises(PlanError) as info:
