@@ -452,8 +452,6 @@ class Binder:
                              strict=True)]
             return rel, scope
         elif isinstance(t, exp.Subquery):
-            if t.args.get("lateral"):
-                raise self.err("unsupported", "LATERAL subqueries are not supported", t)
             b = self.bind_query(t.this, outer)
             b = self.order_limit_setop(t, b) if A(t, "limit") is not None else b
             rel, names, types = b.rel, b.names, b.types
@@ -463,7 +461,12 @@ class Binder:
             rel, names, types = b.rel, b.names, b.types
             qual = alias.name.lower() if alias is not None and alias.name else None
         elif isinstance(t, exp.Lateral):
-            raise self.err("unsupported", "LATERAL is not supported", t)
+            # first in FROM there is nothing to the left to read: a plain subquery
+            q = _lateral(t)
+            assert q is not None
+            b = self.bind_query(q, outer)
+            rel, names, types = b.rel, b.names, b.types
+            qual = alias.name.lower() if alias is not None and alias.name else None
         else:
             raise self.err("unsupported", f"unsupported FROM item {t.key.upper()}", t)
         if col_aliases:
@@ -482,6 +485,9 @@ class Binder:
         items = [frm.this, *frm.expressions] if frm.expressions else [frm.this]
         rel, scope = self.bind_table(items[0], outer)
         for extra in items[1:]:
+            if _lateral(extra) is not None:
+                rel, scope = self.bind_lateral(rel, scope, extra, "", None, outer)
+                continue
             r2, s2 = self.bind_table(extra, outer)
             rel, scope = Join(rel, r2, ()), scope + s2
         for j in sel.args.get("joins") or []:
@@ -490,6 +496,11 @@ class Binder:
 
     def bind_join(self, left: Rel, lscope: list[SCol], j: exp.Join,
                   outer: Params | None) -> tuple[Rel, list[SCol]]:
+        if _lateral(j.this) is not None:
+            if j.args.get("using") or (j.args.get("method") or "").upper() == "NATURAL":
+                raise self.err("unsupported", "LATERAL joins take ON, not USING or NATURAL", j)
+            return self.bind_lateral(left, lscope, j.this, (j.args.get("side") or "").upper(),
+                                     j.args.get("on"), outer)
         right, rscope = self.bind_table(j.this, outer)
         side = (j.args.get("side") or "").upper()
         kind = (j.args.get("kind") or "").upper()
@@ -549,6 +560,56 @@ class Binder:
                       tuple(range(n + len(extra_cols))))
             scope = scope + [SCol(None, nm, ty) for nm, _, ty in extra_cols]
         return rel, scope
+
+    def bind_lateral(self, left: Rel, lscope: list[SCol], item: exp.Expression, side: str,
+                     on: exp.Expression | None, outer: Params | None) -> tuple[Rel, list[SCol]]:
+        """``left [LEFT] JOIN LATERAL (q) [ON p]``: q may read left's columns, so it is bound
+        as a subquery correlated with left and decorrelated against left's distinct values of
+        what it reads; each left row meets q's rows for its values (LEFT keeps the left rows
+        with no row passing ON, padded with NULLs)."""
+        if side not in ("", "LEFT"):
+            raise self.err("unsupported", f"{side} JOIN LATERAL is not supported (only inner, "
+                           "CROSS and LEFT)", item)
+        q = _lateral(item)
+        assert q is not None
+        alias = item.args.get("alias") or q.args.get("alias")
+        params = Params(ExprCtx(self, left, lscope, outer))
+        b = self.bind_query(q, params)
+        names = list(b.names)
+        if alias is not None and alias.args.get("columns"):
+            cols = [c.name.lower() for c in alias.columns]
+            if len(cols) > len(names):
+                raise self.err("type_error", f"{len(cols)} column aliases for {len(names)} "
+                               "columns", alias)
+            names = cols + names[len(cols):]
+        qual = alias.name.lower() if alias is not None and alias.name else None
+        rscope = [SCol(qual, n, ty) for n, ty in zip(names, b.types, strict=True)]
+        nl, nr, m = left.arity, len(b.types), len(params.exprs)
+        if m == 0:
+            right = b.rel
+            joined: Rel = Join(left, right, ())
+        else:
+            ox = Mfp(left, tuple(params.exprs), (), tuple(range(nl + m)))
+
+            def with_ox(og: Get) -> Rel:
+                d = _distinct(Mfp(og, (), (), tuple(range(nl, nl + m))))
+                qq = self.let(d, lambda dg: apply(b.rel, dg, m))
+                j = Join(og, qq, tuple((nl + i, i) for i in range(m)))
+                return Mfp(j, (), (), tuple(range(nl)) + tuple(range(nl + 2 * m,
+                                                                     nl + 2 * m + nr)))
+            joined = self.let(ox, with_ox)
+        scope = lscope + rscope
+        if on is not None:
+            ctx = ExprCtx(self, joined, scope, outer)
+            s, t = ctx.bind(on)
+            if ctx.rel.arity != nl + nr:
+                raise self.err("unsupported", "subqueries in JOIN ... ON are not supported", on)
+            joined = Mfp(joined, (), (_to_bool(self, s, t, on),), tuple(range(nl + nr)))
+        if side == "LEFT":
+            lg_rel = left
+            joined = self.let(joined, lambda mg: Union((mg, _pad(_unmatched(
+                lg_rel, Mfp(mg, (), (), tuple(range(nl)))), nr, after=True))))
+        return joined, scope
 
     def outer_join(self, left: Rel, right: Rel, preds: tuple[Scalar, ...], side: str) -> Rel:
         """inner join + the unmatched rows of the preserved side(s), padded with NULLs.
@@ -1649,6 +1710,18 @@ def _reject_aggs(b: Binder, e: exp.Expression | None, where: str, nested: bool =
     if found:
         what = "nested aggregates are" if nested else f"aggregates are not allowed in {where}"
         raise b.err("grouping_error", what if not nested else f"{what} not allowed", found[0])
+
+
+def _lateral(t: exp.Expression) -> exp.Expression | None:
+    """The subquery of a LATERAL FROM item, or None when t is not one."""
+    if isinstance(t, exp.Lateral):
+        if not isinstance(t.this, exp.Subquery):
+            raise PlanError("unsupported", "LATERAL takes a subquery here (LATERAL table "
+                            "functions are not supported)")
+        return t.this
+    if isinstance(t, exp.Subquery) and t.args.get("lateral"):
+        return t
+    return None
 
 
 def _join_group(t: exp.Expression) -> exp.Expression | None:

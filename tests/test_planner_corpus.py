@@ -5,7 +5,7 @@ the same per-transaction change sets (the check of test_planner_batching).
 
 Classes: aggregates of an outer query written inside a subquery; ``op ANY/ALL (subquery)``
 with SQL's 3-valued logic, plain and correlated; empty IN lists; refusals that must name the
-construct (WITH RECURSIVE ... USING KEY).
+construct (WITH RECURSIVE ... USING KEY, BLOB literals); parenthesised joins in FROM; LATERAL.
 """
 
 from __future__ import annotations
@@ -65,7 +65,23 @@ PAREN_JOIN = [
     "SELECT count(*), sum(a1) FROM (t CROSS JOIN u) j(i1, a1) WHERE a1 > 2",
 ]
 
-VIEWS = OUTER_AGG + ANY_ALL + EMPTY_IN + PAREN_JOIN
+# LATERAL: correlated with the FROM items to its left, decorrelated like a subquery
+LATERAL = [
+    "SELECT t.id, s.z FROM t, LATERAL (SELECT t.a + 1 AS z) s",
+    "SELECT t.id, s.* FROM t CROSS JOIN LATERAL (SELECT u.id AS uid, u.s FROM u WHERE u.a = t.a) s",
+    "SELECT t.id, s.uid FROM t LEFT JOIN LATERAL (SELECT u.id AS uid FROM u WHERE u.a < t.a"
+    " ORDER BY u.id LIMIT 2) s ON true",
+    "SELECT t.id, s.n FROM t JOIN LATERAL (SELECT count(*) AS n FROM u WHERE u.a = t.a) s"
+    " ON s.n > 0",
+    "SELECT t.id, s.k FROM t LEFT JOIN LATERAL (SELECT u.id AS k FROM u WHERE u.s = t.b) s"
+    " ON s.k > t.id",
+    "SELECT * FROM LATERAL (SELECT 1 AS one) x, t WHERE t.a = x.one",
+    "SELECT t.id, x.m FROM t, LATERAL (SELECT max(u.m) AS m FROM u WHERE u.id > t.id) x(m)",
+    "SELECT t.id FROM t WHERE EXISTS (SELECT 1 FROM u, LATERAL (SELECT u.a + t.a AS z) q"
+    " WHERE q.z > 5)",
+]
+
+VIEWS = OUTER_AGG + ANY_ALL + EMPTY_IN + PAREN_JOIN + LATERAL
 
 
 def test_issue_examples() -> None:
@@ -128,7 +144,7 @@ def test_incremental_matches_duckdb(group: int) -> None:
 
 
 @pytest.mark.parametrize("sql", [OUTER_AGG[1], OUTER_AGG[5], OUTER_AGG[7], ANY_ALL[1],
-                                 ANY_ALL[2], ANY_ALL[5], EMPTY_IN[0], PAREN_JOIN[3]])
+                                 ANY_ALL[2], ANY_ALL[5], EMPTY_IN[0], PAREN_JOIN[3], LATERAL[2], LATERAL[4]])
 def test_batching_invariance(sql: str) -> None:
     batching.test_one_per_transaction_equals_one_transaction(sql)
 
@@ -137,6 +153,7 @@ def test_batching_invariance(sql: str) -> None:
     ("WITH RECURSIVE r(i, p) USING KEY (i) AS (SELECT 1, 2 UNION SELECT i + 1, 3 FROM r\n"
      "WHERE i < 3) SELECT * FROM r", "unsupported", 1, 35),
     ("SELECT id, a > ANY ([1, 2]) FROM t", "unsupported", 1, 12),
+    ("SELECT * FROM t RIGHT JOIN LATERAL (SELECT t.a) s ON true", "unsupported", 1, 28),
     ("CREATE VIEW w AS\nSELECT id, x'303132' FROM t", "unsupported", 2, 12),
 ])
 def test_refusals_name_the_construct(sql: str, code: str, line: int, column: int) -> None:
