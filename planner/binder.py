@@ -653,6 +653,7 @@ class Binder:
         where = A(sel, "where")
         if where is not None:
             _reject_aggs(self, where.this, "WHERE")
+            self.reject_hoisted(ctx, where.this, "WHERE")
             s, t = ctx.bind(where.this)
             pred = _to_bool(self, s, t, where.this)
             rel = Mfp(ctx.rel, (), (pred,), tuple(range(len(scope))))
@@ -763,8 +764,8 @@ class Binder:
     def own_aggs(self, e: exp.Expression | None) -> list[exp.Expression]:
         return [a for a in _find_aggs(e) if id(a) not in self.outer_aggs]
 
-    def hoisted_aggs(self, ctx: ExprCtx, e: exp.Expression,
-                     owner: exp.Select) -> list[exp.Expression]:
+    def hoisted_aggs(self, ctx: ExprCtx, e: exp.Expression, owner: exp.Select | None,
+                     register: bool = True) -> list[exp.Expression]:
         """Aggregates inside subqueries of ``e`` that belong to this query block.
 
         By the SQL standard an aggregate belongs to the innermost query block that one of its
@@ -786,9 +787,6 @@ class Binder:
                 p = p.parent
             if not chain:
                 continue  # not inside a subquery: an aggregate of this block already
-            if any(isinstance(a, AGG_CLASSES) and a is not node and id(a) not in
-                   self.outer_aggs for a in _ancestors(node, chain[-1])):
-                continue  # nested in another aggregate: let that one report it
             cols = [c for c in node.find_all(exp.Column)
                     if not any(isinstance(x, exp.Select) for x in _ancestors(c, node))]
             if not cols:
@@ -804,9 +802,19 @@ class Binder:
                     here = True
                 mine = mine or here
             if mine:
-                self.outer_aggs[id(node)] = (node, owner)
+                if register:
+                    self.outer_aggs[id(node)] = (node, owner)  # type: ignore[assignment]
                 found.append(node)
         return found
+
+    def reject_hoisted(self, ctx: ExprCtx, e: exp.Expression, where: str) -> None:
+        """An aggregate of this block inside a subquery of its WHERE or GROUP BY is as
+        illegal there as one written directly (DuckDB: "WHERE clause cannot contain
+        aggregates")."""
+        found = self.hoisted_aggs(ctx, e, None, register=False)
+        if found:
+            raise self.err("grouping_error", f"aggregates are not allowed in {where}",
+                           found[0])
 
     def _resolves_in(self, sel: exp.Select, c: exp.Column) -> bool:
         """Whether column c could name a column of sel's FROM (True when unsure, which keeps
@@ -871,6 +879,7 @@ class Binder:
                     ctx.lookup(g) is None:
                 target = aliases[g.name.lower()]
             _reject_aggs(self, target, "GROUP BY")
+            self.reject_hoisted(ctx, target, "GROUP BY")
             groups.append(ctx.bind(target))
         aggs: list[Agg] = []
         args: list[Scalar] = []
@@ -988,7 +997,9 @@ class Binder:
                     return _lookup_exists(self, og, e, keys)
                 if kind == "in":
                     def with_q(qg: Get) -> Rel:
-                        hit = Call(op, (Col(m - 1), Col(m)), "BOOLEAN")
+                        # lhs op value, written value flipped-op lhs (IN's plan unchanged)
+                        flipped = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(op, op)
+                        hit = Call(flipped, (Col(m), Col(m - 1)), "BOOLEAN")
                         nul = Call("or", (Call("is_null", (Col(m),), "BOOLEAN"),
                                           Call("is_null", (Col(m - 1),), "BOOLEAN")), "BOOLEAN")
                         e1 = _distinct(Mfp(qg, (), (hit,), tuple(range(m))))

@@ -29,6 +29,8 @@ OUTER_AGG = [
     "SELECT b, (SELECT sum(t.c)), (SELECT count(t.a) + 1) FROM t GROUP BY b",
     "SELECT a, (SELECT max(u.a) + count(t.id) FROM u WHERE u.a < t.a) FROM t GROUP BY a",
     "SELECT a FROM t GROUP BY a HAVING EXISTS (SELECT 1 FROM u WHERE u.a > max(t.c))",
+    "SELECT (SELECT sum(u.a * max(t.a)) FROM u) FROM t",
+    "SELECT id FROM t WHERE a IN (SELECT max(a) FROM u)",
     # the aggregate mixes inner and outer columns, or names an inner table: the subquery's own
     "SELECT id, (SELECT sum(u.a + t.a) FROM u) FROM t",
     "SELECT id, (SELECT max(a) FROM u) FROM t",
@@ -153,6 +155,9 @@ def test_batching_invariance(sql: str) -> None:
     ("WITH RECURSIVE r(i, p) USING KEY (i) AS (SELECT 1, 2 UNION SELECT i + 1, 3 FROM r\n"
      "WHERE i < 3) SELECT * FROM r", "unsupported", 1, 35),
     ("SELECT id, a > ANY ([1, 2]) FROM t", "unsupported", 1, 12),
+    # an aggregate of the outer block inside a subquery of its WHERE / GROUP BY (DuckDB too)
+    ("SELECT * FROM t WHERE a IN (SELECT max(t.a) FROM u)", "grouping_error", 1, 40),
+    ("SELECT b FROM t GROUP BY (SELECT max(t.a))", "grouping_error", 1, 38),
     ("SELECT * FROM t RIGHT JOIN LATERAL (SELECT t.a) s ON true", "unsupported", 1, 28),
     ("CREATE VIEW w AS\nSELECT id, x'303132' FROM t", "unsupported", 2, 12),
 ])
