@@ -488,6 +488,10 @@ class Binder:
             if _lateral(extra) is not None:
                 rel, scope = self.bind_lateral(rel, scope, extra, "", None, outer)
                 continue
+            got = self.bind_maybe_lateral(rel, scope, extra, "", None, outer)
+            if got is not None:
+                rel, scope = got
+                continue
             r2, s2 = self.bind_table(extra, outer)
             rel, scope = Join(rel, r2, ()), scope + s2
         for j in sel.args.get("joins") or []:
@@ -501,6 +505,13 @@ class Binder:
                 raise self.err("unsupported", "LATERAL joins take ON, not USING or NATURAL", j)
             return self.bind_lateral(left, lscope, j.this, (j.args.get("side") or "").upper(),
                                      j.args.get("on"), outer)
+        if not j.args.get("using") and (j.args.get("method") or "").upper() != "NATURAL" and \
+                (j.args.get("side") or "").upper() in ("", "LEFT") and \
+                (j.args.get("kind") or "").upper() in ("", "INNER", "CROSS"):
+            got = self.bind_maybe_lateral(left, lscope, j.this, (j.args.get("side") or "")
+                                          .upper(), j.args.get("on"), outer)
+            if got is not None:
+                return got
         right, rscope = self.bind_table(j.this, outer)
         side = (j.args.get("side") or "").upper()
         kind = (j.args.get("kind") or "").upper()
@@ -561,8 +572,29 @@ class Binder:
             scope = scope + [SCol(None, nm, ty) for nm, _, ty in extra_cols]
         return rel, scope
 
+    def bind_maybe_lateral(self, left: Rel, lscope: list[SCol], item: exp.Expression,
+                           side: str, on: exp.Expression | None,
+                           outer: Params | None) -> tuple[Rel, list[SCol]] | None:
+        """A subquery in FROM that names columns of the items to its left is LATERAL without
+        the keyword, as in DuckDB: None when item binds on its own (then the caller binds it
+        as usual), else the lateral join."""
+        if not isinstance(item, exp.Subquery) or _join_group(item.this) is not None:
+            return None
+        saved = (self.counter, set(self.used_ids), list(self.deps), dict(self.outer_aggs))
+        try:
+            self.bind_table(item, outer)
+        except PlanError as e:
+            if e.code not in ("unknown_column", "unknown_table"):
+                raise
+        else:
+            return None
+        finally:
+            self.counter, self.used_ids, self.deps, self.outer_aggs = saved
+        return self.bind_lateral(left, lscope, item, side, on, outer, force=True)
+
     def bind_lateral(self, left: Rel, lscope: list[SCol], item: exp.Expression, side: str,
-                     on: exp.Expression | None, outer: Params | None) -> tuple[Rel, list[SCol]]:
+                     on: exp.Expression | None, outer: Params | None,
+                     force: bool = False) -> tuple[Rel, list[SCol]]:
         """``left [LEFT] JOIN LATERAL (q) [ON p]``: q may read left's columns, so it is bound
         as a subquery correlated with left and decorrelated against left's distinct values of
         what it reads; each left row meets q's rows for its values (LEFT keeps the left rows
@@ -570,7 +602,7 @@ class Binder:
         if side not in ("", "LEFT"):
             raise self.err("unsupported", f"{side} JOIN LATERAL is not supported (only inner, "
                            "CROSS and LEFT)", item)
-        q = _lateral(item)
+        q = item if force else _lateral(item)
         assert q is not None
         alias = item.args.get("alias") or q.args.get("alias")
         params = Params(ExprCtx(self, left, lscope, outer))

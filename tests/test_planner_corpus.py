@@ -81,6 +81,9 @@ LATERAL = [
     "SELECT t.id, x.m FROM t, LATERAL (SELECT max(u.m) AS m FROM u WHERE u.id > t.id) x(m)",
     "SELECT t.id FROM t WHERE EXISTS (SELECT 1 FROM u, LATERAL (SELECT u.a + t.a AS z) q"
     " WHERE q.z > 5)",
+    # without the keyword, as DuckDB: a FROM subquery naming columns to its left is lateral
+    "SELECT * FROM t, (SELECT t.a + 1 AS z) s",
+    "SELECT t.id, s.a FROM t LEFT JOIN (SELECT u.a FROM u WHERE u.a < t.a) s ON s.a > 0",
 ]
 
 VIEWS = OUTER_AGG + ANY_ALL + EMPTY_IN + PAREN_JOIN + LATERAL
@@ -146,7 +149,7 @@ def test_incremental_matches_duckdb(group: int) -> None:
 
 
 @pytest.mark.parametrize("sql", [OUTER_AGG[1], OUTER_AGG[5], OUTER_AGG[7], ANY_ALL[1],
-                                 ANY_ALL[2], ANY_ALL[5], EMPTY_IN[0], PAREN_JOIN[3], LATERAL[2], LATERAL[4]])
+                                 ANY_ALL[2], ANY_ALL[5], EMPTY_IN[0], PAREN_JOIN[3], LATERAL[2], LATERAL[4], LATERAL[9]])
 def test_batching_invariance(sql: str) -> None:
     batching.test_one_per_transaction_equals_one_transaction(sql)
 
