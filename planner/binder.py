@@ -617,6 +617,11 @@ class Binder:
         qual = alias.name.lower() if alias is not None and alias.name else None
         rscope = [SCol(qual, n, ty) for n, ty in zip(names, b.types, strict=True)]
         nl, nr, m = left.arity, len(b.types), len(params.exprs)
+        shared: tuple[str, Rel] | None = None
+        if side == "LEFT" and not isinstance(left, Get):
+            # LEFT reads left twice (the join and its unmatched rows): bind it once
+            shared = (self.fresh(), left)
+            left = Get(shared[0], left.arity, True)
         if m == 0:
             right = b.rel
             joined: Rel = Join(left, right, ())
@@ -641,6 +646,8 @@ class Binder:
             lg_rel = left
             joined = self.let(joined, lambda mg: Union((mg, _pad(_unmatched(
                 lg_rel, Mfp(mg, (), (), tuple(range(nl)))), nr, after=True))))
+        if shared is not None:
+            joined = Let(shared[0], shared[1], joined)
         return joined, scope
 
     def outer_join(self, left: Rel, right: Rel, preds: tuple[Scalar, ...], side: str) -> Rel:
