@@ -138,7 +138,24 @@ def _syntax_error(e: ParseError, sql: str, offset: int = 0) -> PlanError:
     return PlanError("syntax_error", _syntax_message(info), line, col)
 
 
+def _blob_literal(sql: str) -> PlanError | None:
+    """x'303132' (a BLOB literal) tokenizes as the name x followed by a string: sqlglot's
+    DuckDB dialect has no hex strings, and BLOB values are not supported, so name it."""
+    try:
+        toks = _DIALECT.tokenize(sql)
+    except TokenError:
+        return None
+    for a, b in zip(toks, toks[1:], strict=False):
+        if a.text in ("x", "X") and b.token_type.name == "STRING" and b.start == a.end + 1:
+            return PlanError("unsupported", "BLOB literals (x'...') are not supported",
+                             a.line, a.col)
+    return None
+
+
 def _parse(sql: str) -> exp.Expression:
+    blob = _blob_literal(sql)
+    if blob is not None:
+        raise blob
     try:
         stmts = _parse_one(sql)
     except ParseError as e:

@@ -149,6 +149,16 @@ class Params:
         k = self.exprs.index(s)
         return OuterRef(k, t), t
 
+    def resolve_agg(self, node: exp.Expression) -> BB:
+        """An aggregate of an enclosing block: its value there, as an outer reference."""
+        s, t = self.parent.bind(node)
+        if isinstance(s, Lit):
+            return s, t
+        if s not in self.exprs:
+            self.exprs.append(s)
+            self.types.append(t)
+        return OuterRef(self.exprs.index(s), t), t
+
 
 @dataclass
 class AggInfo:
@@ -166,6 +176,10 @@ class Binder:
     ctes: list[dict[str, CteInfo]] = field(default_factory=list)
     deps: list[str] = field(default_factory=list)
     used_ids: set[str] = field(default_factory=set)
+    # aggregates written inside a subquery that belong to an enclosing query (their arguments
+    # mention only its columns): id -> node, so the subquery neither aggregates them itself
+    # nor rejects them, and reads them as outer references instead
+    outer_aggs: dict[int, tuple[exp.Expression, exp.Expression]] = field(default_factory=dict)
 
     # ------------------------------------------------------------ errors and ids
 
@@ -250,6 +264,14 @@ class Binder:
         try:
             wrappers: list[Callable[[Rel], Rel]] = []
             names = [c.alias_or_name.lower() for c in ctes]
+            for c in ctes:
+                keys = c.args.get("key_expressions")
+                if keys:
+                    # DuckDB's keyed recursion overwrites a key's row each round: that is not a
+                    # least fixpoint, so maintaining it as one would give a different answer
+                    raise self.err("unsupported", "WITH RECURSIVE ... USING KEY is not "
+                                   f"supported (CTE {c.alias_or_name}); write the recursion "
+                                   "without USING KEY", keys[0])
             if not recursive:
                 for c in ctes:
                     wrappers.append(self.bind_cte_plain(c, frame, outer))
@@ -427,9 +449,33 @@ class Binder:
                     self.deps.append(name)
             else:
                 raise self.err("unknown_table", f'table "{t.name}" does not exist', t)
+        elif isinstance(t, exp.Subquery) and _join_group(t.this) is not None:
+            # FROM (a CROSS JOIN b) [AS j]: a parenthesised join, not a query
+            grp = _join_group(t.this)
+            assert grp is not None
+            rel, scope = self.bind_table(grp, outer)
+            for j in grp.args.get("joins") or []:
+                rel, scope = self.bind_join(rel, scope, j, outer)
+            if alias is not None and alias.name:
+                # aliased, the join is one relation: DuckDB names duplicates id, id_1, ...
+                q = alias.name.lower()
+                seen: dict[str, int] = {}
+                renamed = []
+                for c in scope:
+                    k = seen.get(c.name, 0)
+                    seen[c.name] = k + 1
+                    renamed.append(SCol(q, c.name if k == 0 else f"{c.name}_{k}", c.type,
+                                        c.hidden))
+                scope = renamed
+            if col_aliases:
+                if len(col_aliases) > len(scope):
+                    raise self.err("type_error", f"{len(col_aliases)} column aliases for "
+                                   f"{len(scope)} columns", alias)
+                scope = [SCol(c.qual, n, c.type, c.hidden) for c, n in
+                         zip(scope, col_aliases + [c.name for c in scope[len(col_aliases):]],
+                             strict=True)]
+            return rel, scope
         elif isinstance(t, exp.Subquery):
-            if t.args.get("lateral"):
-                raise self.err("unsupported", "LATERAL subqueries are not supported", t)
             b = self.bind_query(t.this, outer)
             b = self.order_limit_setop(t, b) if A(t, "limit") is not None else b
             rel, names, types = b.rel, b.names, b.types
@@ -439,7 +485,12 @@ class Binder:
             rel, names, types = b.rel, b.names, b.types
             qual = alias.name.lower() if alias is not None and alias.name else None
         elif isinstance(t, exp.Lateral):
-            raise self.err("unsupported", "LATERAL is not supported", t)
+            # first in FROM there is nothing to the left to read: a plain subquery
+            q = _lateral(t)
+            assert q is not None
+            b = self.bind_query(q, outer)
+            rel, names, types = b.rel, b.names, b.types
+            qual = alias.name.lower() if alias is not None and alias.name else None
         elif isinstance(t, exp.Unnest):
             name, at = self.typed_name(t)
             raise self.err("unsupported", f"table function {name} is not supported (views have "
@@ -505,6 +556,13 @@ class Binder:
         items = [frm.this, *frm.expressions] if frm.expressions else [frm.this]
         rel, scope = self.bind_table(items[0], outer)
         for extra in items[1:]:
+            if _lateral(extra) is not None:
+                rel, scope = self.bind_lateral(rel, scope, extra, "", None, outer)
+                continue
+            got = self.bind_maybe_lateral(rel, scope, extra, "", None, outer)
+            if got is not None:
+                rel, scope = got
+                continue
             r2, s2 = self.bind_table(extra, outer)
             rel, scope = Join(rel, r2, ()), scope + s2
         for j in sel.args.get("joins") or []:
@@ -526,6 +584,18 @@ class Binder:
                 s, t = ctx.bind(on)
                 rel = Mfp(ctx.rel, (), (_to_bool(self, s, t, on),), tuple(range(rel.arity)))
             return rel, scope
+        if _lateral(j.this) is not None:
+            if j.args.get("using") or (j.args.get("method") or "").upper() == "NATURAL":
+                raise self.err("unsupported", "LATERAL joins take ON, not USING or NATURAL", j)
+            return self.bind_lateral(left, lscope, j.this, (j.args.get("side") or "").upper(),
+                                     j.args.get("on"), outer)
+        if not j.args.get("using") and (j.args.get("method") or "").upper() != "NATURAL" and \
+                (j.args.get("side") or "").upper() in ("", "LEFT") and \
+                (j.args.get("kind") or "").upper() in ("", "INNER", "CROSS"):
+            got = self.bind_maybe_lateral(left, lscope, j.this, (j.args.get("side") or "")
+                                          .upper(), j.args.get("on"), outer)
+            if got is not None:
+                return got
         right, rscope = self.bind_table(j.this, outer)
         side = (j.args.get("side") or "").upper()
         kind = (j.args.get("kind") or "").upper()
@@ -596,6 +666,84 @@ class Binder:
                       tuple(range(n + len(extra_cols))))
             scope = scope + [SCol(None, nm, ty) for nm, _, ty in extra_cols]
         return rel, scope
+
+    def bind_maybe_lateral(self, left: Rel, lscope: list[SCol], item: exp.Expression,
+                           side: str, on: exp.Expression | None,
+                           outer: Params | None) -> tuple[Rel, list[SCol]] | None:
+        """A subquery in FROM that names columns of the items to its left is LATERAL without
+        the keyword, as in DuckDB: None when item binds on its own (then the caller binds it
+        as usual), else the lateral join."""
+        if not isinstance(item, exp.Subquery) or _join_group(item.this) is not None:
+            return None
+        saved = (self.counter, set(self.used_ids), list(self.deps), dict(self.outer_aggs))
+        try:
+            self.bind_table(item, outer)
+        except PlanError as e:
+            if e.code not in ("unknown_column", "unknown_table"):
+                raise
+        else:
+            return None
+        finally:
+            self.counter, self.used_ids, self.deps, self.outer_aggs = saved
+        return self.bind_lateral(left, lscope, item, side, on, outer, force=True)
+
+    def bind_lateral(self, left: Rel, lscope: list[SCol], item: exp.Expression, side: str,
+                     on: exp.Expression | None, outer: Params | None,
+                     force: bool = False) -> tuple[Rel, list[SCol]]:
+        """``left [LEFT] JOIN LATERAL (q) [ON p]``: q may read left's columns, so it is bound
+        as a subquery correlated with left and decorrelated against left's distinct values of
+        what it reads; each left row meets q's rows for its values (LEFT keeps the left rows
+        with no row passing ON, padded with NULLs)."""
+        if side not in ("", "LEFT"):
+            raise self.err("unsupported", f"{side} JOIN LATERAL is not supported (only inner, "
+                           "CROSS and LEFT)", item)
+        q = item if force else _lateral(item)
+        assert q is not None
+        alias = item.args.get("alias") or q.args.get("alias")
+        params = Params(ExprCtx(self, left, lscope, outer))
+        b = self.bind_query(q, params)
+        names = list(b.names)
+        if alias is not None and alias.args.get("columns"):
+            cols = [c.name.lower() for c in alias.columns]
+            if len(cols) > len(names):
+                raise self.err("type_error", f"{len(cols)} column aliases for {len(names)} "
+                               "columns", alias)
+            names = cols + names[len(cols):]
+        qual = alias.name.lower() if alias is not None and alias.name else None
+        rscope = [SCol(qual, n, ty) for n, ty in zip(names, b.types, strict=True)]
+        nl, nr, m = left.arity, len(b.types), len(params.exprs)
+        shared: tuple[str, Rel] | None = None
+        if side == "LEFT" and not isinstance(left, Get):
+            # LEFT reads left twice (the join and its unmatched rows): bind it once
+            shared = (self.fresh(), left)
+            left = Get(shared[0], left.arity, True)
+        if m == 0:
+            right = b.rel
+            joined: Rel = Join(left, right, ())
+        else:
+            ox = Mfp(left, tuple(params.exprs), (), tuple(range(nl + m)))
+
+            def with_ox(og: Get) -> Rel:
+                d = _distinct(Mfp(og, (), (), tuple(range(nl, nl + m))))
+                qq = self.let(d, lambda dg: apply(b.rel, dg, m))
+                j = Join(og, qq, tuple((nl + i, i) for i in range(m)))
+                return Mfp(j, (), (), tuple(range(nl)) + tuple(range(nl + 2 * m,
+                                                                     nl + 2 * m + nr)))
+            joined = self.let(ox, with_ox)
+        scope = lscope + rscope
+        if on is not None:
+            ctx = ExprCtx(self, joined, scope, outer)
+            s, t = ctx.bind(on)
+            if ctx.rel.arity != nl + nr:
+                raise self.err("unsupported", "subqueries in JOIN ... ON are not supported", on)
+            joined = Mfp(joined, (), (_to_bool(self, s, t, on),), tuple(range(nl + nr)))
+        if side == "LEFT":
+            lg_rel = left
+            joined = self.let(joined, lambda mg: Union((mg, _pad(_unmatched(
+                lg_rel, Mfp(mg, (), (), tuple(range(nl)))), nr, after=True))))
+        if shared is not None:
+            joined = Let(shared[0], shared[1], joined)
+        return joined, scope
 
     def outer_join(self, left: Rel, right: Rel, preds: tuple[Scalar, ...], side: str,
                    inner_of: Callable[[Rel, Rel], Rel] | None = None) -> Rel:
@@ -677,6 +825,7 @@ class Binder:
         where = A(sel, "where")
         if where is not None:
             _reject_aggs(self, where.this, "WHERE")
+            self.reject_hoisted(ctx, where.this, "WHERE")
             s, t = ctx.bind(where.this)
             pred = _to_bool(self, s, t, where.this)
             rel = Mfp(ctx.rel, (), (pred,), tuple(range(len(scope))))
@@ -706,13 +855,12 @@ class Binder:
         having = A(sel, "having")
         group = A(sel, "group")
         agg_nodes: list[exp.Expression] = []
-        for e, _ in items:
-            agg_nodes += _find_aggs(e)
-        if having is not None:
-            agg_nodes += _find_aggs(having.this)
-        if order is not None:
-            for o in order.expressions:
-                agg_nodes += _find_aggs(o.this)
+        tops = [e for e, _ in items] + ([having.this] if having is not None else []) + (
+            [o.this for o in order.expressions] if order is not None else [])
+        for e in tops:
+            agg_nodes += self.own_aggs(e)
+        for e in tops:
+            agg_nodes += self.hoisted_aggs(ctx, e, sel)
         aliases = {}
         for e, _nm in items:
             if isinstance(e, exp.Alias):
@@ -796,6 +944,107 @@ class Binder:
             limit is not None and limit <= 1)
         return Bound(out, names, [t for _, t in outs], one, labels)
 
+    def own_aggs(self, e: exp.Expression | None) -> list[exp.Expression]:
+        return [a for a in _find_aggs(e) if id(a) not in self.outer_aggs]
+
+    def hoisted_aggs(self, ctx: ExprCtx, e: exp.Expression, owner: exp.Select | None,
+                     register: bool = True) -> list[exp.Expression]:
+        """Aggregates inside subqueries of ``e`` that belong to this query block.
+
+        By the SQL standard an aggregate belongs to the innermost query block that one of its
+        argument's columns comes from: when every column resolves past the subqueries around
+        it, to this block's FROM, it is this block's aggregate (``SELECT (SELECT max(a)) FROM
+        t`` is one row). Found aggregates are registered in ``outer_aggs`` with their owner
+        (a block bound twice, like a recursive CTE's anchor, finds its own again)."""
+        found: list[exp.Expression] = []
+        for node in e.find_all(*AGG_CLASSES):
+            if id(node) in self.outer_aggs:
+                if self.outer_aggs[id(node)][1] is owner:
+                    found.append(node)
+                continue
+            chain: list[exp.Select] = []
+            p = node.parent
+            while p is not None and p is not e:
+                if isinstance(p, exp.Select):
+                    chain.append(p)
+                p = p.parent
+            if not chain:
+                continue  # not inside a subquery: an aggregate of this block already
+            cols = [c for c in node.find_all(exp.Column)
+                    if not any(isinstance(x, exp.Select) for x in _ancestors(c, node))]
+            if not cols:
+                continue
+            mine = False
+            for c in cols:
+                if any(self._resolves_in(sel, c) for sel in chain):
+                    mine = False
+                    break
+                try:
+                    here = ctx.lookup(c) is not None
+                except PlanError:
+                    here = True
+                mine = mine or here
+            if mine:
+                if register:
+                    self.outer_aggs[id(node)] = (node, owner)  # type: ignore[assignment]
+                found.append(node)
+        return found
+
+    def reject_hoisted(self, ctx: ExprCtx, e: exp.Expression, where: str) -> None:
+        """An aggregate of this block inside a subquery of its WHERE or GROUP BY is as
+        illegal there as one written directly (DuckDB: "WHERE clause cannot contain
+        aggregates")."""
+        found = self.hoisted_aggs(ctx, e, None, register=False)
+        if found:
+            raise self.err("grouping_error", f"aggregates are not allowed in {where}",
+                           found[0])
+
+    def _resolves_in(self, sel: exp.Select, c: exp.Column) -> bool:
+        """Whether column c could name a column of sel's FROM (True when unsure, which keeps
+        the aggregate in the subquery as before)."""
+        frm = A(sel, "from")
+        if frm is None:
+            return False
+        items = [frm.this, *frm.expressions, *[j.this for j in sel.args.get("joins") or []]]
+        name = c.name.lower()
+        qual = c.table.lower() if c.table else None
+        for t in items:
+            alias = t.args.get("alias")
+            t_qual = (alias.name.lower() if alias is not None and alias.name else
+                      t.name.lower() if isinstance(t, exp.Table) else None)
+            if qual is not None:
+                if t_qual == qual:
+                    return True
+                continue
+            names = self._item_names(t)
+            if names is None or name in names:
+                return True
+        return False
+
+    def _item_names(self, t: exp.Expression) -> list[str] | None:
+        alias = t.args.get("alias")
+        if alias is not None and alias.args.get("columns"):
+            return None  # partly renamed: be conservative
+        if isinstance(t, exp.Table) and isinstance(t.this, exp.Identifier):
+            name = t.name.lower()
+            for frame in reversed(self.ctes):
+                if name in frame:
+                    return frame[name].names
+            if name in self.catalog.views:
+                return [c.name.lower() for c in self.catalog.views[name].columns]
+            if name in self.catalog.tables:
+                return [c.name.lower() for c in self.catalog.tables[name].columns]
+            return None
+        if isinstance(t, exp.Subquery) and isinstance(t.this, exp.Select):
+            outs = []
+            for x in t.this.expressions:
+                if isinstance(x, exp.Star) or (isinstance(x, exp.Column) and
+                                               isinstance(x.this, exp.Star)):
+                    return None
+                outs.append(x.alias_or_name.lower())
+            return outs
+        return None
+
     def aggregate(self, ctx: ExprCtx, group: exp.Group | None, agg_nodes: list[exp.Expression],
                   items: list[tuple[exp.Expression, str | None]], aliases: dict[str, Any],
                   outer: Params | None) -> ExprCtx:
@@ -813,6 +1062,7 @@ class Binder:
                     ctx.lookup(g) is None:
                 target = aliases[g.name.lower()]
             _reject_aggs(self, target, "GROUP BY")
+            self.reject_hoisted(ctx, target, "GROUP BY")
             groups.append(ctx.bind(target))
         aggs: list[Agg] = []
         args: list[Scalar] = []
@@ -919,19 +1169,27 @@ class Binder:
     # ------------------------------------------------------------ subqueries
 
     def subquery(self, ctx: ExprCtx, kind: str, q: exp.Expression,
-                 lhs: exp.Expression | None = None) -> BB:
-        """Extend ctx.rel with one column holding the subquery's value for each row."""
+                 lhs: exp.Expression | None = None, op: str = "eq", every: bool = False,
+                 what: str = "IN") -> BB:
+        """Extend ctx.rel with one column holding the subquery's value for each row.
+
+        Kind "in" is ``lhs op ANY (q)`` (IN is ``= ANY``), or with ``every`` ``lhs op ALL (q)``,
+        which is evaluated as NOT (lhs negated-op ANY (q)): 3-valued NOT maps a hit to FALSE,
+        only NULL comparisons to NULL and nothing (an empty q too) to TRUE, as SQL wants."""
         params = Params(ctx)
         b = self.bind_query(q, params)
         lhs_t = None
         if kind == "in":
             if len(b.types) != 1:
-                raise self.err("type_error", "IN subquery must return one column", q)
+                raise self.err("type_error", f"{what} subquery must return one column", q)
             ls, lhs_t = ctx.bind(lhs)
             u = unify([lhs_t, b.types[0]])
             if u is None:
-                raise self.err("type_error", f"cannot compare {lhs_t} with {b.types[0]} in IN",
-                               lhs)
+                raise self.err("type_error", f"cannot compare {lhs_t} with {b.types[0]} in "
+                               f"{what}", lhs)
+            if every:
+                op = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le",
+                      "le": "gt"}[op]
             params.exprs.append(_cast(ls, lhs_t, u))
             params.types.append(u)
             b = Bound(_coerce_rel(b.rel, b.types, [u]), b.names, [u])
@@ -956,15 +1214,18 @@ class Binder:
                     return _lookup_exists(self, og, e, keys)
                 if kind == "in":
                     def with_q(qg: Get) -> Rel:
-                        hit = Call("eq", (Col(m), Col(m - 1)), "BOOLEAN")
+                        # lhs op value, written value flipped-op lhs (IN's plan unchanged)
+                        flipped = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(op, op)
+                        hit = Call(flipped, (Col(m), Col(m - 1)), "BOOLEAN")
                         nul = Call("or", (Call("is_null", (Col(m),), "BOOLEAN"),
                                           Call("is_null", (Col(m - 1),), "BOOLEAN")), "BOOLEAN")
                         e1 = _distinct(Mfp(qg, (), (hit,), tuple(range(m))))
                         e2 = _distinct(Mfp(qg, (), (nul,), tuple(range(m))))
                         step = self.let(_lookup_exists(self, og, e1, keys), lambda g1:
                                         _lookup_exists(self, g1, e2, keys))
-                        res = Call("case", (Col(n + m), TRUE, Col(n + m + 1), null("BOOLEAN"),
-                                            FALSE), "BOOLEAN")
+                        yes, no = (FALSE, TRUE) if every else (TRUE, FALSE)
+                        res = Call("case", (Col(n + m), yes, Col(n + m + 1), null("BOOLEAN"),
+                                            no), "BOOLEAN")
                         return Mfp(step, (res,), (), tuple(range(n + m)) + (n + m + 2,))
                     return self.let(qq, with_q)
 
@@ -1144,6 +1405,8 @@ class ExprCtx:
             return null(), "NULL"
         if isinstance(e, exp.Boolean):
             return Lit(bool(e.this), "BOOLEAN"), "BOOLEAN"
+        if isinstance(e, AGG_CLASSES) and id(e) in b.outer_aggs and self.outer is not None:
+            return self.outer.resolve_agg(e)
         if isinstance(e, AGG_CLASSES) or isinstance(e, exp.AggFunc):
             if isinstance(e, AGG_CLASSES):
                 raise b.err("grouping_error", f"aggregate {e.key.upper()} is not allowed here",
@@ -1175,6 +1438,20 @@ class ExprCtx:
         cmp = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt",
                exp.GTE: "ge"}
         if type(e) in cmp:
+            if isinstance(e.expression, (exp.Any, exp.All)):
+                q = e.expression.this
+                if isinstance(q, exp.Paren) and isinstance(q.this, (exp.Select, exp.Union,
+                                                                    exp.Subquery)):
+                    q = q.this
+                if not isinstance(q, (exp.Select, exp.Union, exp.Intersect, exp.Except,
+                                      exp.Subquery)):
+                    raise b.err("unsupported", f"{e.expression.key.upper()} takes a subquery "
+                                "here (ANY/ALL over a list or array is not supported)", e)
+                if self.no_subqueries:
+                    raise _NoSubquery()
+                every = isinstance(e.expression, exp.All)
+                return b.subquery(self, "in", q, e.this, cmp[type(e)], every,
+                                  f"{e.expression.key.upper()}")
             return self.compare(cmp[type(e)], e.this, e.expression, e)
         if isinstance(e, (exp.NullSafeEQ, exp.NullSafeNEQ)):
             s, _ = self.compare("is_distinct", e.this, e.expression, e)
@@ -1212,6 +1489,10 @@ class ExprCtx:
             if e.args.get("unnest") or e.args.get("field"):
                 raise b.err("unsupported", "IN UNNEST is not supported", e)
             x = self.bind(e.this)
+            if not e.expressions:
+                # DuckDB: x IN () is FALSE, but NULL when x is NULL (as for any comparison)
+                return Call("case", (Call("is_null", (x[0],), "BOOLEAN"), null("BOOLEAN"),
+                                     FALSE), "BOOLEAN"), "BOOLEAN"
             eqs = [self.compare_bound("eq", x, self.bind(v), v) for v in e.expressions]
             if len(eqs) == 1:
                 return eqs[0]
@@ -1765,7 +2046,7 @@ def _find_aggs(e: exp.Expression | None) -> list[exp.Expression]:
 
 
 def _reject_aggs(b: Binder, e: exp.Expression | None, where: str, nested: bool = False) -> None:
-    found = _find_aggs(e)
+    found = [a for a in _find_aggs(e) if id(a) not in b.outer_aggs]
     if found:
         what = "nested aggregates are" if nested else f"aggregates are not allowed in {where}"
         raise b.err("grouping_error", what if not nested else f"{what} not allowed", found[0])
@@ -1811,6 +2092,38 @@ def _typed_name(sql: str, start: int) -> tuple[str, int] | None:
         if m2:
             return m2.group(0), at
     return word, at
+
+
+def _lateral(t: exp.Expression) -> exp.Expression | None:
+    """The subquery of a LATERAL FROM item, or None when t is not one."""
+    if isinstance(t, exp.Lateral):
+        if not isinstance(t.this, exp.Subquery):
+            raise PlanError("unsupported", "LATERAL takes a subquery here (LATERAL table "
+                            "functions are not supported)")
+        return t.this
+    if isinstance(t, exp.Subquery) and t.args.get("lateral"):
+        return t
+    return None
+
+
+def _join_group(t: exp.Expression) -> exp.Expression | None:
+    """The FROM item carrying the joins of a parenthesised join (``(a JOIN b ON ...)``, which
+    sqlglot parses as a subquery over a table with joins), or None for a real subquery."""
+    while isinstance(t, exp.Subquery) and not t.args.get("alias") and not t.args.get("joins"):
+        t = t.this
+    if isinstance(t, (exp.Table, exp.Subquery)) and t.args.get("joins"):
+        return t
+    return None
+
+
+def _ancestors(node: exp.Expression, stop: exp.Expression) -> list[exp.Expression]:
+    """The nodes strictly between node and stop (stop excluded), innermost first."""
+    out = []
+    p = node.parent
+    while p is not None and p is not stop:
+        out.append(p)
+        p = p.parent
+    return out
 
 
 def _first_pos(node: exp.Expression) -> int | None:

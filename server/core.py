@@ -615,7 +615,10 @@ class Database:
         ast = s.ast
         if ast.args.get("replace"):
             raise SqlError("CREATE OR REPLACE VIEW is not supported", code="unsupported")
-        name = self._name_of(ast.this, s)
+        target = ast.this
+        if isinstance(target, exp.Schema):  # CREATE VIEW v(c1, c2): the planner renames
+            target = target.this
+        name = self._name_of(target, s)
         if name in w.tables or name in w.views:
             if ast.args.get("exists") and name in w.views:
                 return {"statement": "CREATE VIEW", "name": name, "created": False}

@@ -190,6 +190,13 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
             f"cannot tokenize SQL: {e}", code="syntax_error", line=line, column=column
         ) from None
     check_complexity(tokens, line, column)
+    for a, b in zip(tokens, tokens[1:], strict=False):
+        # x'303132' is a BLOB literal to DuckDB, but sqlglot reads a name and a string
+        if a.text in ("x", "X") and b.token_type == TokenType.STRING and b.start == a.end + 1:
+            probe = Statement("?", text, None, line, column)
+            ln, col = probe.locate(*_position(text, a.start))
+            raise SqlError("BLOB literals (x'...') are not supported", code="unsupported",
+                           line=ln or line, column=col or column)
     if tokens and tokens[0].text.upper() == "EXPLAIN":
         return _explain(text, tokens, line, column)
     try:
