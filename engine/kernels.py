@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from engine.budget import CHECK_EVERY
 from engine.lattice import Antichain, Time, join, less_equal
 from engine.order import sort_key
 from engine.trace import Batch, Entry
@@ -29,11 +30,17 @@ def join_batches(
     f: Callable[[Any, Any, Any], Any],
     new_is_left: bool,
     out: list[tuple[Any, Time, int]],
+    budget: Any = None,
 ) -> None:
-    """Join the updates of `new` against `others` (a trace cut), appending to `out`."""
+    """Join the updates of `new` against `others` (a trace cut), appending to `out`; a
+    `budget` (engine.budget.Budget) is charged with the outputs as they are produced."""
     if not others:
         return
+    charged = 0
     for key, entries in new.updates.items():
+        if budget is not None and len(out) - charged >= CHECK_EVERY:
+            budget.charge(len(out) - charged)
+            charged = len(out)
         for ob in others:
             oentries = ob.updates.get(key)
             if not oentries:
@@ -46,6 +53,8 @@ def join_batches(
                 for v2, t2, r2 in entries:
                     for v1, t1, r1 in oentries:
                         out.append((f(key, v1, v2), t1 if t1 == t2 else join(t1, t2), r1 * r2))
+    if budget is not None:
+        budget.charge(len(out) - charged)
 
 
 def history(batches: list[Batch], key: Any) -> list[Entry]:
