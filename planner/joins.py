@@ -172,11 +172,23 @@ def _rebuild(leaves: list[Rel], preds: list[Pred], outs: list[Scalar]) -> Rel:
     for leaf, e in sql_keys:
         own[leaf].append(_not_null(local(e, leaf)))
 
+    # Each leaf keeps only the columns read above it (outputs, residual filters, join keys),
+    # so neither the joins nor their arrangements carry columns nobody reads.
+    needed: list[set[int]] = [set() for _ in leaves]
+    for e in (*outs, *top, *(c for _, c in residual)):
+        for c in scalar_cols(e):
+            needed[owner[c]].add(c - offs[owner[c]])
+    for a, ca, b, cb in edges:
+        needed[a].add(ca)
+        needed[b].add(cb)
     inputs: list[Rel] = []
+    lpos: list[dict[int, int]] = []
     for i, leaf in enumerate(leaves):
         n = leaf.arity + len(extras[i])
-        if own[i] or extras[i]:
-            inputs.append(Mfp(leaf, tuple(extras[i]), tuple(own[i]), tuple(range(n))))
+        keep = tuple(sorted(needed[i]))
+        lpos.append({c: k for k, c in enumerate(keep)})
+        if own[i] or extras[i] or keep != tuple(range(n)):
+            inputs.append(Mfp(leaf, tuple(extras[i]), tuple(own[i]), keep))
         else:
             inputs.append(leaf)
 
@@ -197,21 +209,21 @@ def _rebuild(leaves: list[Rel], preds: list[Pred], outs: list[Scalar]) -> Rel:
 
     pos: dict[tuple[int, int], int] = {}
     cur = inputs[start]
-    for c in range(cur.arity):
-        pos[(start, c)] = c
+    for c, k in lpos[start].items():
+        pos[(start, c)] = k
     done = {start}
     pending = list(residual)
     for nxt in order[1:]:
         keys = []
         for a, ca, b, cb in edges:
             if a in done and b == nxt:
-                keys.append((pos[(a, ca)], cb))
+                keys.append((pos[(a, ca)], lpos[b][cb]))
             elif b in done and a == nxt:
-                keys.append((pos[(b, cb)], ca))
+                keys.append((pos[(b, cb)], lpos[a][ca]))
         width = cur.arity
         cur = Join(cur, inputs[nxt], tuple(keys))
-        for c in range(inputs[nxt].arity):
-            pos[(nxt, c)] = width + c
+        for c, k in lpos[nxt].items():
+            pos[(nxt, c)] = width + k
         done.add(nxt)
         now = [c for ls, c in pending if ls <= done]
         pending = [(ls, c) for ls, c in pending if not ls <= done]
