@@ -14,6 +14,7 @@ Public API::
     handle.insert((1, 2)); handle.advance_to(1); df.run()
 """
 
+from engine.budget import Budget, BudgetExceeded
 from engine.collection import Collection
 from engine.dataflow import Dataflow, Operator, Scope
 from engine.errors import DataflowPoisoned, EngineError, IterationLimitExceeded
@@ -26,6 +27,8 @@ from engine.operators.iterate import Variable
 __all__ = [
     "Antichain",
     "Arranged",
+    "Budget",
+    "BudgetExceeded",
     "Capture",
     "Collection",
     "Dataflow",

@@ -162,6 +162,8 @@ class Dataflow:
         # Readers this dataflow holds on traces imported from other dataflows.
         self.foreign_readers: list[Any] = []
         self.poisoned: BaseException | None = None
+        # Limits on each run() (engine/budget.py); None: unlimited.
+        self.budget: Any = None
         self.steps = 0
         self._has_loops = False
         self._loops_version = -1
@@ -198,6 +200,7 @@ class Dataflow:
         # only ever grow by one and never let the loop retire.
         reach = compute_reach(self.ops) if self.has_loops() else {}
         busy = False
+        budget = self.budget
         try:
             for op in self.ops:
                 frontiers = [reach[src.index] for src in op.inputs]
@@ -210,9 +213,13 @@ class Dataflow:
                     op.activate(frontiers)
                     busy = True
                 reach[op.index] = op.reach(frontiers)
+                if budget is not None:
+                    budget.charge()
             for trace in self.traces:
                 if trace.pending:
                     trace.maintain()
+            if budget is not None and budget.records is not None:
+                budget.check_records(self.total_records())
         except BaseException as exc:
             self.poisoned = exc
             raise
@@ -239,6 +246,8 @@ class Dataflow:
         paused = gc.isenabled()
         if paused:
             gc.disable()
+        if self.budget is not None:
+            self.budget.start()
         try:
             n = 0
             while self.step():

@@ -94,10 +94,11 @@ class InProcessExecutor:
 
     # -- stateful kernels ----------------------------------------------------------------------
     def join(
-        self, new: Batch, others: list[Batch], f: Callable[[Any, Any, Any], Any], new_is_left: bool
+        self, new: Batch, others: list[Batch], f: Callable[[Any, Any, Any], Any], new_is_left: bool,
+        budget: Any = None,
     ) -> Updates:
         out: Updates = []
-        join_batches(new, others, f, new_is_left, out)
+        join_batches(new, others, f, new_is_left, out, budget)
         return out
 
     def reduce_round(

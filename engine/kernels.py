@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from engine.budget import CHECK_EVERY
 from engine.lattice import Antichain, Time, join, less_equal
 from engine.order import sort_key
 from engine.trace import Batch, Entry
@@ -29,9 +30,14 @@ def join_batches(
     f: Callable[[Any, Any, Any], Any],
     new_is_left: bool,
     out: list[tuple[Any, Time, int]],
+    budget: Any = None,
 ) -> None:
-    """Join the updates of `new` against `others` (a trace cut), appending to `out`."""
+    """Join the updates of `new` against `others` (a trace cut), appending to `out`; a
+    `budget` (engine.budget.Budget) is charged with the outputs as they are produced."""
     if not others:
+        return
+    if budget is not None:
+        _join_budgeted(new, others, f, new_is_left, out, budget)
         return
     for key, entries in new.updates.items():
         for ob in others:
@@ -46,6 +52,35 @@ def join_batches(
                 for v2, t2, r2 in entries:
                     for v1, t1, r1 in oentries:
                         out.append((f(key, v1, v2), t1 if t1 == t2 else join(t1, t2), r1 * r2))
+
+
+def _join_budgeted(
+    new: Batch,
+    others: list[Batch],
+    f: Callable[[Any, Any, Any], Any],
+    new_is_left: bool,
+    out: list[tuple[Any, Time, int]],
+    budget: Any,
+) -> None:
+    """`join_batches` charging `budget` at least every `CHECK_EVERY` outputs (plus one row of
+    the other side), so a single key with a huge cross product is stopped midway too."""
+    charged = 0
+    for key, entries in new.updates.items():
+        for ob in others:
+            oentries = ob.updates.get(key)
+            if not oentries:
+                continue
+            for vn, tn, rn in entries:
+                if len(out) - charged >= CHECK_EVERY:
+                    budget.charge(len(out) - charged)
+                    charged = len(out)
+                if new_is_left:
+                    for vo, to, ro in oentries:
+                        out.append((f(key, vn, vo), tn if tn == to else join(tn, to), rn * ro))
+                else:
+                    for vo, to, ro in oentries:
+                        out.append((f(key, vo, vn), tn if tn == to else join(tn, to), rn * ro))
+    budget.charge(len(out) - charged)
 
 
 def history(batches: list[Batch], key: Any) -> list[Entry]:

@@ -24,6 +24,8 @@ from planner.aggregate import reduce_group, topk_rows
 from planner.errors import PlanError
 from planner.ir import (
     ArrangeBy,
+    Call,
+    Col,
     Constant,
     FlatMap,
     Get,
@@ -67,14 +69,23 @@ def compile_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ..
     n = m.input.arity
     maps = [compile_scalar(e) for e in m.map]
     after: list[list[Callable[[tuple[Any, ...]], Any]]] = [[] for _ in range(len(maps) + 1)]
+    not_null: list[int] = []  # the IS NOT NULL filters on input columns that join keys add
     for p in m.filter:
         need = max((c - n + 1 for c in scalar_cols(p) if c >= n), default=0)
+        if need == 0 and not after[0] and isinstance(p, Call) and p.func == "not" and \
+                isinstance(p.args[0], Call) and p.args[0].func == "is_null" and \
+                isinstance(p.args[0].args[0], Col):
+            not_null.append(p.args[0].args[0].index)
+            continue
         after[need].append(compile_scalar(p))
     proj = _getter(m.project)
     steps = list(zip(maps, after[1:], strict=True))
     first = after[0]
 
     def f(row: tuple[Any, ...]) -> tuple[tuple[Any, ...], ...]:
+        for i in not_null:
+            if row[i] is None:
+                return ()
         for p in first:
             if p(row) is not True:
                 return ()

@@ -35,6 +35,7 @@ from planner.ir import (
     transform_up,
     with_children,
 )
+from planner.joins import order_joins
 
 
 def _identity(n: int) -> tuple[int, ...]:
@@ -301,6 +302,8 @@ Rule = Callable[[Rel], Rel]
 
 RULES: tuple[Rule, ...] = (
     fold_constants,
+    fuse_mfps,
+    order_joins,
     fuse_mfps,
     pushdown_predicates,
     join_keys_from_where,

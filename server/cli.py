@@ -114,6 +114,13 @@ def _parser() -> argparse.ArgumentParser:
         default=10_000,
         help="iterations a recursive view may take per update before it fails",
     )
+    s.add_argument("--view-time-budget", type=float, default=300.0,
+                   help="seconds one view may compute per update (or at creation) before it "
+                        "fails with budget_exceeded (default 300)")
+    s.add_argument("--view-work-budget", type=int, default=100_000_000,
+                   help="join outputs one view may produce per update (default 100,000,000)")
+    s.add_argument("--view-memory-budget", type=int, default=50_000_000,
+                   help="records one view may hold in its arrangements (default 50,000,000)")
     s.add_argument("--log-level", default="info")
 
     env_url = os.environ.get("DIFFSQL_URL")
@@ -187,6 +194,9 @@ def _serve(args: argparse.Namespace) -> int:
             as_of_timeout=args.as_of_timeout,
             subscriber_queue_limit=args.subscriber_queue_limit,
             iteration_limit=args.iteration_limit,
+            view_time_budget=args.view_time_budget,
+            view_work_budget=args.view_work_budget,
+            view_memory_budget=args.view_memory_budget,
         )
         create_executor(settings).close()  # fail fast on an unavailable executor
     except (ConfigError, ValueError) as e:

@@ -187,6 +187,7 @@ def _failure(e: BaseException) -> dict[str, Any]:
     if not isinstance(code, str) or not code:
         code = {
             "IterationLimitExceeded": "iteration_limit",
+            "BudgetExceeded": "budget_exceeded",
             "EvaluationError": "evaluation_error",
             "DataflowPoisoned": "evaluation_error",
         }.get(name, "evaluation_error")
@@ -932,9 +933,11 @@ class Database:
         except ApiError:
             raise
         except Exception as e:  # noqa: BLE001 - the engine failed evaluating the view
+            err = _failure(e)
             raise SqlError(
-                f"view {name!r} cannot be computed: {_failure(e)['message']}",
-                code="view_error",
+                f"view {name!r} cannot be computed: {err['message']}",
+                # a budget overrun keeps its own code: the remedy (raise the budget) differs
+                code="budget_exceeded" if err["code"] == "budget_exceeded" else "view_error",
             ) from None
         finally:
             tmp.release()
@@ -980,9 +983,10 @@ class Database:
                 raise
             except Exception as e:  # noqa: BLE001 - engine failure: reject the view
                 view.release()
+                err = _failure(e)
                 raise SqlError(
-                    f"view {name!r} cannot be computed: {_failure(e)['message']}",
-                    code="view_error",
+                    f"view {name!r} cannot be computed: {err['message']}",
+                    code="budget_exceeded" if err["code"] == "budget_exceeded" else "view_error",
                 ) from None
             w.hydrated[name] = view
             if name not in read_by_new and all(d in w.tables for d in rec.dependencies):

@@ -40,6 +40,14 @@ class Settings(BaseModel):
     query_timeout: float = Field(default=30.0, gt=0)
     query_memory_limit: str = "1GB"
     iteration_limit: int = Field(default=10_000, ge=1)
+    view_time_budget: float = Field(default=300.0, gt=0)
+    """Seconds one view's dataflow may run per update (or to hydrate at creation) before the
+    view (or the CREATE) fails with `budget_exceeded`; bounds work an iteration limit cannot."""
+    view_work_budget: int = Field(default=100_000_000, ge=1)
+    """Join outputs one view's dataflow may produce per update (bounds time and the memory of
+    one round of a recursion)."""
+    view_memory_budget: int = Field(default=50_000_000, ge=1)
+    """Records one view's dataflow may hold in its arrangements."""
     subscriber_queue_limit: int = Field(default=10_000, ge=1)
     heartbeat_seconds: float = Field(default=15.0, gt=0)
 

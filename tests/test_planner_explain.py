@@ -20,6 +20,9 @@ CASES = {
     "filter_project": "SELECT id, a + 1 AS a1 FROM t WHERE a > 2 AND b LIKE 'x%'",
     "equi_join_from_where": "SELECT t.id, u.s FROM t, u WHERE t.a = u.a AND t.c > 1",
     "left_join": "SELECT t.id, u.id FROM t LEFT JOIN u ON t.a = u.a",
+    "join_order": "SELECT t1.id, t2.id, u1.s FROM u u2, t t1, e, t t2, u u1 "
+                  "WHERE t1.a = e.src AND e.dst = t2.a AND t2.id = u1.id AND u1.a = u2.a "
+                  "AND u2.s = 'x' AND t1.c > t2.c",
     "group_by_having": "SELECT a, count(*), sum(c) FROM t GROUP BY a HAVING count(*) > 1",
     "global_aggregate": "SELECT count(*), max(c) FROM t",
     "exists_correlated": "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a)",

@@ -39,13 +39,15 @@ class JoinOp(Operator):
     def activate(self, frontiers: list[Antichain]) -> None:
         ex = self.dataflow.executor
         lr, rr = self.left_reader, self.right_reader
+        # only a budgeted dataflow passes one (executors without budgets need not accept it)
+        kw = {"budget": self.dataflow.budget} if self.dataflow.budget is not None else {}
         for batch, blower in self.drain(0):
-            out = ex.join(batch, rr.batches(), self.f, True)
+            out = ex.join(batch, rr.batches(), self.f, True, **kw)
             lr.accept(batch)
             if not ex.is_empty(out):
                 self.send(out, blower)
         for batch, blower in self.drain(1):
-            out = ex.join(batch, lr.batches(), self.f, False)
+            out = ex.join(batch, lr.batches(), self.f, False, **kw)
             rr.accept(batch)
             if not ex.is_empty(out):
                 self.send(out, blower)

@@ -31,10 +31,18 @@ class Executor(Protocol):
 class InProcessExecutor:
     name = "inprocess"
 
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings
+
     def new_dataflow(self) -> Any:
         import engine
 
-        return engine.Dataflow()
+        df = engine.Dataflow()
+        s = self.settings
+        if s is not None:  # every view's dataflow runs under the configured budget
+            df.budget = engine.Budget(s.view_time_budget, s.view_work_budget,
+                                      s.view_memory_budget)
+        return df
 
     def close(self) -> None:
         return None
@@ -47,7 +55,7 @@ def create_executor(settings: Settings) -> Executor:
     """The executor named by `settings.executor`; `ConfigError` if it is not available."""
     name = settings.executor
     if name == "inprocess":
-        return InProcessExecutor()
+        return InProcessExecutor(settings)
     if name not in KNOWN:
         raise ConfigError(f"unknown executor {name!r}; choose one of {', '.join(KNOWN)}")
     try:

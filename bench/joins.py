@@ -1,0 +1,127 @@
+"""A view joining 12 tables in a chain, with two constant filters (issue 13).
+
+Tables ``j1..j12 (a, b, c INTEGER)`` of ``--rows`` rows each; the view is
+``SELECT j1.c, ..., j12.c FROM j1, ..., j12 WHERE j1.b = j2.a AND ... AND j11.b = j12.a
+AND j1.c = 7 AND j12.c < 50``, its FROM list in scrambled order (the planner must find the
+chain). Measured in one run, on the same data:
+
+- hydration: building the view's dataflow and running it over the loaded tables, against
+  DuckDB answering the same SELECT over the same tables (already loaded);
+- a 1,000-row insert spread over the 12 tables in one transaction (one epoch), against DuckDB
+  answering the same SELECT again afterwards.
+
+Both answers are checked against DuckDB's; the last line is
+
+    summary: tables=12 rows=10000 hydration_vs_duckdb=<x> insert1000_vs_duckdb=<x> ok=<bool>
+
+where ``x`` is our time divided by DuckDB's (the issue's target: within 10x).
+
+    python bench/joins.py [--rows 10000] [--tables 12] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import duckdb  # noqa: E402
+
+from engine import Dataflow  # noqa: E402
+from planner import Catalog, Column, TableSchema, compile_view  # noqa: E402
+
+
+def view_sql(k: int, rng: random.Random) -> str:
+    order = list(range(1, k + 1))
+    rng.shuffle(order)
+    cols = ", ".join(f"j{i}.c" for i in range(1, k + 1))
+    conds = " AND ".join(f"j{i}.b = j{i + 1}.a" for i in range(1, k))
+    return (f"SELECT {cols} FROM " + ", ".join(f"j{i}" for i in order)
+            + f" WHERE {conds} AND j1.c = 7 AND j{k}.c < 50")
+
+
+def best_of(n: int, f: object) -> float:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        f()  # type: ignore[operator]
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=10_000)
+    ap.add_argument("--tables", type=int, default=12)
+    ap.add_argument("--insert", type=int, default=1_000)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    k, n = args.tables, args.rows
+    tables = [f"j{i}" for i in range(1, k + 1)]
+
+    def row() -> tuple[int, int, int]:
+        return (rng.randrange(n), rng.randrange(n), rng.randrange(100))
+
+    data = {t: [row() for _ in range(n)] for t in tables}
+    sql = view_sql(k, rng)
+
+    con = duckdb.connect()
+    for t in tables:
+        con.execute(f"CREATE TABLE {t} (a INTEGER, b INTEGER, c INTEGER)")
+        con.executemany(f"INSERT INTO {t} VALUES (?, ?, ?)", data[t])
+    duck_hydrate = best_of(3, lambda: con.execute(sql).fetchall())
+    want = Counter(con.execute(sql).fetchall())
+
+    cat = Catalog(tables={t: TableSchema(t, [Column(c, "INTEGER") for c in "abc"])
+                          for t in tables})
+    t0 = time.perf_counter()
+    cv = compile_view(sql, cat)
+    df = Dataflow()
+    handles, sources = {}, {}
+    for t in tables:
+        handles[t], sources[t] = df.new_input(t)
+    cap = cv.build(df, sources).capture()
+    for t in tables:
+        handles[t].send([(r, 1) for r in data[t]])
+        handles[t].advance_to(1)
+    df.run()
+    ours_hydrate = time.perf_counter() - t0
+    got = Counter(cap.snapshot())
+    ok = +got == +want
+    print(f"view: {sql}")
+    print(f"hydration: ours {ours_hydrate:.3f}s  duckdb {duck_hydrate:.4f}s  rows={sum(want.values())}"
+          f"  match={+got == +want}")
+
+    extra = {t: [] for t in tables}
+    for i in range(args.insert):
+        extra[tables[i % k]].append(row())
+    t0 = time.perf_counter()
+    for t in tables:
+        if extra[t]:
+            handles[t].send([(r, 1) for r in extra[t]])
+        handles[t].advance_to(2)
+    df.run()
+    ours_insert = time.perf_counter() - t0
+    for t in tables:
+        if extra[t]:
+            con.executemany(f"INSERT INTO {t} VALUES (?, ?, ?)", extra[t])
+    duck_insert = best_of(3, lambda: con.execute(sql).fetchall())
+    want = Counter(con.execute(sql).fetchall())
+    got = Counter(cap.snapshot())
+    ok = ok and +got == +want
+    print(f"insert {args.insert}: ours {ours_insert:.3f}s  duckdb {duck_insert:.4f}s"
+          f"  rows={sum(want.values())}  match={+got == +want}")
+    print(f"summary: tables={k} rows={n} hydration_vs_duckdb={ours_hydrate / duck_hydrate:.1f} "
+          f"insert{args.insert}_vs_duckdb={ours_insert / duck_insert:.1f} "
+          f"ok={'true' if ok else 'false'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""Join ordering: a tree of inner joins and filters becomes a left-deep join along the join graph.
+
+The binder writes ``FROM a, b, c WHERE ...`` as cross joins in FROM order with the whole WHERE
+in one filter above them; planned as written, every intermediate result is a cross product.
+``order_joins`` flattens each maximal tree of ``Join`` and map/filter/project nodes into
+*leaves* (the inputs that are not inner joins: tables, Let bindings, aggregates, outer joins)
+and *predicates* over the concatenation of the leaves' columns, then rebuilds it:
+
+- every conjunct that reads one leaf filters that leaf (before it is joined or arranged);
+- every conjunct ``x = y`` with ``x`` reading only leaf A and ``y`` only leaf B is a join key
+  (an expression key becomes a map column of its leaf); SQL equality never matches NULL, so both
+  key expressions get an ``IS NOT NULL`` filter, while keys the binder wrote as ``Join.keys``
+  (which match NULL with NULL, used by decorrelation) stay null-matching;
+- leaves join left-deep, greedily: start at the most filtered leaf, then always join a leaf
+  connected to the joined set by an equi-join edge (most filtered first, then FROM order); a
+  cross product happens only when no remaining leaf shares an equality with the joined set;
+- every other conjunct applies right after the join that brings in the last leaf it reads.
+
+Invariant: the rebuilt plan denotes the same multiset. Inner joins and filters commute, so any
+order of the leaves gives the same rows up to a permutation of columns, which the final
+projection undoes. Outer joins are never flattened (the binder writes them as a union of an inner
+join and the unmatched rows, so they are leaves here), hence nothing is reordered across them.
+Filters on one leaf keep their relative order, so a guard like ``a <> 0`` still runs before
+``10 // a`` (see ``lower.compile_mfp``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.ir import (
+    Call,
+    Col,
+    Join,
+    Lit,
+    Mfp,
+    Rel,
+    Scalar,
+    children,
+    map_cols,
+    scalar_cols,
+    with_children,
+)
+
+
+@dataclass(frozen=True)
+class _KeyEq:
+    """A null-matching equality of two concatenated columns (from ``Join.keys``)."""
+
+    a: int
+    b: int
+
+
+Pred = Scalar | _KeyEq
+
+
+class _Keep(Exception):
+    """The join tree has a shape order_joins does not rebuild; it is left as written."""
+
+
+def _joinish(r: Rel) -> bool:
+    while isinstance(r, Mfp):
+        r = r.input
+    return isinstance(r, Join)
+
+
+def _subst(e: Scalar, cols: list[Scalar]) -> Scalar:
+    return map_cols(e, lambda i: cols[i])
+
+
+def _flatten(r: Rel, leaves: list[Rel], preds: list[Pred]) -> list[Scalar]:
+    """Leaves and predicates of r appended in place; returns r's columns as expressions over
+    the concatenated leaf columns."""
+    if isinstance(r, Join):
+        lo = _flatten(r.left, leaves, preds)
+        ro = _flatten(r.right, leaves, preds)
+        for a, b in r.keys:
+            la, rb = lo[a], ro[b]
+            if not (isinstance(la, Col) and isinstance(rb, Col)):
+                raise _Keep  # a key over a computed column (the binder never writes one)
+            preds.append(_KeyEq(la.index, rb.index))
+        return lo + ro
+    if isinstance(r, Mfp) and _joinish(r.input):
+        cols = list(_flatten(r.input, leaves, preds))
+        for m in r.map:
+            cols.append(_subst(m, cols))
+        for p in r.filter:
+            preds.append(_subst(p, cols))
+        return [cols[i] for i in r.project]
+    base = sum(x.arity for x in leaves)
+    leaves.append(order_joins(r))
+    return [Col(base + i) for i in range(r.arity)]
+
+
+def _conjuncts(p: Scalar) -> list[Scalar]:
+    if isinstance(p, Call) and p.func == "and":
+        return [c for a in p.args for c in _conjuncts(a)]
+    return [p]
+
+
+def _not_null(e: Scalar) -> Scalar:
+    return Call("not", (Call("is_null", (e,), "BOOLEAN"),), "BOOLEAN")
+
+
+def _score(preds: list[Scalar]) -> int:
+    """How selective a leaf's own filters look: an equality with a constant counts most."""
+    s = 0
+    for p in preds:
+        if isinstance(p, Call) and p.func == "eq" and any(isinstance(a, Lit) for a in p.args):
+            s += 4
+        elif isinstance(p, Call) and p.func == "not" and isinstance(p.args[0], Call) and \
+                p.args[0].func == "is_null":
+            s += 0
+        else:
+            s += 1
+    return s
+
+
+def _rebuild(leaves: list[Rel], preds: list[Pred], outs: list[Scalar]) -> Rel:
+    offs: list[int] = []
+    o = 0
+    for leaf in leaves:
+        offs.append(o)
+        o += leaf.arity
+    owner = [i for i, leaf in enumerate(leaves) for _ in range(leaf.arity)]
+
+    def leaves_of(e: Scalar) -> set[int]:
+        return {owner[c] for c in scalar_cols(e)}
+
+    def local(e: Scalar, leaf: int) -> Scalar:
+        return map_cols(e, lambda i: i - offs[leaf])
+
+    own: list[list[Scalar]] = [[] for _ in leaves]
+    extras: list[list[Scalar]] = [[] for _ in leaves]
+    top: list[Scalar] = []
+    residual: list[tuple[frozenset[int], Scalar]] = []
+    # edges: (leaf A, local column of A, leaf B, local column of B)
+    edges: list[tuple[int, int, int, int]] = []
+
+    def key_col(e: Scalar, leaf: int) -> int:
+        le = local(e, leaf)
+        if isinstance(le, Col):
+            return le.index
+        if le in extras[leaf]:
+            return leaves[leaf].arity + extras[leaf].index(le)
+        extras[leaf].append(le)
+        return leaves[leaf].arity + len(extras[leaf]) - 1
+
+    sql_keys: list[tuple[int, Scalar]] = []
+    for p in preds:
+        if isinstance(p, _KeyEq):
+            la, lb = owner[p.a], owner[p.b]
+            edges.append((la, p.a - offs[la], lb, p.b - offs[lb]))
+            continue
+        for c in _conjuncts(p):
+            ls = leaves_of(c)
+            if not ls:
+                top.append(c)
+            elif len(ls) == 1:
+                (leaf,) = ls
+                own[leaf].append(local(c, leaf))
+            else:
+                if isinstance(c, Call) and c.func == "eq" and len(c.args) == 2:
+                    x, y = c.args
+                    lx, ly = leaves_of(x), leaves_of(y)
+                    if len(lx) == 1 and len(ly) == 1 and lx != ly:
+                        (a,), (b,) = lx, ly
+                        sql_keys += [(a, x), (b, y)]
+                        edges.append((a, key_col(x, a), b, key_col(y, b)))
+                        continue
+                residual.append((frozenset(ls), c))
+    for leaf, e in sql_keys:
+        own[leaf].append(_not_null(local(e, leaf)))
+
+    # Each leaf keeps only the columns read above it (outputs, residual filters, join keys),
+    # so neither the joins nor their arrangements carry columns nobody reads.
+    needed: list[set[int]] = [set() for _ in leaves]
+    for e in (*outs, *top, *(c for _, c in residual)):
+        for c in scalar_cols(e):
+            needed[owner[c]].add(c - offs[owner[c]])
+    for a, ca, b, cb in edges:
+        needed[a].add(ca)
+        needed[b].add(cb)
+    inputs: list[Rel] = []
+    lpos: list[dict[int, int]] = []
+    for i, leaf in enumerate(leaves):
+        n = leaf.arity + len(extras[i])
+        keep = tuple(sorted(needed[i]))
+        lpos.append({c: k for k, c in enumerate(keep)})
+        if own[i] or extras[i] or keep != tuple(range(n)):
+            inputs.append(Mfp(leaf, tuple(extras[i]), tuple(own[i]), keep))
+        else:
+            inputs.append(leaf)
+
+    score = [_score(own[i]) for i in range(len(leaves))]
+    adj: dict[int, set[int]] = {i: set() for i in range(len(leaves))}
+    for a, _, b, _ in edges:
+        adj[a].add(b)
+        adj[b].add(a)
+    start = max(range(len(leaves)), key=lambda i: (score[i], -i))
+    order = [start]
+    joined = {start}
+    while len(order) < len(leaves):
+        rest = [i for i in range(len(leaves)) if i not in joined]
+        linked = [i for i in rest if adj[i] & joined]
+        pick = max(linked or rest, key=lambda i: (score[i], -i))
+        order.append(pick)
+        joined.add(pick)
+
+    pos: dict[tuple[int, int], int] = {}
+    cur = inputs[start]
+    for c, k in lpos[start].items():
+        pos[(start, c)] = k
+    done = {start}
+    pending = list(residual)
+    for nxt in order[1:]:
+        keys = []
+        for a, ca, b, cb in edges:
+            if a in done and b == nxt:
+                keys.append((pos[(a, ca)], lpos[b][cb]))
+            elif b in done and a == nxt:
+                keys.append((pos[(b, cb)], lpos[a][ca]))
+        width = cur.arity
+        cur = Join(cur, inputs[nxt], tuple(keys))
+        for c, k in lpos[nxt].items():
+            pos[(nxt, c)] = width + k
+        done.add(nxt)
+        now = [c for ls, c in pending if ls <= done]
+        pending = [(ls, c) for ls, c in pending if not ls <= done]
+        if now:
+            cur = Mfp(cur, (), tuple(map_cols(c, lambda i: pos[(owner[i], i - offs[owner[i]])])
+                                     for c in now), tuple(range(cur.arity)))
+    assert not pending
+
+    def place(i: int) -> int:
+        return pos[(owner[i], i - offs[owner[i]])]
+
+    n = cur.arity
+    maps: list[Scalar] = []
+    proj: list[int] = []
+    for e in outs:
+        if isinstance(e, Col):
+            proj.append(place(e.index))
+        else:
+            maps.append(map_cols(e, place))
+            proj.append(n + len(maps) - 1)
+    return Mfp(cur, tuple(maps), tuple(map_cols(c, place) for c in top), tuple(proj))
+
+
+def order_joins(r: Rel) -> Rel:
+    """Every maximal tree of inner joins and filters, rebuilt along its join graph."""
+    if _joinish(r):
+        leaves: list[Rel] = []
+        preds: list[Pred] = []
+        try:
+            return _rebuild(leaves, preds, _flatten(r, leaves, preds))
+        except _Keep:
+            return with_children(r, [order_joins(k) for k in children(r)])
+    kids = children(r)
+    if not kids:
+        return r
+    return with_children(r, [order_joins(k) for k in kids])
