@@ -62,7 +62,16 @@ from sqlglot import exp
 
 from engine.sources import FileSource
 from server import bulkload
-from server.errors import ApiError, Conflict, Forbidden, Gone, NotFound, SqlError, from_duckdb
+from server.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    NotFound,
+    SqlError,
+    from_duckdb,
+)
 from server.executors import Executor
 from server.feeds import Hub, Message, Subscription, progress_message, update_message
 from server.sandbox import Relation, check_relations, run_query
@@ -202,7 +211,7 @@ class Database:
         self.executor = executor
         self.write_lock = threading.RLock()
         self.state_lock = threading.Lock()
-        self.hub = Hub(settings.subscriber_queue_limit)
+        self.hub = Hub(settings.subscriber_queue_limit, settings.subscriber_queue_bytes)
         self.store = Store(settings.database_path)
         self.tables: dict[str, TableRecord] = {}
         self.views: dict[str, MaintainedView] = {}
@@ -248,6 +257,7 @@ class Database:
         with self.write_lock:
             with self.state_lock:
                 self.hub.close_all()
+            self.hub.shutdown()
             self.store.close()
             if self._own_loads:
                 shutil.rmtree(self.loads_dir, ignore_errors=True)
@@ -1401,6 +1411,14 @@ class Database:
             if not v.running:
                 raise Conflict(f"view {name!r} has failed: {v.error}", code="view_failed")
             now = v.complete_ts
+            issued = max(self.last_ts, self.committed_ts)
+            if since is not None and since > issued:
+                # Never issued: a client bug. Waiting could claim progress nothing backs.
+                raise BadRequest(
+                    f"since={since} is beyond the latest timestamp this server has issued "
+                    f"({issued}); resume with a timestamp the server sent",
+                    code="since_in_future",
+                )
             msgs: list[Message] = []
             if since is not None:
                 if since >= v.base_ts:
@@ -1417,9 +1435,13 @@ class Database:
                     )
             elif snapshot:
                 msgs.append(update_message(now, list(v.contents.items())))
-            msgs.append(progress_message(max(now, since or 0)))
+            if since is None or since <= now:
+                msgs.append(progress_message(now))
             sub = self.hub.add(name, loop)
+            sub.position = since if since is not None and since > now else now
             if since is not None and since > now:
+                # Issued but not yet complete for this view: wait, claiming no progress
+                # before the view reaches it (the client already has everything to `since`).
                 sub.after = since
         return sub, msgs
 
