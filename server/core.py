@@ -1384,6 +1384,15 @@ class Database:
             delay = min(delay * 2, 0.05)
 
     def view_rows(self, name: str, as_of: int | None) -> dict[str, Any]:
+        columns, ts, items = self.view_items(name, as_of)
+        rows = sorted((r for r, n in items for _ in range(n)), key=sort_key)
+        return {"columns": columns, "rows": [row_to_json(r) for r in rows], "timestamp": ts}
+
+    def view_items(
+        self, name: str, as_of: int | None
+    ) -> tuple[list[str], int, list[tuple[Row, int]]]:
+        """A view's column names, timestamp and (row, count) items as of `as_of` (default:
+        complete). Only copies under the state lock: callers sort and encode outside it."""
         with self.state_lock:
             v = self.views.get(name)
             if v is None:
@@ -1397,9 +1406,7 @@ class Database:
                     f"(created at {v.created_ts}); as_of={ts} is not available"
                 )
             contents = v.contents if ts == v.complete_ts else v.contents_at(ts)
-            rows = sorted(contents.elements(), key=sort_key)
-            columns = [c["name"] for c in v.columns]
-        return {"columns": columns, "rows": [row_to_json(r) for r in rows], "timestamp": ts}
+            return [c["name"] for c in v.columns], ts, list(contents.items())
 
     def subscribe(
         self, name: str, snapshot: bool, since: int | None, loop: asyncio.AbstractEventLoop
