@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
 REDACTED = "[REDACTED]"
 _PATTERNS = [
-    re.compile(r"(?i)(bearer[\s.]+)[^\s'\",;)\]]+"),
-    re.compile(r"(?i)((?:access_)?token(?:=|%3D))[^&\s'\",;)\]]*"),
+    re.compile(r"(?i)(bearer[\s.]+)(?!\[REDACTED\])[^\s'\",;)\]]+"),
+    re.compile(r"(?i)((?:access_)?token(?:=|%3D))(?!\[REDACTED\])[^&\s'\",;)\]]+"),
 ]
 
 
@@ -34,13 +35,27 @@ class RedactSecrets(logging.Filter):
             text = p.sub(r"\1" + REDACTED, text)
         return text
 
+    def _arg(self, value: Any) -> Any:
+        if isinstance(value, bool | int | float) or value is None:
+            return value
+        text = value if isinstance(value, str) else str(value)
+        clean = self.redact(text)
+        return value if clean == text else clean
+
     def filter(self, record: logging.LogRecord) -> bool:
+        # Arguments one by one first: some formatters (uvicorn's access log) read them.
+        if isinstance(record.args, tuple):
+            record.args = tuple(self._arg(a) for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: self._arg(v) for k, v in record.args.items()}
+        if isinstance(record.msg, str):
+            record.msg = self.redact(record.msg)
         try:
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - a malformed record is logged as it is
             return True
         clean = self.redact(message)
-        if clean != message or record.args:
+        if clean != message:  # a secret made by formatting itself: keep only the clean text
             record.msg, record.args = clean, ()
         if record.exc_info and not record.exc_text:
             # Tracebacks are formatted by the handler later; format (and redact) them now.
