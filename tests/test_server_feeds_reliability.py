@@ -63,10 +63,12 @@ class _Sampler:
         self.fn, self.pause = fn, pause
         self.times: list[float] = []
         self.errors: list[BaseException] = []
+        self.slow: list[tuple[float, float]] = []  # (seconds from start, duration)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        start = time.perf_counter()
         while not self._stop.is_set():
             t0 = time.perf_counter()
             try:
@@ -75,6 +77,8 @@ class _Sampler:
                 self.errors.append(e)
                 return
             self.times.append(time.perf_counter() - t0)
+            if self.times[-1] > 0.1:
+                self.slow.append((round(t0 - start, 2), round(self.times[-1], 3)))
             self._stop.wait(self.pause)
 
     def __enter__(self) -> _Sampler:
@@ -142,7 +146,7 @@ def test_stalled_subscribers_leave_memory_bounded_and_health_fast(server: Server
             f"stalled: {len(socks)} subscribers, {len(writer.times)} writes, rss "
             f"{rss0 / MB:.0f} -> peak {peak / MB:.0f} MB, /health p50 "
             f"{health.quantile(0.5) * 1000:.1f} ms p99 {p99 * 1000:.1f} ms, write p50 "
-            f"{writer.quantile(0.5) * 1000:.1f} ms"
+            f"{writer.quantile(0.5) * 1000:.1f} ms; slow /health (at s, took s): {health.slow[:20]}"
         )
         assert len(writer.times) >= STALL_SECONDS  # the writer really ran (>= 1 write/s)
         assert peak - rss0 < 200 * MB

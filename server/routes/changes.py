@@ -27,12 +27,14 @@ from starlette.types import Receive, Scope, Send
 from server.core import Database
 from server.deps import DatabaseDep, SettingsDep
 from server.errors import ApiError, BadRequest
-from server.feeds import CHUNK_ROWS, Frame, Subscription, is_end
+from server.feeds import Frame, Subscription, is_end
 
 router = APIRouter(tags=["changes"])
 log = logging.getLogger("diffsql.feeds")
 
 _MAX_TS = 2**63 - 1
+# Updates with more rows than this are encoded on a worker thread, not on the event loop.
+_INLINE_ROWS = 64
 
 
 async def _messages(
@@ -68,7 +70,7 @@ async def _messages(
 
 async def _sse_pieces(frame: Frame) -> AsyncIterator[str]:
     """The SSE text of a frame; a large one is encoded piece by piece on a worker thread."""
-    if frame.sse is not None or frame.rows <= CHUNK_ROWS:
+    if frame.sse is not None or frame.rows <= _INLINE_ROWS:
         yield frame.sse_text()
         return
     pieces: Iterator[str] = frame.sse_pieces()
@@ -81,7 +83,7 @@ async def _sse_pieces(frame: Frame) -> AsyncIterator[str]:
 
 
 async def _ws_text(frame: Frame) -> str:
-    if frame.ws is not None or frame.rows <= CHUNK_ROWS:
+    if frame.ws is not None or frame.rows <= _INLINE_ROWS:
         return frame.ws_text()
     return await run_in_threadpool(frame.ws_text)
 
