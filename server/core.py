@@ -1441,7 +1441,10 @@ class Database:
                         f"retained; cannot resume after {since}: resubscribe with snapshot=true"
                     )
             elif snapshot:
-                msgs.append(update_message(now, list(v.contents.items())))
+                contents = v.contents
+                msgs.append(
+                    self.hub.snapshot(name, (v.created_ts, now), lambda: list(contents.items()))
+                )
             if since is None or since <= now:
                 msgs.append(progress_message(now))
             sub = self.hub.add(name, loop)

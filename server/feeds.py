@@ -58,6 +58,9 @@ class Frame:
     extra: dict[str, Any] | None = None
     sse: str | None = None
     ws: str | None = None
+    shared: bool = False
+    """Handed to many subscribers (a cached snapshot): encode once, whole, under `_lock`."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def rows(self) -> int:
@@ -108,10 +111,18 @@ class Frame:
 
     def sse_text(self) -> str:
         if self.sse is None:
-            self.sse = "".join(self.sse_pieces())
+            with self._lock:
+                if self.sse is None:
+                    self.sse = "".join(self.sse_pieces())
         return self.sse
 
     def ws_text(self) -> str:
+        if self.ws is None:
+            with self._lock:
+                return self._ws_text()
+        return self.ws
+
+    def _ws_text(self) -> str:
         if self.ws is None:
             body = "".join(self._pieces())
             self.ws = f'{{"type":"{self.type}",' + body[1:] if body != "{}" else (
@@ -201,6 +212,14 @@ class Subscription:
         self.queued_bytes -= frame.nbytes
         return frame
 
+    def next_nowait(self) -> Frame | None:
+        """The next frame if one is queued, else None."""
+        if not self.queue:
+            return None
+        frame = self.queue.popleft()
+        self.queued_bytes -= frame.nbytes
+        return frame
+
     def lagging_error(self) -> Frame:
         where = self.position if self.position is not None else 0
         return error_message(
@@ -209,6 +228,24 @@ class Subscription:
             f"{self.limit_bytes} bytes unread); resume with since={where}",
             resume_since=where,
         )
+
+
+def _push_all(pushes: list[tuple[Subscription, list[Frame]]]) -> None:
+    """Deliver to many subscriptions with one wake-up of each event loop (not one each)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Subscription, list[Frame]]]] = {}
+    for sub, frames in pushes:
+        by_loop.setdefault(sub.loop, []).append((sub, frames))
+    for loop, items in by_loop.items():
+
+        def run(items: list[tuple[Subscription, list[Frame]]] = items) -> None:
+            for sub, frames in items:
+                sub._push(frames)
+
+        try:
+            loop.call_soon_threadsafe(run)
+        except RuntimeError:  # the loop is closed: the server is shutting down
+            for sub, _ in items:
+                sub.closed = True
 
 
 def is_end(frame: Frame) -> bool:
@@ -223,6 +260,7 @@ class Hub:
         self.queue_limit = queue_limit
         self.queue_bytes = queue_bytes
         self._subs: dict[str, dict[int, Subscription]] = {}
+        self._snapshots: dict[str, tuple[tuple[int, int], Frame]] = {}
         self._ids = itertools.count(1)
         self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feed-encoder")
         self._lock = threading.Lock()
@@ -232,6 +270,17 @@ class Hub:
         with self._lock:
             if not self._down:
                 self._encoder.submit(job)
+
+    def snapshot(self, view: str, key: tuple[int, int], rows: Callable[[], Batch]) -> Frame:
+        """The snapshot update of `view` at `key` = (created_ts, complete_ts): one shared
+        frame for every subscriber that arrives while the view is unchanged, so a crowd of
+        subscribers costs one copy and one encoding, not one each."""
+        cached = self._snapshots.get(view)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        frame = Frame("update", key[1], batch=rows(), shared=True)
+        self._snapshots[view] = (key, frame)
+        return frame
 
     def add(self, view: str, loop: asyncio.AbstractEventLoop) -> Subscription:
         sub = Subscription(view, loop, self.queue_limit, self.queue_bytes, id=next(self._ids))
@@ -244,6 +293,8 @@ class Hub:
 
     def publish(self, ts: int, batches: dict[str, Batch], views: Iterable[str]) -> None:
         """Send timestamp `ts`: its update (if any) then progress, to every view's subscribers."""
+        for view in batches:
+            self._snapshots.pop(view, None)  # changed: the next snapshot is a new frame
         targets = [
             (list(subs.values()), batches.get(view))
             for view in views
@@ -254,18 +305,20 @@ class Hub:
 
         def send() -> None:
             progress = progress_message(ts).encode()
+            pushes = []
             for subs, batch in targets:
                 frames = [update_message(ts, batch).encode(), progress] if batch else [progress]
-                for sub in subs:
-                    sub.push_threadsafe(frames)
+                pushes += [(sub, frames) for sub in subs]
+            _push_all(pushes)
 
         self._later(send)
 
     def end_view(self, view: str, code: str, message: str) -> None:
+        self._snapshots.pop(view, None)
         subs = list(self._subs.pop(view, {}).values())
         if subs:
             frames = [error_message(code, message).encode(), _CLOSE]
-            self._later(lambda: [s.push_threadsafe(frames) for s in subs])
+            self._later(lambda: _push_all([(s, frames) for s in subs]))
 
     def close_all(self) -> None:
         subs = [s for view in list(self._subs) for s in self._subs.pop(view).values()]

@@ -35,16 +35,20 @@ log = logging.getLogger("diffsql.feeds")
 _MAX_TS = 2**63 - 1
 # Updates with more rows than this are encoded on a worker thread, not on the event loop.
 _INLINE_ROWS = 64
+# Frames already queued for a subscriber are written together, up to about this many bytes.
+_BATCH_BYTES = 256 * 1024
 
 
 async def _messages(
     db: Database, sub: Subscription, initial: list[Frame], heartbeat: float
-) -> AsyncIterator[Frame | None]:
-    """Initial frames, then live ones; None means 'idle for a heartbeat'. Ends on close or
-    after an error frame. `sub.position` follows what has been handed out."""
+) -> AsyncIterator[list[Frame] | None]:
+    """Initial frames, then live ones, in lists (frames already queued are handed out
+    together, so a client that is behind gets one write, not one per frame); None means 'idle
+    for a heartbeat'. Ends on close or after an error frame. `sub.position` follows what has
+    been handed out."""
     try:
         for m in initial:
-            yield m
+            yield [m]
             if m.timestamp is not None:
                 sub.position = m.timestamp
         while True:
@@ -52,17 +56,34 @@ async def _messages(
             if m is None:
                 yield None
                 continue
-            if is_end(m):
-                if m.type == "lagging":
-                    yield sub.lagging_error()
-                return
-            ts = m.timestamp
-            if sub.after is not None and ts is not None and ts <= sub.after:
-                continue
-            yield m
-            if ts is not None:
-                sub.position = ts
-            if m.type == "error":
+            batch: list[Frame] = []
+            size, end = 0, False
+            while m is not None:
+                if is_end(m):
+                    if m.type == "lagging":
+                        # Handed out before the error, in the same write: resume after them.
+                        for f in batch:
+                            if f.timestamp is not None:
+                                sub.position = f.timestamp
+                        batch.append(sub.lagging_error())
+                    end = True
+                    break
+                ts = m.timestamp
+                if sub.after is None or ts is None or ts > sub.after:
+                    batch.append(m)
+                    size += m.nbytes
+                    if m.type == "error":
+                        end = True
+                        break
+                if size >= _BATCH_BYTES:
+                    break
+                m = sub.next_nowait()
+            if batch:
+                yield batch
+                for f in batch:
+                    if f.timestamp is not None:
+                        sub.position = f.timestamp
+            if end:
                 return
     finally:
         db.unsubscribe(sub)
@@ -72,6 +93,9 @@ async def _sse_pieces(frame: Frame) -> AsyncIterator[str]:
     """The SSE text of a frame; a large one is encoded piece by piece on a worker thread."""
     if frame.sse is not None or frame.rows <= _INLINE_ROWS:
         yield frame.sse_text()
+        return
+    if frame.shared:  # encoded once for all its subscribers (and kept while it is cached)
+        yield await run_in_threadpool(frame.sse_text)
         return
     pieces: Iterator[str] = frame.sse_pieces()
     done = object()
@@ -98,7 +122,8 @@ class _FeedResponse(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def timed_send(message: AsgiMessage) -> None:
-            await asyncio.wait_for(send(message), self.stall)
+            async with asyncio.timeout(self.stall):  # a timer, not a task per send
+                await send(message)
 
         try:
             await super().__call__(scope, receive, timed_send)
@@ -146,12 +171,15 @@ async def changes_sse(
     async def body() -> AsyncIterator[str]:
         messages = _messages(db, sub, initial, settings.heartbeat_seconds)
         try:
-            async for m in messages:
-                if m is None:
+            async for batch in messages:
+                if batch is None:
                     yield ": keepalive\n\n"
-                    continue
-                async for piece in _sse_pieces(m):
-                    yield piece
+                elif all(f.sse is not None or f.rows <= _INLINE_ROWS for f in batch):
+                    yield "".join(f.sse_text() for f in batch)
+                else:
+                    for f in batch:
+                        async for piece in _sse_pieces(f):
+                            yield piece
         finally:
             await messages.aclose()
 
@@ -227,13 +255,14 @@ async def changes_ws(websocket: WebSocket, name: str) -> None:
                 step.cancel()
                 return
             try:
-                m = step.result()
+                batch = step.result()
             except StopAsyncIteration:
                 await websocket.close()
                 return
-            if m is not None:
+            for m in batch or ():
                 text = await _ws_text(m)
-                await asyncio.wait_for(websocket.send_text(text), stall)
+                async with asyncio.timeout(stall):
+                    await websocket.send_text(text)
     except (WebSocketDisconnect, RuntimeError, TimeoutError):
         return
     finally:
