@@ -131,6 +131,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"diffsql: {e}", file=sys.stderr)
         return 2
     app = create_app(settings)
+    # Threads that serialise or plan hold the GIL for up to the switch interval at a time; a
+    # shorter one keeps the event loop (and so /health and the feeds) responsive beside them.
+    sys.setswitchinterval(0.001)
 
     class _Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
