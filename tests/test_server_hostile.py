@@ -218,3 +218,25 @@ def test_token_never_logged_at_debug_level(tmp_path: Path) -> None:
     assert TOKEN not in log, [line for line in log.splitlines() if TOKEN in line][:5]
     assert "Logging error" not in log  # redaction must not break a formatter
     assert "[REDACTED]" in log  # the secrets were there to redact (the test can fail)
+
+
+def test_as_of_beyond_int64_is_a_prompt_400(server: Server) -> None:
+    t0 = time.monotonic()
+    r = server.http.get("/views/v/rows", params={"as_of": "1180591620717411303424"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", r.text
+    assert time.monotonic() - t0 < PROMPT
+
+
+@pytest.mark.parametrize("content", [None, "", "\n"])
+def test_unusable_token_file_is_a_usage_error(tmp_path: Path, content: str | None) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "token"
+    if content is not None:
+        path.write_text(content)
+    p = subprocess.run(
+        [sys.executable, "-m", "server.cli", "serve", "--memory", "--token-file", str(path)],
+        capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[1],
+    )
+    assert p.returncode == 2 and "--token-file" in p.stderr, p.stderr

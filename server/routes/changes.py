@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import APIRouter, Header, Query, WebSocket, WebSocketDisconnect
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 from starlette.types import Message as AsgiMessage
 from starlette.types import Receive, Scope, Send
 
@@ -127,8 +128,12 @@ class _FeedResponse(StreamingResponse):
 
         try:
             await super().__call__(scope, receive, timed_send)
-        except TimeoutError:
-            log.warning("closing a change feed whose client read nothing for %gs", self.stall)
+        except (TimeoutError, ClientDisconnect) as e:
+            # Starlette reports an OSError while sending (TimeoutError is one) as a disconnect.
+            if isinstance(e, TimeoutError) or isinstance(e.__cause__, TimeoutError) or (
+                isinstance(e.__context__, TimeoutError)
+            ):
+                log.warning("closed a change feed whose client read nothing for %gs", self.stall)
         finally:
             aclose = getattr(self.body_iterator, "aclose", None)
             if aclose is not None:

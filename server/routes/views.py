@@ -61,7 +61,9 @@ async def view_rows(
     name: str,
     db: DatabaseDep,
     settings: SettingsDep,
-    as_of: int | None = Query(None, ge=0, description="timestamp; waits until complete"),
+    as_of: int | None = Query(
+        None, ge=0, le=2**63 - 1, description="timestamp; waits until complete"
+    ),
     timeout: float | None = Query(None, gt=0, le=300, description="seconds to wait for as_of"),
 ) -> Response:
     name = name.lower()
