@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from fastapi import APIRouter, Header, Query, WebSocket, WebSocketDisconnect
@@ -117,9 +117,12 @@ class _FeedResponse(StreamingResponse):
     """A streaming response whose every send must be accepted within `stall` seconds; a
     client that stops reading is disconnected instead of holding the feed forever."""
 
-    def __init__(self, content: AsyncIterator[str], stall: float, **kw: Any) -> None:
+    def __init__(
+        self, content: AsyncIterator[str], stall: float, on_close: Callable[[], None], **kw: Any
+    ) -> None:
         super().__init__(content, **kw)
         self.stall = stall
+        self.on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def timed_send(message: AsgiMessage) -> None:
@@ -141,6 +144,7 @@ class _FeedResponse(StreamingResponse):
                     await aclose()  # ends the subscription now, not when collected
                 except RuntimeError:
                     pass
+            self.on_close()  # also when the body never started (the client left at once)
 
 
 def _check_since(since: int | None) -> None:
@@ -171,7 +175,9 @@ async def changes_sse(
         except ValueError:
             raise BadRequest("Last-Event-ID must be a timestamp") from None
     _check_since(since)
-    sub, initial = db.subscribe(name.lower(), snapshot, since, asyncio.get_running_loop())
+    # On a worker thread: it waits for the state lock and copies a snapshot under it.
+    loop = asyncio.get_running_loop()
+    sub, initial = await run_in_threadpool(db.subscribe, name.lower(), snapshot, since, loop)
 
     async def body() -> AsyncIterator[str]:
         messages = _messages(db, sub, initial, settings.heartbeat_seconds)
@@ -191,6 +197,7 @@ async def changes_sse(
     return _FeedResponse(
         body(),
         settings.subscriber_stall_seconds,
+        lambda: db.unsubscribe(sub),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -235,7 +242,8 @@ async def changes_ws(websocket: WebSocket, name: str) -> None:
     await websocket.accept(subprotocol="diffsql" if "diffsql" in offered else None)
     try:
         snapshot, since = _ws_params(websocket.query_params)
-        sub, initial = db.subscribe(name.lower(), snapshot, since, asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        sub, initial = await run_in_threadpool(db.subscribe, name.lower(), snapshot, since, loop)
     except ApiError as e:
         await websocket.send_json({"type": "error", **e.to_json()})
         await websocket.close(code=1008)
