@@ -21,6 +21,10 @@ queue is dropped at once and its feed ends with an error frame `subscriber_laggi
 `resume_since`, the timestamp of the last frame handed to its connection; resuming with
 `since=resume_since` loses and repeats nothing, because every frame before the error frame was
 handed to the connection before it.
+
+Snapshots are shared: subscribers of an unchanged view at one timestamp get the same frame
+(`Hub.snapshot`), copied once under the lock and encoded once; the hub keeps the latest one per
+view until the view changes or ends (memory: one encoded snapshot per subscribed view).
 """
 
 from __future__ import annotations
