@@ -10,6 +10,7 @@ so the documentation renders with no network.
 from __future__ import annotations
 
 import importlib.util
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,8 +36,16 @@ from server.routes import changes, health, query, sql, tables, views
 from server.settings import Settings
 
 
+class _ErrorResponse(JSONResponse):
+    """Escapes non-ASCII: an error message may quote client text that is not valid Unicode,
+    and rendering the error must never fail in turn."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
 def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse(
+    return _ErrorResponse(
         {"error": {"code": code, "message": message, "line": None, "column": None}},
         status_code=status,
     )
@@ -44,7 +53,7 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return JSONResponse(exc.to_json(), status_code=exc.status)
+    return _ErrorResponse(exc.to_json(), status_code=exc.status)
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
@@ -52,6 +61,10 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     errors: list[Any] = list(exc.errors())
     if any(e.get("type") == "json_invalid" for e in errors):
         return _error(400, "invalid_json", "the request body is not valid JSON")
+    for e in errors:
+        if e.get("type") == "invalid_unicode":
+            loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+            return _error(400, "invalid_unicode", f"{loc or 'body'}: {e.get('msg')}")
     parts = []
     for e in errors[:5]:
         loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")

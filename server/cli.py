@@ -16,7 +16,6 @@ import asyncio
 import json
 import logging
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,19 @@ def _parser() -> argparse.ArgumentParser:
     g = s.add_mutually_exclusive_group(required=True)
     g.add_argument("--data-dir", type=Path, help="directory of the durable database")
     g.add_argument("--memory", action="store_true", help="keep everything in memory")
-    s.add_argument("--token", default=None, help="bearer token (default: $DIFFSQL_TOKEN)")
+    t = s.add_mutually_exclusive_group()
+    t.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        help="read the bearer token from this file (preferred, with $DIFFSQL_TOKEN)",
+    )
+    t.add_argument(
+        "--token",
+        default=None,
+        help="bearer token; visible to every user of the machine in the process list, so "
+        "prefer $DIFFSQL_TOKEN or --token-file (default: $DIFFSQL_TOKEN)",
+    )
     s.add_argument(
         "--import-dir",
         type=Path,
@@ -165,6 +176,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _token(args: argparse.Namespace) -> str | None:
+    """--token, else --token-file (its first line), else $DIFFSQL_TOKEN."""
+    path = getattr(args, "token_file", None)
+    if path is not None:
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"cannot read --token-file {path}: {e}") from None
+        token = lines[0].strip() if lines else ""
+        if not token:
+            raise ValueError(f"--token-file {path} is empty")
+        return token
     return args.token or os.environ.get("DIFFSQL_TOKEN") or None
 
 
@@ -174,14 +196,16 @@ def _serve(args: argparse.Namespace) -> int:
     from server.app import create_app
     from server.errors import ConfigError
     from server.executors import create_executor
+    from server.redact import install as install_redaction
     from server.settings import Settings
 
     try:
+        token = _token(args)
         settings = Settings(
             data_dir=args.data_dir,
             memory=args.memory,
             import_dir=args.import_dir,
-            token=_token(args),
+            token=token,
             executor=args.executor,
             spark_master=args.spark_master,
             spark_levels=args.spark_levels,
@@ -203,6 +227,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"diffsql: {e}", file=sys.stderr)
         return 2
     app = create_app(settings)
+    # Threads that serialise or plan hold the GIL for up to the switch interval at a time; a
+    # shorter one keeps the event loop (and so /health and the feeds) responsive beside them.
+    sys.setswitchinterval(0.001)
 
     class _Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
@@ -218,24 +245,15 @@ def _serve(args: argparse.Namespace) -> int:
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5
     )
-    # Tokens are only accepted in headers, but a client may still put one in a URL: never log it.
-    logging.getLogger("uvicorn.access").addFilter(_RedactSecrets())
+    # Tokens are only accepted in headers, but a client may still put one in a URL: never log
+    # it, nor a header, at any level (uvicorn configured its loggers in Config()).
+    install_redaction(token)
+    if args.token:
+        logging.getLogger("uvicorn.error").warning(
+            "--token is visible in the process list; prefer DIFFSQL_TOKEN or --token-file"
+        )
     _Server(config).run()
     return 0
-
-
-class _RedactSecrets(logging.Filter):
-    """Blank out `access_token=` / `token=` query parameters in access-log lines."""
-
-    _SECRET = re.compile(r"((?:access_)?token=)[^&\s]*", re.IGNORECASE)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(
-                self._SECRET.sub(r"\1REDACTED", a) if isinstance(a, str) else a
-                for a in record.args
-            )
-        return True
 
 
 def _headers(args: argparse.Namespace) -> dict[str, str]:

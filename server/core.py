@@ -62,7 +62,16 @@ from sqlglot import exp
 
 from engine.sources import FileSource
 from server import bulkload
-from server.errors import ApiError, Conflict, Forbidden, Gone, NotFound, SqlError, from_duckdb
+from server.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    NotFound,
+    SqlError,
+    from_duckdb,
+)
 from server.executors import Executor
 from server.feeds import Hub, Message, Subscription, progress_message, update_message
 from server.sandbox import Relation, check_relations, run_query
@@ -203,7 +212,7 @@ class Database:
         self.executor = executor
         self.write_lock = threading.RLock()
         self.state_lock = threading.Lock()
-        self.hub = Hub(settings.subscriber_queue_limit)
+        self.hub = Hub(settings.subscriber_queue_limit, settings.subscriber_queue_bytes)
         self.store = Store(settings.database_path)
         self.tables: dict[str, TableRecord] = {}
         self.views: dict[str, MaintainedView] = {}
@@ -249,6 +258,7 @@ class Database:
         with self.write_lock:
             with self.state_lock:
                 self.hub.close_all()
+            self.hub.shutdown()
             self.store.close()
             if self._own_loads:
                 shutil.rmtree(self.loads_dir, ignore_errors=True)
@@ -1405,6 +1415,15 @@ class Database:
             delay = min(delay * 2, 0.05)
 
     def view_rows(self, name: str, as_of: int | None) -> dict[str, Any]:
+        columns, ts, items = self.view_items(name, as_of)
+        rows = sorted((r for r, n in items for _ in range(n)), key=sort_key)
+        return {"columns": columns, "rows": [row_to_json(r) for r in rows], "timestamp": ts}
+
+    def view_items(
+        self, name: str, as_of: int | None
+    ) -> tuple[list[str], int, list[tuple[Row, int]]]:
+        """A view's column names, timestamp and (row, count) items as of `as_of` (default:
+        complete). Only copies under the state lock: callers sort and encode outside it."""
         with self.state_lock:
             v = self.views.get(name)
             if v is None:
@@ -1418,9 +1437,7 @@ class Database:
                     f"(created at {v.created_ts}); as_of={ts} is not available"
                 )
             contents = v.contents if ts == v.complete_ts else v.contents_at(ts)
-            rows = sorted(contents.elements(), key=sort_key)
-            columns = [c["name"] for c in v.columns]
-        return {"columns": columns, "rows": [row_to_json(r) for r in rows], "timestamp": ts}
+            return [c["name"] for c in v.columns], ts, list(contents.items())
 
     def subscribe(
         self, name: str, snapshot: bool, since: int | None, loop: asyncio.AbstractEventLoop
@@ -1432,6 +1449,14 @@ class Database:
             if not v.running:
                 raise Conflict(f"view {name!r} has failed: {v.error}", code="view_failed")
             now = v.complete_ts
+            issued = max(self.last_ts, self.committed_ts)
+            if since is not None and since > issued:
+                # Never issued: a client bug. Waiting could claim progress nothing backs.
+                raise BadRequest(
+                    f"since={since} is beyond the latest timestamp this server has issued "
+                    f"({issued}); resume with a timestamp the server sent",
+                    code="since_in_future",
+                )
             msgs: list[Message] = []
             if since is not None:
                 if since >= v.base_ts:
@@ -1447,10 +1472,17 @@ class Database:
                         f"retained; cannot resume after {since}: resubscribe with snapshot=true"
                     )
             elif snapshot:
-                msgs.append(update_message(now, list(v.contents.items())))
-            msgs.append(progress_message(max(now, since or 0)))
+                contents = v.contents
+                msgs.append(
+                    self.hub.snapshot(name, (v.created_ts, now), lambda: list(contents.items()))
+                )
+            if since is None or since <= now:
+                msgs.append(progress_message(now))
             sub = self.hub.add(name, loop)
+            sub.position = since if since is not None and since > now else now
             if since is not None and since > now:
+                # Issued but not yet complete for this view: wait, claiming no progress
+                # before the view reaches it (the client already has everything to `since`).
                 sub.after = since
         return sub, msgs
 

@@ -49,6 +49,11 @@ class Settings(BaseModel):
     view_memory_budget: int = Field(default=50_000_000, ge=1)
     """Records one view's dataflow may hold in its arrangements."""
     subscriber_queue_limit: int = Field(default=10_000, ge=1)
+    """Messages a change-feed subscriber may leave unread before it is disconnected."""
+    subscriber_queue_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    """Encoded bytes a subscriber may leave unread before it is disconnected."""
+    subscriber_stall_seconds: float = Field(default=60.0, gt=0)
+    """A feed whose connection accepts nothing for this long is closed."""
     heartbeat_seconds: float = Field(default=15.0, gt=0)
 
     @model_validator(mode="after")

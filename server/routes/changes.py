@@ -4,56 +4,154 @@ SSE: `event: update` / `event: progress` (and `event: error` before the server e
 `data:` the message without its "type", `id:` its timestamp, so a reconnecting EventSource's
 Last-Event-ID resumes exactly where it stopped. WebSocket: the messages as JSON text frames
 with their "type".
+
+Invariant: nothing here serialises a large update on the event loop (a snapshot of a big view
+is encoded in pieces on a worker thread), and no connection holds the loop or unbounded memory:
+frames wait in the subscription's bounded queue (see `server.feeds`), and a connection that
+accepts nothing for `subscriber_stall_seconds` is closed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from fastapi import APIRouter, Header, Query, WebSocket, WebSocketDisconnect
 from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+from starlette.types import Message as AsgiMessage
+from starlette.types import Receive, Scope, Send
 
 from server.core import Database
 from server.deps import DatabaseDep, SettingsDep
 from server.errors import ApiError, BadRequest
-from server.feeds import Message, Subscription
+from server.feeds import Frame, Subscription, is_end
 
 router = APIRouter(tags=["changes"])
+log = logging.getLogger("diffsql.feeds")
 
-
-def _sse(m: Message) -> str:
-    data = {k: v for k, v in m.items() if k != "type"}
-    head = f"event: {m['type']}\n"
-    if "timestamp" in m:
-        head += f"id: {m['timestamp']}\n"
-    return head + "data: " + json.dumps(data, separators=(",", ":")) + "\n\n"
+_MAX_TS = 2**63 - 1
+# Updates with more rows than this are encoded on a worker thread, not on the event loop.
+_INLINE_ROWS = 64
+# Frames already queued for a subscriber are written together, up to about this many bytes.
+_BATCH_BYTES = 256 * 1024
 
 
 async def _messages(
-    db: Database, sub: Subscription, initial: list[Message], heartbeat: float
-) -> AsyncIterator[Message | None]:
-    """Initial messages, then live ones; None means 'idle for a heartbeat'. Ends on close."""
+    db: Database, sub: Subscription, initial: list[Frame], heartbeat: float
+) -> AsyncIterator[list[Frame] | None]:
+    """Initial frames, then live ones, in lists (frames already queued are handed out
+    together, so a client that is behind gets one write, not one per frame); None means 'idle
+    for a heartbeat'. Ends on close or after an error frame. `sub.position` follows what has
+    been handed out."""
     try:
         for m in initial:
-            yield m
+            yield [m]
+            if m.timestamp is not None:
+                sub.position = m.timestamp
         while True:
             m = await sub.next(heartbeat)
             if m is None:
                 yield None
                 continue
-            if m["type"] == "close":
-                return
-            ts = m.get("timestamp")
-            if sub.after is not None and ts is not None and ts <= sub.after:
-                continue
-            yield m
-            if m["type"] == "error":
+            batch: list[Frame] = []
+            size, end = 0, False
+            while m is not None:
+                if is_end(m):
+                    if m.type == "lagging":
+                        # Handed out before the error, in the same write: resume after them.
+                        for f in batch:
+                            if f.timestamp is not None:
+                                sub.position = f.timestamp
+                        batch.append(sub.lagging_error())
+                    end = True
+                    break
+                ts = m.timestamp
+                if sub.after is None or ts is None or ts > sub.after:
+                    batch.append(m)
+                    size += m.nbytes
+                    if m.type == "error":
+                        end = True
+                        break
+                if size >= _BATCH_BYTES:
+                    break
+                m = sub.next_nowait()
+            if batch:
+                yield batch
+                for f in batch:
+                    if f.timestamp is not None:
+                        sub.position = f.timestamp
+            if end:
                 return
     finally:
         db.unsubscribe(sub)
+
+
+async def _sse_pieces(frame: Frame) -> AsyncIterator[str]:
+    """The SSE text of a frame; a large one is encoded piece by piece on a worker thread."""
+    if frame.sse is not None or frame.rows <= _INLINE_ROWS:
+        yield frame.sse_text()
+        return
+    if frame.shared:  # encoded once for all its subscribers (and kept while it is cached)
+        yield await run_in_threadpool(frame.sse_text)
+        return
+    pieces: Iterator[str] = frame.sse_pieces()
+    done = object()
+    while True:
+        piece = await run_in_threadpool(next, pieces, done)
+        if piece is done:
+            return
+        yield piece  # type: ignore[misc]
+
+
+async def _ws_text(frame: Frame) -> str:
+    if frame.ws is not None or frame.rows <= _INLINE_ROWS:
+        return frame.ws_text()
+    return await run_in_threadpool(frame.ws_text)
+
+
+class _FeedResponse(StreamingResponse):
+    """A streaming response whose every send must be accepted within `stall` seconds; a
+    client that stops reading is disconnected instead of holding the feed forever."""
+
+    def __init__(
+        self, content: AsyncIterator[str], stall: float, on_close: Callable[[], None], **kw: Any
+    ) -> None:
+        super().__init__(content, **kw)
+        self.stall = stall
+        self.on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def timed_send(message: AsgiMessage) -> None:
+            async with asyncio.timeout(self.stall):  # a timer, not a task per send
+                await send(message)
+
+        try:
+            await super().__call__(scope, receive, timed_send)
+        except (TimeoutError, ClientDisconnect) as e:
+            # Starlette reports an OSError while sending (TimeoutError is one) as a disconnect.
+            if isinstance(e, TimeoutError) or isinstance(e.__cause__, TimeoutError) or (
+                isinstance(e.__context__, TimeoutError)
+            ):
+                log.warning("closed a change feed whose client read nothing for %gs", self.stall)
+        finally:
+            aclose = getattr(self.body_iterator, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()  # ends the subscription now, not when collected
+                except RuntimeError:
+                    pass
+            self.on_close()  # also when the body never started (the client left at once)
+
+
+def _check_since(since: int | None) -> None:
+    if since is not None and not 0 <= since <= _MAX_TS:
+        raise BadRequest(
+            f"since must be a timestamp between 0 and {_MAX_TS}", code="invalid_request"
+        )
 
 
 @router.get(
@@ -66,7 +164,9 @@ async def changes_sse(
     db: DatabaseDep,
     settings: SettingsDep,
     snapshot: bool = Query(True, description="start with the current contents"),
-    since: int | None = Query(None, ge=0, description="resume after this timestamp"),
+    since: int | None = Query(
+        None, description="resume after this timestamp (at most the latest one issued)"
+    ),
     last_event_id: str | None = Header(None),
 ) -> StreamingResponse:
     if since is None and last_event_id:
@@ -74,18 +174,30 @@ async def changes_sse(
             since = int(last_event_id)
         except ValueError:
             raise BadRequest("Last-Event-ID must be a timestamp") from None
-    sub, initial = db.subscribe(name.lower(), snapshot, since, asyncio.get_running_loop())
+    _check_since(since)
+    # On a worker thread: it waits for the state lock and copies a snapshot under it.
+    loop = asyncio.get_running_loop()
+    sub, initial = await run_in_threadpool(db.subscribe, name.lower(), snapshot, since, loop)
 
     async def body() -> AsyncIterator[str]:
         messages = _messages(db, sub, initial, settings.heartbeat_seconds)
         try:
-            async for m in messages:
-                yield ": keepalive\n\n" if m is None else _sse(m)
+            async for batch in messages:
+                if batch is None:
+                    yield ": keepalive\n\n"
+                elif all(f.sse is not None or f.rows <= _INLINE_ROWS for f in batch):
+                    yield "".join(f.sse_text() for f in batch)
+                else:
+                    for f in batch:
+                        async for piece in _sse_pieces(f):
+                            yield piece
         finally:
             await messages.aclose()
 
-    return StreamingResponse(
+    return _FeedResponse(
         body(),
+        settings.subscriber_stall_seconds,
+        lambda: db.unsubscribe(sub),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -108,13 +220,13 @@ def _ws_params(query: Any) -> tuple[bool, int | None]:
     raw = query.get("since")
     if raw is not None:
         try:
-            since = int(raw)
+            since = int(raw[:40])
         except ValueError:
             raise BadRequest(
-                f"since must be a timestamp (an integer >= 0), not {raw!r}", code="invalid_request"
+                f"since must be a timestamp (an integer >= 0), not {raw[:40]!r}",
+                code="invalid_request",
             ) from None
-        if since < 0:
-            raise BadRequest("since must be >= 0", code="invalid_request")
+        _check_since(since)
     return snapshot, since
 
 
@@ -125,11 +237,13 @@ async def changes_ws(websocket: WebSocket, name: str) -> None:
     connection closes with code 1008."""
     db: Database = websocket.app.state.db
     heartbeat: float = websocket.app.state.settings.heartbeat_seconds
+    stall: float = websocket.app.state.settings.subscriber_stall_seconds
     offered = websocket.scope.get("subprotocols") or []
     await websocket.accept(subprotocol="diffsql" if "diffsql" in offered else None)
     try:
         snapshot, since = _ws_params(websocket.query_params)
-        sub, initial = db.subscribe(name.lower(), snapshot, since, asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        sub, initial = await run_in_threadpool(db.subscribe, name.lower(), snapshot, since, loop)
     except ApiError as e:
         await websocket.send_json({"type": "error", **e.to_json()})
         await websocket.close(code=1008)
@@ -154,13 +268,15 @@ async def changes_ws(websocket: WebSocket, name: str) -> None:
                 step.cancel()
                 return
             try:
-                m = step.result()
+                batch = step.result()
             except StopAsyncIteration:
                 await websocket.close()
                 return
-            if m is not None:
-                await websocket.send_text(json.dumps(m, separators=(",", ":")))
-    except (WebSocketDisconnect, RuntimeError):
+            for m in batch or ():
+                text = await _ws_text(m)
+                async with asyncio.timeout(stall):
+                    await websocket.send_text(text)
+    except (WebSocketDisconnect, RuntimeError, TimeoutError):
         return
     finally:
         watcher.cancel()

@@ -1,4 +1,4 @@
-"""GET /health: liveness plus the current timestamp."""
+"""GET /health: liveness plus the current timestamp (HEAD too, for probes that want no body)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,6 @@ from server.deps import DatabaseDep
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health")
+@router.api_route("/health", methods=["GET", "HEAD"])
 def get_health(db: DatabaseDep) -> dict[str, Any]:
     return db.health()

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from server.deps import DatabaseDep
+from server.requests import SqlText
+from server.streaming import rows_response
 
 router = APIRouter(tags=["query"])
 
 
 class QueryRequest(BaseModel):
-    sql: str
+    sql: SqlText
 
 
 class QueryResponse(BaseModel):
@@ -22,6 +25,14 @@ class QueryResponse(BaseModel):
     timestamp: int
 
 
-@router.post("/query", response_model=QueryResponse)
-def post_query(body: QueryRequest, db: DatabaseDep) -> dict[str, Any]:
-    return db.query(body.sql)
+@router.post(
+    "/query",
+    response_class=Response,
+    responses={200: {"model": QueryResponse, "content": {"application/json": {}}}},
+)
+async def post_query(body: QueryRequest, db: DatabaseDep) -> Response:
+    # The query runs on a worker thread; a large result is encoded there too, in pieces.
+    r = await run_in_threadpool(db.query, body.sql)
+    rows = r["rows"]
+    return rows_response({"columns": r["columns"]}, lambda: rows, {"timestamp": r["timestamp"]},
+                         len(rows))

@@ -8,12 +8,13 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from server.deps import DatabaseDep
+from server.requests import SqlText
 
 router = APIRouter(tags=["sql"])
 
 
 class SqlRequest(BaseModel):
-    sql: str = Field(description="One or more statements separated by ';'")
+    sql: SqlText = Field(description="One or more statements separated by ';'")
 
 
 class FailedView(BaseModel):
