@@ -67,7 +67,11 @@ def reduce_group(aggs: tuple[Agg, ...], rows: Iterable[tuple[tuple[Any, ...], in
 
 def _sum(vals: list[tuple[Any, int]]) -> Any:
     if isinstance(vals[0][0], float):
-        return math.fsum(float(v) * c for v, c in vals)
+        terms = [float(v) * c for v, c in vals]
+        if all(math.isfinite(x) for x in terms):
+            return math.fsum(terms)
+        # fsum raises on inf + -inf; IEEE (and DuckDB) give NaN, or the infinity.
+        return sum(x for x in terms if not math.isfinite(x))
     total: Any = 0
     for v, c in vals:
         total += v * c
