@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.canonical import canonical_column
+
 FORMATS = ("parquet", "csv")
 
 
@@ -98,7 +100,7 @@ def arrow_type(name: str) -> Any:
 
 def rows_of(batch: Any, ncols: int) -> Iterator[tuple[Any, ...]]:
     """The first `ncols` columns of an Arrow record batch or table, as row tuples."""
-    cols = [batch.column(i).to_pylist() for i in range(ncols)]
+    cols = [canonical_column(batch.column(i).to_pylist()) for i in range(ncols)]
     if ncols == 1:
         return ((v,) for v in cols[0])
     return zip(*cols, strict=True)

@@ -117,7 +117,11 @@ def _statistic(a: Agg, rows: list[tuple[tuple[Any, ...], int]]) -> Any:
 
 def _sum(vals: list[tuple[Any, int]]) -> Any:
     if isinstance(vals[0][0], float):
-        return math.fsum(float(v) * c for v, c in vals)
+        terms = [float(v) * c for v, c in vals]
+        if all(math.isfinite(x) for x in terms):
+            return math.fsum(terms)
+        # fsum raises on inf + -inf; IEEE (and DuckDB) give NaN, or the infinity.
+        return sum(x for x in terms if not math.isfinite(x))
     total: Any = 0
     for v, c in vals:
         if isinstance(v, decimal.Decimal):  # no rounding to Python's default 28 digits

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
+from engine.canonical import canonical
 from planner.aggregate import reduce_group, topk_rows
 from planner.errors import PlanError
 from planner.ir import (
@@ -41,7 +42,7 @@ from planner.ir import (
     Union,
     scalar_cols,
 )
-from planner.scalar import compile_scalar
+from planner.scalar import compile_scalar, family
 from planner.table_functions import compile_flat_map
 
 # Arrangements of source collections, shared by every view built in the same Dataflow
@@ -60,6 +61,16 @@ def _getter(idx: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]
     return lambda row: g(row)
 
 
+def _canonical_floats(
+    fn: Callable[[tuple[Any, ...]], Any], type_: str | None
+) -> Callable[[tuple[Any, ...]], Any]:
+    """`fn`, returning the engine's one NaN object for any NaN it computes (0.0 / 0.0): rows
+    holding different NaN objects would be different keys, and a NaN row never retracted."""
+    if type_ is None or family(type_) not in ("float", "null", "other"):
+        return fn
+    return lambda row: canonical(fn(row))
+
+
 def compile_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]]:
     """The Mfp as one function row -> () or (out_row,), for a single flat_map.
 
@@ -67,7 +78,7 @@ def compile_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ..
     MFP order): fusion puts a projection's expressions and the WHERE that guards them in one
     Mfp, and ``SELECT 10 // a ... WHERE a <> 0`` must not evaluate ``10 // 0``, which raises."""
     n = m.input.arity
-    maps = [compile_scalar(e) for e in m.map]
+    maps = [_canonical_floats(compile_scalar(e), getattr(e, "type", None)) for e in m.map]
     after: list[list[Callable[[tuple[Any, ...]], Any]]] = [[] for _ in range(len(maps) + 1)]
     not_null: list[int] = []  # the IS NOT NULL filters on input columns that join keys add
     for p in m.filter:
@@ -199,7 +210,9 @@ class Lowerer:
             aggs = r.aggs
 
             def logic(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
-                return [(reduce_group(aggs, vals), 1)]
+                # An aggregate can compute a NaN (inf + -inf); it must be the engine's one NaN
+                # so the row retracts when the group changes.
+                return [(canonical(reduce_group(aggs, vals)), 1)]
 
             red = c.map(lambda row: (kf(row), row)).reduce(logic, "reduce")
             return red.map(lambda kv: kv[0] + kv[1])

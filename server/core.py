@@ -60,6 +60,7 @@ from typing import Any
 import duckdb
 from sqlglot import exp
 
+from engine.canonical import canonical
 from engine.sources import FileSource
 from server import bulkload
 from server.errors import (
@@ -785,9 +786,9 @@ class Database:
             stmt.set("returning", returning)
             new = con.execute(stmt.sql("duckdb")).fetchall()
             for r in old:
-                delta[tuple(r)] -= 1
+                delta[canonical(tuple(r))] -= 1
             for r in new:
-                delta[tuple(r)] += 1
+                delta[canonical(tuple(r))] += 1
             count = len(new)
         else:
             stmt = ast.copy()
@@ -795,7 +796,7 @@ class Database:
             rows = con.execute(stmt.sql("duckdb")).fetchall()
             sign = 1 if s.kind == "INSERT" else -1
             for r in rows:
-                delta[tuple(r)] += sign
+                delta[canonical(tuple(r))] += sign
             count = len(rows)
         w.written.add(name)
         return {"statement": s.kind, "rowcount": count}

@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 
 import migrations
+from engine.canonical import canonical
 from server.values import quote_ident
 
 Row = tuple[Any, ...]
@@ -199,7 +200,9 @@ class Store:
 
     @staticmethod
     def read_table(con: duckdb.DuckDBPyConnection, name: str) -> list[Row]:
-        return [tuple(r) for r in con.execute(f"SELECT * FROM main.{quote_ident(name)}").fetchall()]
+        # Canonical rows (one NaN object): rows are counted and compared as keys.
+        rows = con.execute(f"SELECT * FROM main.{quote_ident(name)}").fetchall()
+        return [canonical(tuple(r)) for r in rows]
 
     def append_log(self, rec: TableRecord, ts: int, changes: Sequence[tuple[Row, int]]) -> None:
         if not changes:
@@ -266,7 +269,7 @@ class Store:
         rows = self.conn.execute(
             f"SELECT * FROM {log_table(rec.table_id)} WHERE __ts > ? ORDER BY __ts", [after_ts]
         ).fetchall()
-        return [(r[0], tuple(r[2:]), r[1]) for r in rows]
+        return [(r[0], canonical(tuple(r[2:])), r[1]) for r in rows]
 
     def trim_logs(self, tables: Iterable[TableRecord], horizon: int) -> None:
         """Forget changes at or before `horizon` (inside the writer's transaction)."""

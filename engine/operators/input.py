@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from engine.canonical import canonical
 from engine.dataflow import Operator, Scope
 from engine.lattice import Antichain, Time
 from engine.sources import FileSource
@@ -113,7 +114,7 @@ class InputHandle:
         if not isinstance(diff, int) or isinstance(diff, bool):
             raise TypeError("diff must be an int, got %r" % (diff,))
         if diff:
-            self.op.buffer.append((data, time, diff))
+            self.op.buffer.append((canonical(data), time, diff))
             self.op.buffer_lower.insert(time)
 
     def advance_to(self, frontier: int | Time | Iterable[Time]) -> None:
