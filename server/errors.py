@@ -126,4 +126,20 @@ def from_duckdb(
             code, status = c, s
             break
     message = str(exc).split("\n\nLINE")[0].strip()
+    m = _RANGE_CHECK.search(message)
+    if isinstance(exc, duckdb.ConstraintException) and m:
+        col = m.group(1).strip('"').replace('""', '"')
+        table = _CHECK_TABLE.search(message)
+        where = f" of table {table.group(1)}" if table else ""
+        message = (
+            f"a value in column {col}{where} is outside the DATE/TIMESTAMP range diffsql keeps "
+            "exactly: finite values from 0001-01-01 to 9999-12-31 ('infinity', '-infinity' and "
+            "other years are refused, never changed)"
+        )
+        code, status = "value_out_of_range", 400
     return SqlError(message, code=code, line=line, column=column, status=status)
+
+
+# The constraint server.store puts on DATE and TIMESTAMP columns, as DuckDB prints it.
+_RANGE_CHECK = re.compile(r'CHECK\(\(\(("(?:[^"]|"")*"|\w+) IS NULL\) OR \(isfinite\(')
+_CHECK_TABLE = re.compile(r'on table "((?:[^"]|"")*)"')

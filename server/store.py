@@ -28,6 +28,21 @@ from server.values import quote_ident
 
 Row = tuple[Any, ...]
 
+# DATE and TIMESTAMP values reach the engine and the JSON encoder as Python dates, which hold
+# finite values of years 1 to 9999 only: DuckDB hands 'infinity' over as 9999-12-31 and a later
+# year as a string, so such a value would silently change on its way to a view. A CHECK
+# constraint refuses it at the write instead (server.errors names it `value_out_of_range`).
+_RANGE_CHECKED = {
+    "DATE": ("DATE '0001-01-01'", "DATE '9999-12-31'"),
+    "TIMESTAMP": ("TIMESTAMP '0001-01-01'", "TIMESTAMP '9999-12-31 23:59:59.999999'"),
+}
+
+
+def _range_check(name: str, type_: str) -> str:
+    low, high = _RANGE_CHECKED[type_]
+    col = quote_ident(name)
+    return f"({col} IS NULL OR (isfinite({col}) AND {col} BETWEEN {low} AND {high}))"
+
 
 @dataclass(frozen=True)
 class TableRecord:
@@ -155,6 +170,8 @@ class Store:
             d = f"{quote_ident(c['name'])} {c['type']}"
             if not c["nullable"]:
                 d += " NOT NULL"
+            if c["type"] in _RANGE_CHECKED:
+                d += " CHECK " + _range_check(c["name"], c["type"])
             defs.append(d)
         if rec.primary_key:
             defs.append("PRIMARY KEY (" + ", ".join(quote_ident(k) for k in rec.primary_key) + ")")
