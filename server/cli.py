@@ -53,6 +53,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--max-request-bytes", type=int, default=8 * 1024 * 1024)
     s.add_argument("--query-timeout", type=float, default=30.0)
+    s.add_argument(
+        "--write-timeout",
+        type=float,
+        default=30.0,
+        help="seconds a write may run before COMMIT; past it, it is rolled back (default 30)",
+    )
+    s.add_argument(
+        "--max-result-bytes",
+        type=int,
+        default=64 * 1024 * 1024,
+        help="largest SELECT result in bytes; larger ones are refused (default 64 MiB)",
+    )
     s.add_argument("--as-of-timeout", type=float, default=10.0)
     s.add_argument(
         "--iteration-limit",
@@ -99,6 +111,8 @@ def _serve(args: argparse.Namespace) -> int:
             history_retention=args.history_retention,
             max_request_bytes=args.max_request_bytes,
             query_timeout=args.query_timeout,
+            write_timeout=args.write_timeout,
+            max_result_bytes=args.max_result_bytes,
             as_of_timeout=args.as_of_timeout,
             iteration_limit=args.iteration_limit,
         )

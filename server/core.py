@@ -62,7 +62,16 @@ from sqlglot import exp
 
 from engine.sources import FileSource
 from server import bulkload
-from server.errors import ApiError, Conflict, Forbidden, Gone, NotFound, SqlError, from_duckdb
+from server.errors import (
+    ApiError,
+    Conflict,
+    Forbidden,
+    Gone,
+    NotFound,
+    SqlError,
+    Timeout,
+    from_duckdb,
+)
 from server.executors import Executor
 from server.feeds import Hub, Message, Subscription, progress_message, update_message
 from server.sandbox import Relation, check_relations, run_query
@@ -73,6 +82,10 @@ from server.values import normalize_type, quote_ident, row_to_json, sort_key
 from server.views import Batch, Input, MaintainedView, TableChange, apply_batch, consolidate
 
 log = logging.getLogger("diffsql.server")
+
+# The longest table, view or column name accepted (in characters), as in PostgreSQL's
+# NAMEDATALEN spirit but generous: a view's name must fit in a URL path.
+MAX_NAME_LENGTH = 255
 
 
 def _planner() -> Any:
@@ -174,6 +187,40 @@ class _Write:
     # Parquet snapshots of loaded tables, for views built in this write; reset like `trial`.
     snapshots: dict[str, Input] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)  # every file this write made
+
+
+class _Deadline:
+    """A write's time limit: when it passes, a timer thread interrupts the writer's DuckDB
+    connection (the statement running then fails) and marks the write as timed out, so it is
+    rolled back. `disarm` (before COMMIT) and the timer exclude each other: once disarmed, an
+    interrupt can no longer hit the COMMIT or a later write."""
+
+    def __init__(self, seconds: float, interrupt: Callable[[], None]) -> None:
+        self.seconds = seconds
+        self.fired = False
+        self._armed = True
+        self._lock = threading.Lock()
+        self._interrupt = interrupt
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if not self._armed:
+                return
+            self.fired = True
+            self._interrupt()
+
+    def check(self) -> None:
+        """Stop between steps that DuckDB does not run (planning, computing views)."""
+        if self.fired:
+            raise Timeout("write time limit exceeded", code="timeout")
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._armed = False
+        self._timer.cancel()
 
 
 def _error_json(message: str | None, code: str = "view_failed") -> dict[str, Any]:
@@ -415,9 +462,11 @@ class Database:
     def _write_steps(self, w: _Write, stmts: list[Statement]) -> dict[str, Any]:
         """`_write` under the write lock: the transaction, then maintaining the views."""
         results: list[dict[str, Any]] = []
+        deadline = _Deadline(self.settings.write_timeout, self.store.conn.interrupt)
         self.store.begin()
         try:
             for s in stmts:
+                deadline.check()
                 if s.kind == "SELECT":
                     # Inside the transaction: it sees this request's own writes, and an
                     # error in it rolls back the whole request.
@@ -428,14 +477,25 @@ class Database:
                     results.append(self._apply(w, s))
                     w.trial = {}
                     w.snapshots = {}
+            deadline.check()
             self._hydrate(w)
             self._log(w)
+            deadline.disarm()  # from here on the write commits, however long it takes
+            deadline.check()
             self.store.commit()
             self.last_ts = self.committed_ts = w.ts
         except BaseException as e:
+            deadline.disarm()
             self.store.rollback()
             for view in w.hydrated.values():
                 view.release()
+            if deadline.fired:
+                # Whatever the interrupted statement raised, the cause is the time limit.
+                raise Timeout(
+                    f"the write exceeded the time limit of {self.settings.write_timeout:g}s "
+                    "(--write-timeout) and was rolled back; nothing was applied",
+                    code="timeout",
+                ) from None
             if isinstance(e, duckdb.Error):
                 raise from_duckdb(e) from None
             raise
@@ -484,16 +544,48 @@ class Database:
             )
         return str(table.name).lower()
 
+    @staticmethod
+    def _check_new_name(name: str, what: str, s: Statement) -> None:
+        """Refuse a name for a new table, view or column that could not be used safely: one
+        with a NUL byte (cut short by C strings and refused in URLs) or longer than
+        `MAX_NAME_LENGTH` characters (too long to address in a URL)."""
+        if "\x00" in name:
+            raise SqlError(
+                f"{what} names cannot contain NUL bytes", code="invalid_name",
+                line=s.line, column=s.column,
+            )
+        if len(name) > MAX_NAME_LENGTH:
+            raise SqlError(
+                f"{what} name is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}",
+                code="name_too_long", line=s.line, column=s.column,
+            )
+
+    @staticmethod
+    def _refuse_temporary(ast: exp.Expression, what: str, s: Statement) -> None:
+        """Every table and view is durable: a TEMP one is refused rather than silently made
+        durable."""
+        props = ast.args.get("properties")
+        if props is not None and any(
+            isinstance(p, exp.TemporaryProperty) for p in props.expressions
+        ):
+            raise SqlError(
+                f"CREATE TEMP {what} is not supported: every {what.lower()} is durable; "
+                f"use CREATE {what} (and DROP {what} when done)",
+                code="unsupported", line=s.line, column=s.column,
+            )
+
     def _create_table(self, w: _Write, s: Statement) -> dict[str, Any]:
         ast = s.ast
         if ast.expression is not None:
             raise SqlError("CREATE TABLE ... AS SELECT is not supported", code="unsupported")
         if ast.args.get("replace"):
             raise SqlError("CREATE OR REPLACE TABLE is not supported", code="unsupported")
+        self._refuse_temporary(ast, "TABLE", s)
         schema = ast.this
         if not isinstance(schema, exp.Schema):
             raise SqlError("CREATE TABLE needs a column list", code="syntax_error")
         name = self._name_of(schema.this, s)
+        self._check_new_name(name, "table", s)
         if name in w.tables or name in w.views:
             if ast.args.get("exists") and name in w.tables:
                 return {"statement": "CREATE TABLE", "name": name, "created": False}
@@ -504,6 +596,7 @@ class Database:
         for item in schema.expressions:
             if isinstance(item, exp.ColumnDef):
                 cname = str(item.name).lower()  # names are case-insensitive; stored lower-case
+                self._check_new_name(cname, "column", s)
                 if any(c["name"] == cname for c in columns):
                     raise SqlError(f"duplicate column {cname!r}", code="duplicate_column")
                 kind = item.args.get("kind")
@@ -591,7 +684,9 @@ class Database:
         ast = s.ast
         if ast.args.get("replace"):
             raise SqlError("CREATE OR REPLACE VIEW is not supported", code="unsupported")
+        self._refuse_temporary(ast, "VIEW", s)
         name = self._name_of(ast.this, s)
+        self._check_new_name(name, "view", s)
         if name in w.tables or name in w.views:
             if ast.args.get("exists") and name in w.views:
                 return {"statement": "CREATE VIEW", "name": name, "created": False}
@@ -992,6 +1087,7 @@ class Database:
             timeout=self.settings.query_timeout,
             memory_limit=self.settings.query_memory_limit,
             max_rows=self.settings.max_result_rows,
+            max_bytes=self.settings.max_result_bytes,
             line=s.line,
             column=s.column,
         )
