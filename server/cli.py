@@ -56,8 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--write-timeout",
         type=float,
-        default=30.0,
-        help="seconds a write may run before COMMIT; past it, it is rolled back (default 30)",
+        default=60.0,
+        help="seconds a write may run before COMMIT; past it, it is rolled back (default 60)",
     )
     s.add_argument(
         "--max-result-bytes",
@@ -71,6 +71,19 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=10_000,
         help="iterations a recursive view may take per update before it fails",
+    )
+    s.add_argument(
+        "--checkpoint-interval",
+        type=int,
+        default=256,
+        help="checkpoint view history every N timestamps; a restart after a crash replays at "
+        "most N (default 256)",
+    )
+    s.add_argument(
+        "--hydrate-wait",
+        type=float,
+        default=30.0,
+        help="seconds a request waits for views hydrating at start-up before a 503 (default 30)",
     )
     s.add_argument("--log-level", default="info")
 
@@ -115,6 +128,8 @@ def _serve(args: argparse.Namespace) -> int:
             max_result_bytes=args.max_result_bytes,
             as_of_timeout=args.as_of_timeout,
             iteration_limit=args.iteration_limit,
+            checkpoint_interval=args.checkpoint_interval,
+            hydrate_wait=args.hydrate_wait,
         )
         create_executor(settings).close()  # fail fast on an unavailable executor
     except (ConfigError, ValueError) as e:

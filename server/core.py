@@ -50,6 +50,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -244,7 +245,9 @@ def _failure(e: BaseException) -> dict[str, Any]:
 class Database:
     """The server's state: durable store, catalog, maintained views, subscriptions."""
 
-    def __init__(self, settings: Settings, executor: Executor) -> None:
+    def __init__(self, settings: Settings, executor: Executor, background: bool = False) -> None:
+        """Open the store and read the catalog; bring the views up now, or with `background`
+        only when `start_recovery` is called (see `_recover_views`)."""
         self.settings = settings
         self.executor = executor
         self.write_lock = threading.RLock()
@@ -264,7 +267,15 @@ class Database:
         self._own_loads = settings.loads_path is None
         self.loads_dir = self._loads_dir(settings)
         self._load_seq = itertools.count()
-        self._recover()
+        self.ready = threading.Event()  # set once every view is recovered
+        self.checkpoint_ts = 0
+        # How the last recovery went: the checkpoint it started from, how many timestamps of
+        # the change log it replayed after it, and how long it took (GET /health).
+        self.recovery: dict[str, Any] = {}
+        self._view_records: list[ViewRecord] = []
+        self._load_catalog()
+        if not background:
+            self._recover_views()
 
     @staticmethod
     def _import_root(settings: Settings) -> Path | None:
@@ -295,49 +306,92 @@ class Database:
         with self.write_lock:
             with self.state_lock:
                 self.hub.close_all()
+            self.checkpoint()  # a clean restart then replays nothing
             self.store.close()
             if self._own_loads:
                 shutil.rmtree(self.loads_dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ recovery
 
-    def _recover(self) -> None:
+    def _load_catalog(self) -> None:
+        """Read the clock and the catalog (fast: no table contents, no dataflows). Every view
+        starts `hydrating`; `_recover_views` brings it up."""
         store = self.store
+        self.ready.clear()
         self.last_ts = store.get_meta("last_ts")
         self.history_since = store.get_meta("history_since")
         self.next_table_id = store.get_meta("next_table_id")
+        self.checkpoint_ts = store.get_meta("checkpoint_ts")
         t_low, t_now = self.history_since, self.last_ts
-        # Per table: contents at t_low, the batches after it, and contents now.
-        streams: dict[str, tuple[Counter[Row], list[tuple[int, Batch]]]] = {}
-        current: dict[str, Counter[Row]] = {}
         for rec in store.load_tables():
-            rows = Store.read_table(store.conn, rec.name)
             self.tables[rec.name] = rec
-            self.row_counts[rec.name] = len(rows)
-            current[rec.name] = Counter(rows)
-            base: Counter[Row] = Counter(rows)
-            by_ts: dict[int, Batch] = defaultdict(list)
-            for ts, row, diff in store.read_log(rec, t_low):
-                by_ts[ts].append((row, diff))
-                base[row] -= diff
-            if any(n < 0 for n in base.values()):
-                raise RuntimeError(f"change log of table {rec.name} is inconsistent")
-            streams[rec.name] = (+base, sorted(by_ts.items()))
-        catalog_views: dict[str, ViewRecord] = {}
-        partial: set[str] = set()  # views rebuilt from the current tables only (no history)
-        for vrec in store.load_views():
+            self.row_counts[rec.name] = store.count_rows(rec.name)
+        self._view_records = store.load_views()
+        for vrec in self._view_records:
             self.next_seq = max(self.next_seq, vrec.seq + 1)
-            view = MaintainedView(
+            self.views[vrec.name] = MaintainedView(
                 vrec.name,
                 vrec.sql,
                 vrec.columns,
                 vrec.dependencies,
                 vrec.created_ts,
                 vrec.seq,
+                status="hydrating",
                 base_ts=max(t_low, vrec.created_ts),
                 complete_ts=t_now,
             )
-            self.views[vrec.name] = view
+        self.completed_ts = self.committed_ts = t_now
+
+    def start_recovery(self) -> None:
+        """Bring the views up in a background thread (the server answers meanwhile: views are
+        `hydrating`, and requests that need them wait for `ready`)."""
+        threading.Thread(target=self._recover_in_background, name="diffsql-recovery",
+                         daemon=True).start()
+
+    def _recover_in_background(self) -> None:
+        try:
+            with self.write_lock:
+                self._recover_views()
+        except BaseException:  # noqa: BLE001 - the store is unusable: fail loudly, as at start
+            log.exception("recovery failed; the server exits")
+            logging.shutdown()
+            os._exit(3)
+
+    def _recover_views(self) -> None:
+        """Rebuild every view from the tables' current contents, without replaying history.
+
+        The views' history up to `checkpoint_ts` comes from the checkpoint; only the change
+        log after it (empty after a clean shutdown) is replayed, from the tables' contents at
+        `checkpoint_ts` (contents now minus the log after it), so each view's history after a
+        restart is exactly its history before (same batches at the same timestamps) and its
+        contents equal recomputation. Without a usable checkpoint (a database from before
+        checkpoints) the whole retained log is replayed."""
+        store = self.store
+        began = time.monotonic()
+        t_low, t_now = self.history_since, self.last_ts
+        start = max(t_low, self.checkpoint_ts)
+        saved = store.read_checkpoint(self.checkpoint_ts) if self.checkpoint_ts >= t_low else {}
+        # Per table: contents at `start`, the batches after it, and contents now.
+        streams: dict[str, tuple[Counter[Row], list[tuple[int, Batch]]]] = {}
+        current: dict[str, Counter[Row]] = {}
+        for rec in self.tables.values():
+            rows = Store.read_table(store.conn, rec.name)
+            self.row_counts[rec.name] = len(rows)
+            current[rec.name] = Counter(rows)
+            base: Counter[Row] = Counter(rows)
+            by_ts: dict[int, Batch] = defaultdict(list)
+            if start < t_now:
+                for ts, row, diff in store.read_log(rec, start):
+                    by_ts[ts].append((row, diff))
+                    base[row] -= diff
+            if any(n < 0 for n in base.values()):
+                raise RuntimeError(f"change log of table {rec.name} is inconsistent")
+            streams[rec.name] = (+base, sorted(by_ts.items()))
+        replayed = {ts for _, batches in streams.values() for ts, _ in batches}
+        catalog_views: dict[str, ViewRecord] = {}
+        partial: set[str] = set()  # views rebuilt from the current tables only (no history)
+        for vrec in self._view_records:
+            view = self.views[vrec.name]
             catalog = planner_catalog(self.tables, catalog_views)
             catalog_views[vrec.name] = vrec
             try:
@@ -351,17 +405,17 @@ class Database:
                 )
             except Exception as e:  # noqa: BLE001 - any failure only fails this view
                 log.warning("view %s cannot be planned during recovery: %s", vrec.name, e)
-                view.fail(f"{type(e).__name__}: {e}")
+                self._recovered(view, error=f"{type(e).__name__}: {e}")
                 continue
             bad = [d for d in vrec.dependencies if d in self.views and not self.views[d].running]
             if bad:
-                view.fail(f"depends on failed view {bad[0]}")
+                self._recovered(view, error=f"depends on failed view {bad[0]}")
                 continue
             if not any(d in partial for d in vrec.dependencies):
-                # Replay the retained history, so the view's batches after a restart are the
-                # same as before it.
+                # The checkpointed history, then the log after the checkpoint replayed.
                 try:
-                    self._recover_history(view, streams, t_low, t_now)
+                    self._recover_history(view, streams, start, t_now, saved.get(vrec.seq))
+                    self._recovered(view)
                     continue
                 except Exception as e:  # noqa: BLE001 - retried below from the current tables
                     log.warning("view %s failed replaying its history: %s", vrec.name, e)
@@ -371,13 +425,28 @@ class Database:
             try:
                 self._recover_current(view, current, t_now)
                 partial.add(vrec.name)
+                self._recovered(view)
             except Exception as e:  # noqa: BLE001 - any failure only fails this view
                 log.warning("view %s failed during recovery: %s", vrec.name, e)
-                view.fail(_failure(e)["message"])
+                self._recovered(view, error=_failure(e)["message"])
         for view in self.views.values():
             if view.running:
                 view.pin_at(t_now)
-        self.completed_ts = self.committed_ts = t_now
+        self.recovery = {
+            "checkpoint": self.checkpoint_ts,
+            "replayed_timestamps": len(replayed),
+            "seconds": round(time.monotonic() - began, 3),
+        }
+        log.info("views recovered: %s", self.recovery)
+        self.ready.set()
+
+    def _recovered(self, view: MaintainedView, error: str | None = None) -> None:
+        """Make a recovered view readable (or failed), under the state lock."""
+        with self.state_lock:
+            if error is None:
+                view.status = "running"
+            else:
+                view.fail(error)
 
     def _imports(self, view: MaintainedView, views: dict[str, MaintainedView]) -> dict[str, Any]:
         return {d: views[d].arranged for d in view.dependencies if d in views}
@@ -386,25 +455,35 @@ class Database:
         self,
         view: MaintainedView,
         streams: dict[str, tuple[Counter[Row], list[tuple[int, Batch]]]],
-        t_low: int,
+        start: int,
         t_now: int,
+        saved: tuple[int, list[tuple[int, Batch]]] | None,
     ) -> None:
-        view.build(self.executor.new_dataflow(), t_low, self._imports(view, self.views))
+        """Build `view` at `start` from the tables' contents then, replay the log after it,
+        and prefix the history it produces with the checkpointed history `saved` (its base
+        and batches, through `start`) if the view has one."""
+        view.build(self.executor.new_dataflow(), start, self._imports(view, self.views))
         schedule: dict[int, dict[str, Batch]] = defaultdict(dict)
         for dep in view.handles:
             base, batches = streams[dep]
-            schedule[t_low][dep] = list(base.items())
+            schedule[start][dep] = list(base.items())
             for ts, b in batches:
                 schedule[ts][dep] = b
-        # The output trace keeps its times from t_low on until recovery is over, so views over
-        # this one, built after it ran, still see its history timestamp by timestamp.
-        out = view.run_schedule(sorted(schedule.items()), t_now, pin_ts=t_low)
+        # The output trace keeps its times from `start` on until recovery is over, so views
+        # over this one, built after it ran, still see its history timestamp by timestamp.
+        out = view.run_schedule(sorted(schedule.items()), t_now, pin_ts=start)
         acc: Counter[Row] = Counter()
-        view.history = []
+        history: list[tuple[int, Batch]] = []
+        if saved is not None:
+            view.base_ts = max(saved[0], self.history_since)
+            history = [(t, b) for t, b in saved[1] if t > view.base_ts]
+        else:  # no history of it is saved: it starts at `start` (or at its creation, later)
+            view.base_ts = max(view.base_ts, start)
         for ts, b in sorted(out.items()):
             apply_batch(acc, b)
-            if ts > view.base_ts:
-                view.history.append((ts, b))
+            if ts > max(view.base_ts, start):
+                history.append((ts, b))
+        view.history = history
         view.contents = acc
 
     def _recover_current(
@@ -427,7 +506,64 @@ class Database:
                 view.release()
                 self.hub.end_view(name, "server_reset", "the server reloaded; resume with since")
             self.tables, self.views, self.row_counts = {}, {}, {}
-            self._recover()
+            self._load_catalog()
+        self._recover_views()
+
+    # ------------------------------------------------------------------ readiness
+
+    def _hydrating(self) -> ApiError:
+        with self.state_lock:
+            return self._hydrating_locked()
+
+    def _hydrating_locked(self) -> ApiError:
+        waiting = sorted(n for n, v in self.views.items() if v.status == "hydrating")
+        return ApiError(
+            f"the server is starting: views are hydrating ({', '.join(waiting[:10]) or 'none'}"
+            f"{', ...' if len(waiting) > 10 else ''}); retry shortly (GET /health shows "
+            "\"ready\")",
+            code="hydrating",
+            status=503,
+        )
+
+    def require_ready(self) -> None:
+        """Wait (up to `hydrate_wait` seconds) until start-up recovery is over; else 503
+        `hydrating`. For requests that need the views or the write lock."""
+        if not self.ready.wait(self.settings.hydrate_wait):
+            raise self._hydrating()
+
+    async def wait_ready(self) -> None:
+        """`require_ready` for the event loop: polls instead of blocking it."""
+        if self.ready.is_set():
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.hydrate_wait
+        while not self.ready.is_set():
+            if loop.time() >= deadline:
+                raise self._hydrating()
+            await asyncio.sleep(0.05)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint(self) -> None:
+        """Save every running view's history since the last checkpoint to the store, so a
+        restart replays only the log after it. Called by the writer between writes (under
+        the write lock); a failure is logged and the next checkpoint retries (the log still
+        holds everything)."""
+        if self.settings.memory or not self.ready.is_set() or self.checkpoint_ts >= self.last_ts:
+            return
+        since = self.checkpoint_ts
+        with self.state_lock:
+            chunks = [
+                (v.seq, since, v.base_ts, [(t, b) for t, b in v.history if t > since])
+                for v in self.views.values()
+                if v.running
+            ]
+            through = self.completed_ts
+        try:
+            self.store.write_checkpoint(through, chunks)
+            self.checkpoint_ts = through
+        except Exception:  # noqa: BLE001 - a checkpoint is an optimisation of restart only
+            log.exception("checkpoint at timestamp %d failed", through)
 
     # ------------------------------------------------------------------ writes
 
@@ -437,11 +573,13 @@ class Database:
         Returns {"results": [...], "failed_views": [...]}: the views whose evaluation failed
         at this write (the write itself is committed)."""
         stmts = parse_script(sql, self.settings.max_statements)
+        self.require_ready()
         if all(s.kind in ("SELECT", "EXPLAIN") for s in stmts):
             return {"results": self._read_many(stmts), "failed_views": []}
         return self._write(stmts)
 
     def _write(self, stmts: list[Statement]) -> dict[str, Any]:
+        self.require_ready()
         with self.write_lock:
             w = _Write(
                 ts=self.last_ts + 1,
@@ -452,7 +590,10 @@ class Database:
                 history_since=self.history_since,
             )
             try:
-                return self._write_steps(w, stmts)
+                out = self._write_steps(w, stmts)
+                if self.last_ts - self.checkpoint_ts >= self.settings.checkpoint_interval:
+                    self.checkpoint()
+                return out
             finally:
                 # Every dataflow that reads a load file has run (or was dropped): the rows are
                 # in the store, its log, and the views' arrangements.
@@ -1362,6 +1503,7 @@ class Database:
                 line=s.line,
                 column=s.column,
             )
+        self.require_ready()
         r = self._select_many([s])[0]
         return {"columns": r["columns"], "rows": r["rows"], "timestamp": r["timestamp"]}
 
@@ -1435,6 +1577,8 @@ class Database:
         }
 
     def explain_view(self, name: str) -> str:
+        if name.lower() in self.views:
+            self.require_ready()
         with self.state_lock:
             v = self.views.get(name.lower())
             if v is None:
@@ -1445,6 +1589,7 @@ class Database:
 
     async def wait_complete(self, name: str, ts: int, timeout: float) -> None:
         """Wait until view `name` is complete through `ts`."""
+        await self.wait_ready()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         delay = 0.002
@@ -1470,6 +1615,8 @@ class Database:
             delay = min(delay * 2, 0.05)
 
     def view_rows(self, name: str, as_of: int | None) -> dict[str, Any]:
+        if name in self.views:
+            self.require_ready()
         with self.state_lock:
             v = self.views.get(name)
             if v is None:
@@ -1490,10 +1637,14 @@ class Database:
     def subscribe(
         self, name: str, snapshot: bool, since: int | None, loop: asyncio.AbstractEventLoop
     ) -> tuple[Subscription, list[Message]]:
+        """Register a subscriber (see `server.feeds`). Called on the event loop, so it never
+        waits: while the server is hydrating it is 503 `hydrating` (`wait_ready` first)."""
         with self.state_lock:
             v = self.views.get(name)
             if v is None:
                 raise NotFound(f"unknown view {name!r}", code="unknown_view")
+            if not self.ready.is_set():
+                raise self._hydrating_locked()
             if not v.running:
                 raise Conflict(f"view {name!r} has failed: {v.error}", code="view_failed")
             now = v.complete_ts
@@ -1527,10 +1678,14 @@ class Database:
         with self.state_lock:
             return {
                 "status": "ok",
+                # False while start-up recovery brings the views up (they are "hydrating").
+                "ready": self.ready.is_set(),
+                "hydrating": sorted(n for n, v in self.views.items() if v.status == "hydrating"),
                 "timestamp": self.completed_ts,
                 "tables": len(self.tables),
                 "views": len(self.views),
                 "failed_views": sorted(n for n, v in self.views.items() if not v.running),
                 "executor": self.executor.name,
+                "recovery": self.recovery,
                 "durable": not self.settings.memory,
             }

@@ -41,11 +41,17 @@ class Settings(BaseModel):
     as_of_timeout: float = Field(default=10.0, gt=0)
     """Default seconds a `rows?as_of=T` request waits for the view to become complete."""
     query_timeout: float = Field(default=30.0, gt=0)
-    write_timeout: float = Field(default=30.0, gt=0)
+    write_timeout: float = Field(default=60.0, gt=0)
     """Seconds a write request may spend before COMMIT (its statements, and computing new
     views); past it the write is rolled back and answered 408 `timeout`."""
     query_memory_limit: str = "1GB"
     iteration_limit: int = Field(default=10_000, ge=1)
+    checkpoint_interval: int = Field(default=256, ge=1)
+    """Checkpoint the views' history every this many timestamps (and at shutdown): after a
+    crash, a restart replays at most this many timestamps of the change log."""
+    hydrate_wait: float = Field(default=30.0, ge=0)
+    """Seconds a request that needs the views waits for them while the server recovers at
+    start-up, before it is answered 503 `hydrating`."""
     subscriber_queue_limit: int = Field(default=10_000, ge=1)
     heartbeat_seconds: float = Field(default=15.0, gt=0)
 

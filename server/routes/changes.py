@@ -74,6 +74,7 @@ async def changes_sse(
             since = int(last_event_id)
         except ValueError:
             raise BadRequest("Last-Event-ID must be a timestamp") from None
+    await db.wait_ready()  # start-up recovery (see Database.wait_ready)
     sub, initial = db.subscribe(name.lower(), snapshot, since, asyncio.get_running_loop())
 
     async def body() -> AsyncIterator[str]:
@@ -129,6 +130,7 @@ async def changes_ws(websocket: WebSocket, name: str) -> None:
     await websocket.accept(subprotocol="diffsql" if "diffsql" in offered else None)
     try:
         snapshot, since = _ws_params(websocket.query_params)
+        await db.wait_ready()  # start-up recovery (see Database.wait_ready)
         sub, initial = db.subscribe(name.lower(), snapshot, since, asyncio.get_running_loop())
     except ApiError as e:
         await websocket.send_json({"type": "error", **e.to_json()})
