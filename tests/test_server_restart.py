@@ -135,7 +135,7 @@ def test_health_answers_while_views_hydrate(tmp_path: Path) -> None:
         )
     finally:
         s.stop()
-    s.start()
+    s.start(wait_ready=False)
     try:
         first = s.http.get("/health")
         assert first.status_code == 200
