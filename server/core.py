@@ -36,9 +36,18 @@ table the same way (a Parquet snapshot of it). Load files are transport only: th
 the durable record, so they are deleted when the write is over (or rolled back), and leftovers
 of a crash are deleted at start-up.
 
-Start-up (`_recover`) rebuilds every view from the tables as of `history_since` and replays the
-retained change log timestamp by timestamp, so each view's history after a restart is exactly
-its history before (same batches at the same timestamps), and its contents equal recomputation.
+Start-up: `_load_catalog` reads the clock and catalog, and the server answers at once; views
+are `hydrating` until `_recover_views` (a background thread holding the write lock) has built
+each from the tables' current contents and its checkpointed history (`checkpoint`, every
+`checkpoint_interval` timestamps and at shutdown), replaying only the change log after the
+checkpoint. So each view's history after a restart is exactly its history before (same batches
+at the same timestamps), its contents equal recomputation, and the work is proportional to the
+data, not to the retained history. Requests that need the views wait for `ready`
+(`require_ready`) for at most `hydrate_wait` seconds, then get 503 `hydrating`.
+
+Time limit: a write's statements run under `_Deadline`: past `write_timeout` a timer interrupts
+the writer's DuckDB connection and the write is rolled back (408 `timeout`); after COMMIT no
+limit applies (the write is durable and its views must be maintained).
 """
 
 from __future__ import annotations
