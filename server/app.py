@@ -134,9 +134,12 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         executor = create_executor(settings)
-        db = await run_in_threadpool(Database, settings, executor)
+        # Recovery runs in the background: /health answers at once, views report
+        # "hydrating" until they are up.
+        db = await run_in_threadpool(Database, settings, executor, True)
         app.state.settings = settings
         app.state.db = db
+        db.start_recovery()
         try:
             yield
         finally:

@@ -120,6 +120,18 @@ def _parser() -> argparse.ArgumentParser:
         "(default 10000)",
     )
     s.add_argument(
+        "--write-timeout",
+        type=float,
+        default=60.0,
+        help="seconds a write may run before COMMIT; past it, it is rolled back (default 60)",
+    )
+    s.add_argument(
+        "--max-result-bytes",
+        type=int,
+        default=64 * 1024 * 1024,
+        help="largest SELECT result in bytes; larger ones are refused (default 64 MiB)",
+    )
+    s.add_argument(
         "--iteration-limit",
         type=int,
         default=10_000,
@@ -132,6 +144,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="join outputs one view may produce per update (default 100,000,000)")
     s.add_argument("--view-memory-budget", type=int, default=50_000_000,
                    help="records one view may hold in its arrangements (default 50,000,000)")
+    s.add_argument(
+        "--checkpoint-interval",
+        type=int,
+        default=256,
+        help="checkpoint view history every N timestamps; a restart after a crash replays at "
+        "most N (default 256)",
+    )
+    s.add_argument(
+        "--hydrate-wait",
+        type=float,
+        default=30.0,
+        help="seconds a request waits for views hydrating at start-up before a 503 (default 30)",
+    )
     s.add_argument("--log-level", default="info")
 
     env_url = os.environ.get("DIFFSQL_URL")
@@ -215,12 +240,16 @@ def _serve(args: argparse.Namespace) -> int:
             max_result_rows=args.max_result_rows,
             query_timeout=args.query_timeout,
             query_memory_limit=args.query_memory_limit,
+            write_timeout=args.write_timeout,
+            max_result_bytes=args.max_result_bytes,
             as_of_timeout=args.as_of_timeout,
             subscriber_queue_limit=args.subscriber_queue_limit,
             iteration_limit=args.iteration_limit,
             view_time_budget=args.view_time_budget,
             view_work_budget=args.view_work_budget,
             view_memory_budget=args.view_memory_budget,
+            checkpoint_interval=args.checkpoint_interval,
+            hydrate_wait=args.hydrate_wait,
         )
         create_executor(settings).close()  # fail fast on an unavailable executor
     except (ConfigError, ValueError) as e:

@@ -36,9 +36,18 @@ table the same way (a Parquet snapshot of it). Load files are transport only: th
 the durable record, so they are deleted when the write is over (or rolled back), and leftovers
 of a crash are deleted at start-up.
 
-Start-up (`_recover`) rebuilds every view from the tables as of `history_since` and replays the
-retained change log timestamp by timestamp, so each view's history after a restart is exactly
-its history before (same batches at the same timestamps), and its contents equal recomputation.
+Start-up: `_load_catalog` reads the clock and catalog, and the server answers at once; views
+are `hydrating` until `_recover_views` (a background thread holding the write lock) has built
+each from the tables' current contents and its checkpointed history (`checkpoint`, every
+`checkpoint_interval` timestamps and at shutdown), replaying only the change log after the
+checkpoint. So each view's history after a restart is exactly its history before (same batches
+at the same timestamps), its contents equal recomputation, and the work is proportional to the
+data, not to the retained history. Requests that need the views wait for `ready`
+(`require_ready`) for at most `hydrate_wait` seconds, then get 503 `hydrating`.
+
+Time limit: a write's statements run under `_Deadline`: past `write_timeout` a timer interrupts
+the writer's DuckDB connection and the write is rolled back (408 `timeout`); after COMMIT no
+limit applies (the write is durable and its views must be maintained).
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -71,6 +81,7 @@ from server.errors import (
     Gone,
     NotFound,
     SqlError,
+    Timeout,
     from_duckdb,
 )
 from server.executors import Executor
@@ -83,6 +94,10 @@ from server.values import normalize_type, quote_ident, row_to_json, sort_key
 from server.views import Batch, Input, MaintainedView, TableChange, apply_batch, consolidate
 
 log = logging.getLogger("diffsql.server")
+
+# The longest table, view or column name accepted (in characters), as in PostgreSQL's
+# NAMEDATALEN spirit but generous: a view's name must fit in a URL path.
+MAX_NAME_LENGTH = 255
 
 
 def _planner() -> Any:
@@ -186,6 +201,40 @@ class _Write:
     files: list[Path] = field(default_factory=list)  # every file this write made
 
 
+class _Deadline:
+    """A write's time limit: when it passes, a timer thread interrupts the writer's DuckDB
+    connection (the statement running then fails) and marks the write as timed out, so it is
+    rolled back. `disarm` (before COMMIT) and the timer exclude each other: once disarmed, an
+    interrupt can no longer hit the COMMIT or a later write."""
+
+    def __init__(self, seconds: float, interrupt: Callable[[], None]) -> None:
+        self.seconds = seconds
+        self.fired = False
+        self._armed = True
+        self._lock = threading.Lock()
+        self._interrupt = interrupt
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if not self._armed:
+                return
+            self.fired = True
+            self._interrupt()
+
+    def check(self) -> None:
+        """Stop between steps that DuckDB does not run (planning, computing views)."""
+        if self.fired:
+            raise Timeout("write time limit exceeded", code="timeout")
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._armed = False
+        self._timer.cancel()
+
+
 def _error_json(message: str | None, code: str = "view_failed") -> dict[str, Any]:
     return {"code": code, "message": message or "failed", "line": None, "column": None}
 
@@ -208,7 +257,9 @@ def _failure(e: BaseException) -> dict[str, Any]:
 class Database:
     """The server's state: durable store, catalog, maintained views, subscriptions."""
 
-    def __init__(self, settings: Settings, executor: Executor) -> None:
+    def __init__(self, settings: Settings, executor: Executor, background: bool = False) -> None:
+        """Open the store and read the catalog; bring the views up now, or with `background`
+        only when `start_recovery` is called (see `_recover_views`)."""
         self.settings = settings
         self.executor = executor
         self.write_lock = threading.RLock()
@@ -228,7 +279,15 @@ class Database:
         self._own_loads = settings.loads_path is None
         self.loads_dir = self._loads_dir(settings)
         self._load_seq = itertools.count()
-        self._recover()
+        self.ready = threading.Event()  # set once every view is recovered
+        self.checkpoint_ts = 0
+        # How the last recovery went: the checkpoint it started from, how many timestamps of
+        # the change log it replayed after it, and how long it took (GET /health).
+        self.recovery: dict[str, Any] = {}
+        self._view_records: list[ViewRecord] = []
+        self._load_catalog()
+        if not background:
+            self._recover_views()
 
     @staticmethod
     def _import_root(settings: Settings) -> Path | None:
@@ -259,6 +318,7 @@ class Database:
         with self.write_lock:
             with self.state_lock:
                 self.hub.close_all()
+            self.checkpoint()  # a clean restart then replays nothing
             self.hub.shutdown()
             self.store.close()
             if self._own_loads:
@@ -266,43 +326,85 @@ class Database:
 
     # ------------------------------------------------------------------ recovery
 
-    def _recover(self) -> None:
+    def _load_catalog(self) -> None:
+        """Read the clock and the catalog (fast: no table contents, no dataflows). Every view
+        starts `hydrating`; `_recover_views` brings it up."""
         store = self.store
+        self.ready.clear()
         self.last_ts = store.get_meta("last_ts")
         self.history_since = store.get_meta("history_since")
         self.next_table_id = store.get_meta("next_table_id")
+        self.checkpoint_ts = store.get_meta("checkpoint_ts")
         t_low, t_now = self.history_since, self.last_ts
-        # Per table: contents at t_low, the batches after it, and contents now.
-        streams: dict[str, tuple[Counter[Row], list[tuple[int, Batch]]]] = {}
-        current: dict[str, Counter[Row]] = {}
         for rec in store.load_tables():
-            rows = Store.read_table(store.conn, rec.name)
             self.tables[rec.name] = rec
-            self.row_counts[rec.name] = len(rows)
-            current[rec.name] = Counter(rows)
-            base: Counter[Row] = Counter(rows)
-            by_ts: dict[int, Batch] = defaultdict(list)
-            for ts, row, diff in store.read_log(rec, t_low):
-                by_ts[ts].append((row, diff))
-                base[row] -= diff
-            if any(n < 0 for n in base.values()):
-                raise RuntimeError(f"change log of table {rec.name} is inconsistent")
-            streams[rec.name] = (+base, sorted(by_ts.items()))
-        catalog_views: dict[str, ViewRecord] = {}
-        partial: set[str] = set()  # views rebuilt from the current tables only (no history)
-        for vrec in store.load_views():
+            self.row_counts[rec.name] = store.count_rows(rec.name)
+        self._view_records = store.load_views()
+        for vrec in self._view_records:
             self.next_seq = max(self.next_seq, vrec.seq + 1)
-            view = MaintainedView(
+            self.views[vrec.name] = MaintainedView(
                 vrec.name,
                 vrec.sql,
                 vrec.columns,
                 vrec.dependencies,
                 vrec.created_ts,
                 vrec.seq,
+                status="hydrating",
                 base_ts=max(t_low, vrec.created_ts),
                 complete_ts=t_now,
             )
-            self.views[vrec.name] = view
+        self.completed_ts = self.committed_ts = t_now
+
+    def start_recovery(self) -> None:
+        """Bring the views up in a background thread (the server answers meanwhile: views are
+        `hydrating`, and requests that need them wait for `ready`)."""
+        threading.Thread(target=self._recover_in_background, name="diffsql-recovery",
+                         daemon=True).start()
+
+    def _recover_in_background(self) -> None:
+        try:
+            with self.write_lock:
+                self._recover_views()
+        except BaseException:  # noqa: BLE001 - the store is unusable: fail loudly, as at start
+            log.exception("recovery failed; the server exits")
+            logging.shutdown()
+            os._exit(3)
+
+    def _recover_views(self) -> None:
+        """Rebuild every view from the tables' current contents, without replaying history.
+
+        The views' history up to `checkpoint_ts` comes from the checkpoint; only the change
+        log after it (empty after a clean shutdown) is replayed, from the tables' contents at
+        `checkpoint_ts` (contents now minus the log after it), so each view's history after a
+        restart is exactly its history before (same batches at the same timestamps) and its
+        contents equal recomputation. Without a usable checkpoint (a database from before
+        checkpoints) the whole retained log is replayed."""
+        store = self.store
+        began = time.monotonic()
+        t_low, t_now = self.history_since, self.last_ts
+        start = max(t_low, self.checkpoint_ts)
+        saved = store.read_checkpoint(self.checkpoint_ts) if self.checkpoint_ts >= t_low else {}
+        # Per table: contents at `start`, the batches after it, and contents now.
+        streams: dict[str, tuple[Counter[Row], list[tuple[int, Batch]]]] = {}
+        current: dict[str, Counter[Row]] = {}
+        for rec in self.tables.values():
+            rows = Store.read_table(store.conn, rec.name)
+            self.row_counts[rec.name] = len(rows)
+            current[rec.name] = Counter(rows)
+            base: Counter[Row] = Counter(rows)
+            by_ts: dict[int, Batch] = defaultdict(list)
+            if start < t_now:
+                for ts, row, diff in store.read_log(rec, start):
+                    by_ts[ts].append((row, diff))
+                    base[row] -= diff
+            if any(n < 0 for n in base.values()):
+                raise RuntimeError(f"change log of table {rec.name} is inconsistent")
+            streams[rec.name] = (+base, sorted(by_ts.items()))
+        replayed = {ts for _, batches in streams.values() for ts, _ in batches}
+        catalog_views: dict[str, ViewRecord] = {}
+        partial: set[str] = set()  # views rebuilt from the current tables only (no history)
+        for vrec in self._view_records:
+            view = self.views[vrec.name]
             catalog = planner_catalog(self.tables, catalog_views)
             catalog_views[vrec.name] = vrec
             try:
@@ -316,17 +418,17 @@ class Database:
                 )
             except Exception as e:  # noqa: BLE001 - any failure only fails this view
                 log.warning("view %s cannot be planned during recovery: %s", vrec.name, e)
-                view.fail(f"{type(e).__name__}: {e}")
+                self._recovered(view, error=f"{type(e).__name__}: {e}")
                 continue
             bad = [d for d in vrec.dependencies if d in self.views and not self.views[d].running]
             if bad:
-                view.fail(f"depends on failed view {bad[0]}")
+                self._recovered(view, error=f"depends on failed view {bad[0]}")
                 continue
             if not any(d in partial for d in vrec.dependencies):
-                # Replay the retained history, so the view's batches after a restart are the
-                # same as before it.
+                # The checkpointed history, then the log after the checkpoint replayed.
                 try:
-                    self._recover_history(view, streams, t_low, t_now)
+                    self._recover_history(view, streams, start, t_now, saved.get(vrec.seq))
+                    self._recovered(view)
                     continue
                 except Exception as e:  # noqa: BLE001 - retried below from the current tables
                     log.warning("view %s failed replaying its history: %s", vrec.name, e)
@@ -336,13 +438,28 @@ class Database:
             try:
                 self._recover_current(view, current, t_now)
                 partial.add(vrec.name)
+                self._recovered(view)
             except Exception as e:  # noqa: BLE001 - any failure only fails this view
                 log.warning("view %s failed during recovery: %s", vrec.name, e)
-                view.fail(_failure(e)["message"])
+                self._recovered(view, error=_failure(e)["message"])
         for view in self.views.values():
             if view.running:
                 view.pin_at(t_now)
-        self.completed_ts = self.committed_ts = t_now
+        self.recovery = {
+            "checkpoint": self.checkpoint_ts,
+            "replayed_timestamps": len(replayed),
+            "seconds": round(time.monotonic() - began, 3),
+        }
+        log.info("views recovered: %s", self.recovery)
+        self.ready.set()
+
+    def _recovered(self, view: MaintainedView, error: str | None = None) -> None:
+        """Make a recovered view readable (or failed), under the state lock."""
+        with self.state_lock:
+            if error is None:
+                view.status = "running"
+            else:
+                view.fail(error)
 
     def _imports(self, view: MaintainedView, views: dict[str, MaintainedView]) -> dict[str, Any]:
         return {d: views[d].arranged for d in view.dependencies if d in views}
@@ -351,25 +468,35 @@ class Database:
         self,
         view: MaintainedView,
         streams: dict[str, tuple[Counter[Row], list[tuple[int, Batch]]]],
-        t_low: int,
+        start: int,
         t_now: int,
+        saved: tuple[int, list[tuple[int, Batch]]] | None,
     ) -> None:
-        view.build(self.executor.new_dataflow(), t_low, self._imports(view, self.views))
+        """Build `view` at `start` from the tables' contents then, replay the log after it,
+        and prefix the history it produces with the checkpointed history `saved` (its base
+        and batches, through `start`) if the view has one."""
+        view.build(self.executor.new_dataflow(), start, self._imports(view, self.views))
         schedule: dict[int, dict[str, Batch]] = defaultdict(dict)
         for dep in view.handles:
             base, batches = streams[dep]
-            schedule[t_low][dep] = list(base.items())
+            schedule[start][dep] = list(base.items())
             for ts, b in batches:
                 schedule[ts][dep] = b
-        # The output trace keeps its times from t_low on until recovery is over, so views over
-        # this one, built after it ran, still see its history timestamp by timestamp.
-        out = view.run_schedule(sorted(schedule.items()), t_now, pin_ts=t_low)
+        # The output trace keeps its times from `start` on until recovery is over, so views
+        # over this one, built after it ran, still see its history timestamp by timestamp.
+        out = view.run_schedule(sorted(schedule.items()), t_now, pin_ts=start)
         acc: Counter[Row] = Counter()
-        view.history = []
+        history: list[tuple[int, Batch]] = []
+        if saved is not None:
+            view.base_ts = max(saved[0], self.history_since)
+            history = [(t, b) for t, b in saved[1] if t > view.base_ts]
+        else:  # no history of it is saved: it starts at `start` (or at its creation, later)
+            view.base_ts = max(view.base_ts, start)
         for ts, b in sorted(out.items()):
             apply_batch(acc, b)
-            if ts > view.base_ts:
-                view.history.append((ts, b))
+            if ts > max(view.base_ts, start):
+                history.append((ts, b))
+        view.history = history
         view.contents = acc
 
     def _recover_current(
@@ -392,7 +519,64 @@ class Database:
                 view.release()
                 self.hub.end_view(name, "server_reset", "the server reloaded; resume with since")
             self.tables, self.views, self.row_counts = {}, {}, {}
-            self._recover()
+            self._load_catalog()
+        self._recover_views()
+
+    # ------------------------------------------------------------------ readiness
+
+    def _hydrating(self) -> ApiError:
+        with self.state_lock:
+            return self._hydrating_locked()
+
+    def _hydrating_locked(self) -> ApiError:
+        waiting = sorted(n for n, v in self.views.items() if v.status == "hydrating")
+        return ApiError(
+            f"the server is starting: views are hydrating ({', '.join(waiting[:10]) or 'none'}"
+            f"{', ...' if len(waiting) > 10 else ''}); retry shortly (GET /health shows "
+            "\"ready\")",
+            code="hydrating",
+            status=503,
+        )
+
+    def require_ready(self) -> None:
+        """Wait (up to `hydrate_wait` seconds) until start-up recovery is over; else 503
+        `hydrating`. For requests that need the views or the write lock."""
+        if not self.ready.wait(self.settings.hydrate_wait):
+            raise self._hydrating()
+
+    async def wait_ready(self) -> None:
+        """`require_ready` for the event loop: polls instead of blocking it."""
+        if self.ready.is_set():
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.hydrate_wait
+        while not self.ready.is_set():
+            if loop.time() >= deadline:
+                raise self._hydrating()
+            await asyncio.sleep(0.05)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint(self) -> None:
+        """Save every running view's history since the last checkpoint to the store, so a
+        restart replays only the log after it. Called by the writer between writes (under
+        the write lock); a failure is logged and the next checkpoint retries (the log still
+        holds everything)."""
+        if self.settings.memory or not self.ready.is_set() or self.checkpoint_ts >= self.last_ts:
+            return
+        since = self.checkpoint_ts
+        with self.state_lock:
+            chunks = [
+                (v.seq, since, v.base_ts, [(t, b) for t, b in v.history if t > since])
+                for v in self.views.values()
+                if v.running
+            ]
+            through = self.completed_ts
+        try:
+            self.store.write_checkpoint(through, chunks)
+            self.checkpoint_ts = through
+        except Exception:  # noqa: BLE001 - a checkpoint is an optimisation of restart only
+            log.exception("checkpoint at timestamp %d failed", through)
 
     # ------------------------------------------------------------------ writes
 
@@ -402,11 +586,13 @@ class Database:
         Returns {"results": [...], "failed_views": [...]}: the views whose evaluation failed
         at this write (the write itself is committed)."""
         stmts = parse_script(sql, self.settings.max_statements)
+        self.require_ready()
         if all(s.kind in ("SELECT", "EXPLAIN") for s in stmts):
             return {"results": self._read_many(stmts), "failed_views": []}
         return self._write(stmts)
 
     def _write(self, stmts: list[Statement]) -> dict[str, Any]:
+        self.require_ready()
         with self.write_lock:
             w = _Write(
                 ts=self.last_ts + 1,
@@ -417,7 +603,10 @@ class Database:
                 history_since=self.history_since,
             )
             try:
-                return self._write_steps(w, stmts)
+                out = self._write_steps(w, stmts)
+                if self.last_ts - self.checkpoint_ts >= self.settings.checkpoint_interval:
+                    self.checkpoint()
+                return out
             finally:
                 # Every dataflow that reads a load file has run (or was dropped): the rows are
                 # in the store, its log, and the views' arrangements.
@@ -427,9 +616,11 @@ class Database:
     def _write_steps(self, w: _Write, stmts: list[Statement]) -> dict[str, Any]:
         """`_write` under the write lock: the transaction, then maintaining the views."""
         results: list[dict[str, Any]] = []
+        deadline = _Deadline(self.settings.write_timeout, self.store.conn.interrupt)
         self.store.begin()
         try:
             for s in stmts:
+                deadline.check()
                 if s.kind == "SELECT":
                     # Inside the transaction: it sees this request's own writes, and an
                     # error in it rolls back the whole request.
@@ -440,6 +631,7 @@ class Database:
                     results.append(self._apply(w, s))
                     w.trial = {}
                     w.snapshots = {}
+            deadline.check()
             if self._changes_nothing(w):
                 # A request that changes no table, view or row (`CREATE TABLE IF NOT EXISTS`
                 # on an existing table, a DELETE that matches nothing) is not a transaction
@@ -453,12 +645,22 @@ class Database:
                 return {"results": results, "failed_views": []}
             self._hydrate(w)
             self._log(w)
+            deadline.disarm()  # from here on the write commits, however long it takes
+            deadline.check()
             self.store.commit()
             self.last_ts = self.committed_ts = w.ts
         except BaseException as e:
+            deadline.disarm()
             self.store.rollback()
             for view in w.hydrated.values():
                 view.release()
+            if deadline.fired:
+                # Whatever the interrupted statement raised, the cause is the time limit.
+                raise Timeout(
+                    f"the write exceeded the time limit of {self.settings.write_timeout:g}s "
+                    "(--write-timeout) and was rolled back; nothing was applied",
+                    code="timeout",
+                ) from None
             if isinstance(e, duckdb.Error):
                 raise from_duckdb(e) from None
             raise
@@ -520,16 +722,48 @@ class Database:
             )
         return str(table.name).lower()
 
+    @staticmethod
+    def _check_new_name(name: str, what: str, s: Statement) -> None:
+        """Refuse a name for a new table, view or column that could not be used safely: one
+        with a NUL byte (cut short by C strings and refused in URLs) or longer than
+        `MAX_NAME_LENGTH` characters (too long to address in a URL)."""
+        if "\x00" in name:
+            raise SqlError(
+                f"{what} names cannot contain NUL bytes", code="invalid_name",
+                line=s.line, column=s.column,
+            )
+        if len(name) > MAX_NAME_LENGTH:
+            raise SqlError(
+                f"{what} name is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}",
+                code="name_too_long", line=s.line, column=s.column,
+            )
+
+    @staticmethod
+    def _refuse_temporary(ast: exp.Expression, what: str, s: Statement) -> None:
+        """Every table and view is durable: a TEMP one is refused rather than silently made
+        durable."""
+        props = ast.args.get("properties")
+        if props is not None and any(
+            isinstance(p, exp.TemporaryProperty) for p in props.expressions
+        ):
+            raise SqlError(
+                f"CREATE TEMP {what} is not supported: every {what.lower()} is durable; "
+                f"use CREATE {what} (and DROP {what} when done)",
+                code="unsupported", line=s.line, column=s.column,
+            )
+
     def _create_table(self, w: _Write, s: Statement) -> dict[str, Any]:
         ast = s.ast
         if ast.expression is not None:
             raise SqlError("CREATE TABLE ... AS SELECT is not supported", code="unsupported")
         if ast.args.get("replace"):
             raise SqlError("CREATE OR REPLACE TABLE is not supported", code="unsupported")
+        self._refuse_temporary(ast, "TABLE", s)
         schema = ast.this
         if not isinstance(schema, exp.Schema):
             raise SqlError("CREATE TABLE needs a column list", code="syntax_error")
         name = self._name_of(schema.this, s)
+        self._check_new_name(name, "table", s)
         if name in w.tables or name in w.views:
             if ast.args.get("exists") and name in w.tables:
                 return {"statement": "CREATE TABLE", "name": name, "created": False}
@@ -540,6 +774,7 @@ class Database:
         for item in schema.expressions:
             if isinstance(item, exp.ColumnDef):
                 cname = str(item.name).lower()  # names are case-insensitive; stored lower-case
+                self._check_new_name(cname, "column", s)
                 if any(c["name"] == cname for c in columns):
                     raise SqlError(f"duplicate column {cname!r}", code="duplicate_column")
                 kind = item.args.get("kind")
@@ -627,10 +862,12 @@ class Database:
         ast = s.ast
         if ast.args.get("replace"):
             raise SqlError("CREATE OR REPLACE VIEW is not supported", code="unsupported")
+        self._refuse_temporary(ast, "VIEW", s)
         target = ast.this
         if isinstance(target, exp.Schema):  # CREATE VIEW v(c1, c2): the planner renames
             target = target.this
         name = self._name_of(target, s)
+        self._check_new_name(name, "view", s)
         if name in w.tables or name in w.views:
             if ast.args.get("exists") and name in w.views:
                 return {"statement": "CREATE VIEW", "name": name, "created": False}
@@ -1034,6 +1271,7 @@ class Database:
             timeout=self.settings.query_timeout,
             memory_limit=self.settings.query_memory_limit,
             max_rows=self.settings.max_result_rows,
+            max_bytes=self.settings.max_result_bytes,
             line=s.line,
             column=s.column,
         )
@@ -1308,6 +1546,7 @@ class Database:
                 line=s.line,
                 column=s.column,
             )
+        self.require_ready()
         r = self._select_many([s])[0]
         return {"columns": r["columns"], "rows": r["rows"], "timestamp": r["timestamp"]}
 
@@ -1381,6 +1620,8 @@ class Database:
         }
 
     def explain_view(self, name: str) -> str:
+        if name.lower() in self.views:
+            self.require_ready()
         with self.state_lock:
             v = self.views.get(name.lower())
             if v is None:
@@ -1391,6 +1632,7 @@ class Database:
 
     async def wait_complete(self, name: str, ts: int, timeout: float) -> None:
         """Wait until view `name` is complete through `ts`."""
+        await self.wait_ready()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         delay = 0.002
@@ -1425,6 +1667,8 @@ class Database:
     ) -> tuple[list[str], int, list[tuple[Row, int]]]:
         """A view's column names, timestamp and (row, count) items as of `as_of` (default:
         complete). Only copies under the state lock: callers sort and encode outside it."""
+        if name in self.views:
+            self.require_ready()
         with self.state_lock:
             v = self.views.get(name)
             if v is None:
@@ -1443,10 +1687,14 @@ class Database:
     def subscribe(
         self, name: str, snapshot: bool, since: int | None, loop: asyncio.AbstractEventLoop
     ) -> tuple[Subscription, list[Message]]:
+        """Register a subscriber (see `server.feeds`). Called on the event loop, so it never
+        waits: while the server is hydrating it is 503 `hydrating` (`wait_ready` first)."""
         with self.state_lock:
             v = self.views.get(name)
             if v is None:
                 raise NotFound(f"unknown view {name!r}", code="unknown_view")
+            if not self.ready.is_set():
+                raise self._hydrating_locked()
             if not v.running:
                 raise Conflict(f"view {name!r} has failed: {v.error}", code="view_failed")
             now = v.complete_ts
@@ -1495,10 +1743,14 @@ class Database:
         with self.state_lock:
             return {
                 "status": "ok",
+                # False while start-up recovery brings the views up (they are "hydrating").
+                "ready": self.ready.is_set(),
+                "hydrating": sorted(n for n, v in self.views.items() if v.status == "hydrating"),
                 "timestamp": self.completed_ts,
                 "tables": len(self.tables),
                 "views": len(self.views),
                 "failed_views": sorted(n for n, v in self.views.items() if not v.running),
                 "executor": self.executor.name,
+                "recovery": self.recovery,
                 "durable": not self.settings.memory,
             }

@@ -204,6 +204,15 @@ class QueryResult:
     rows: list[tuple[Any, ...]]
 
 
+def _python_rows(con: duckdb.DuckDBPyConnection, batches: list[Any]) -> list[tuple[Any, ...]]:
+    """The rows of Arrow `batches` as DuckDB's own Python conversion gives them."""
+    if not batches:
+        return []
+    import pyarrow as pa
+
+    return [tuple(r) for r in con.from_arrow(pa.Table.from_batches(batches)).fetchall()]
+
+
 def run_query(
     sql: str,
     relations: dict[str, Relation],
@@ -211,14 +220,21 @@ def run_query(
     timeout: float,
     memory_limit: str,
     max_rows: int,
+    max_bytes: int | None = None,
     line: int | None = None,
     column: int | None = None,
 ) -> QueryResult:
-    """Run one validated read-only query over copies of `relations`."""
+    """Run one validated read-only query over copies of `relations`. The result is fetched in
+    Arrow batches, counted in rows and bytes, and refused (`result_too_large`) as soon as it
+    passes `max_rows` or `max_bytes`, before any of it becomes Python objects (which take
+    several times the space): a huge result never grows the server."""
     con = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "threads": 1})
     try:
         for name, rel in relations.items():
             load_relation(con, name, rel)
+        # Arrow batches are only a bounded staging area: lossless conversion makes the values
+        # read back from them exactly those a direct fetch gives (HUGEINT, UUID, ...).
+        con.execute("SET arrow_lossless_conversion = true")
         con.execute("SET enable_external_access = false")
         con.execute("SET autoinstall_known_extensions = false")
         con.execute("SET autoload_known_extensions = false")
@@ -227,23 +243,36 @@ def run_query(
         timer = threading.Timer(timeout, con.interrupt)
         timer.start()
         try:
-            con.execute(sql)
-            columns = [d[0] for d in (con.description or [])]
-            rows = con.fetchmany(max_rows + 1)
-            if len(rows) > max_rows:
-                raise SqlError(
-                    f"the result has more than {max_rows} rows; add a LIMIT",
-                    code="result_too_large",
-                    line=line,
-                    column=column,
-                )
-            con.fetchall()  # drain so the connection closes cleanly
+            rel = con.sql(sql)
+            columns = list(rel.columns)
+            batches = []
+            nrows = nbytes = 0
+            for batch in rel.to_arrow_reader(1024):
+                batches.append(batch)
+                nrows += batch.num_rows
+                nbytes += batch.nbytes
+                if nrows > max_rows:
+                    raise SqlError(
+                        f"the result has more than {max_rows} rows; add a LIMIT",
+                        code="result_too_large",
+                        line=line,
+                        column=column,
+                    )
+                if max_bytes is not None and nbytes > max_bytes:
+                    raise SqlError(
+                        f"the result is larger than {max_bytes} bytes; select fewer rows or "
+                        "columns, or aggregate",
+                        code="result_too_large",
+                        line=line,
+                        column=column,
+                    )
+            rows = _python_rows(con, batches)
         except duckdb.InterruptException:
             raise Timeout(f"query exceeded the time limit of {timeout:g}s") from None
         except duckdb.Error as e:
             raise from_duckdb(e, line=line, column=column) from None
         finally:
             timer.cancel()
-        return QueryResult(columns, [tuple(r) for r in rows])
+        return QueryResult(columns, rows)
     finally:
         con.close()

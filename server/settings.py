@@ -35,9 +35,15 @@ class Settings(BaseModel):
     max_request_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     max_statements: int = Field(default=1000, ge=1)
     max_result_rows: int = Field(default=100_000, ge=1)
+    max_result_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    """The largest result (approximate bytes, as DuckDB holds it in Arrow form) a SELECT may
+    return; a larger one is refused with `result_too_large` before it is converted."""
     as_of_timeout: float = Field(default=10.0, gt=0)
     """Default seconds a `rows?as_of=T` request waits for the view to become complete."""
     query_timeout: float = Field(default=30.0, gt=0)
+    write_timeout: float = Field(default=60.0, gt=0)
+    """Seconds a write request may spend before COMMIT (its statements, and computing new
+    views); past it the write is rolled back and answered 408 `timeout`."""
     query_memory_limit: str = "1GB"
     iteration_limit: int = Field(default=10_000, ge=1)
     view_time_budget: float = Field(default=300.0, gt=0)
@@ -48,6 +54,12 @@ class Settings(BaseModel):
     one round of a recursion)."""
     view_memory_budget: int = Field(default=50_000_000, ge=1)
     """Records one view's dataflow may hold in its arrangements."""
+    checkpoint_interval: int = Field(default=256, ge=1)
+    """Checkpoint the views' history every this many timestamps (and at shutdown): after a
+    crash, a restart replays at most this many timestamps of the change log."""
+    hydrate_wait: float = Field(default=30.0, ge=0)
+    """Seconds a request that needs the views waits for them while the server recovers at
+    start-up, before it is answered 503 `hydrating`."""
     subscriber_queue_limit: int = Field(default=10_000, ge=1)
     """Messages a change-feed subscriber may leave unread before it is disconnected."""
     subscriber_queue_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)

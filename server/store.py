@@ -6,7 +6,9 @@ columns (`__ts`, `__diff`, c0..cn-1) of the table's types; the catalog and clock
 `diffsql.tables`, `diffsql.views` and `diffsql.meta` (see migrations/). Invariant: after every
 COMMIT, for every table, (contents at `history_since`) + (sum of its log) == contents now, and
 the log holds every committed change with timestamp > `history_since`. That is what lets a
-restart rebuild every view's history exactly. The entries of one timestamp need not be
+restart rebuild every view's history exactly. `diffsql.view_history` checkpoints the views'
+history up to meta `checkpoint_ts`, so a restart replays only the log after it (the chunks are
+pickled rows this server wrote itself; the file is trusted like the rest of the database). The entries of one timestamp need not be
 consolidated (a bulk load logs the rows it inserted next to its request's other changes): only
 their sum per row matters. Only the writer (which owns `conn`) mutates; a
 reader uses its own `cursor()`.
@@ -15,6 +17,7 @@ reader uses its own `cursor()`.
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,7 +214,62 @@ class Store:
         )
 
     def drop_view(self, name: str) -> None:
+        self.conn.execute(
+            "DELETE FROM diffsql.view_history WHERE seq IN "
+            "(SELECT seq FROM diffsql.views WHERE name = ?)",
+            [name],
+        )
         self.conn.execute("DELETE FROM diffsql.views WHERE name = ?", [name])
+
+    # -- view history checkpoints --------------------------------------------------------------
+
+    def write_checkpoint(
+        self, through_ts: int, chunks: Sequence[tuple[int, int, int, list[Any]]]
+    ) -> None:
+        """Record history chunks `(seq, from_ts, base_ts, batches)` through `through_ts` and
+        make `through_ts` the checkpoint, in one transaction of its own (writer only, between
+        writes)."""
+        self.begin()
+        try:
+            for seq, from_ts, base_ts, batches in chunks:
+                self.conn.execute(
+                    "INSERT INTO diffsql.view_history VALUES (?, ?, ?, ?, ?)",
+                    [seq, from_ts, through_ts, base_ts, pickle.dumps(batches, protocol=5)],
+                )
+            self.set_meta("checkpoint_ts", through_ts)
+            self.commit()
+        except BaseException:
+            self.rollback()
+            raise
+
+    def read_checkpoint(self, through_ts: int) -> dict[int, tuple[int, list[Any]]]:
+        """Per view seq with a chunk through `through_ts` (it was running then): its base_ts
+        then, and every checkpointed history batch after that base, in timestamp order."""
+        rows = self.conn.execute(
+            "SELECT seq, through_ts, base_ts, data FROM diffsql.view_history "
+            "WHERE seq IN (SELECT seq FROM diffsql.view_history WHERE through_ts = ?) "
+            "ORDER BY seq, through_ts",
+            [through_ts],
+        ).fetchall()
+        by_seq: dict[int, list[tuple[int, int, bytes]]] = {}
+        for seq, through, base, data in rows:
+            by_seq.setdefault(seq, []).append((through, base, data))
+        out: dict[int, tuple[int, list[Any]]] = {}
+        for seq, chunks in by_seq.items():
+            base = chunks[-1][1]
+            # Unpickled NaNs are new objects: make rows canonical again (engine.canonical).
+            batches = [
+                (t, [(canonical(row), diff) for row, diff in b])
+                for _, _, data in chunks
+                for t, b in pickle.loads(data)
+                if t > base
+            ]
+            out[seq] = (base, batches)
+        return out
+
+    def count_rows(self, name: str) -> int:
+        row = self.conn.execute(f"SELECT count(*) FROM main.{quote_ident(name)}").fetchone()
+        return int(row[0]) if row else 0
 
     # -- contents and change log ----------------------------------------------------------------
 
@@ -292,4 +350,6 @@ class Store:
         """Forget changes at or before `horizon` (inside the writer's transaction)."""
         for rec in tables:
             self.conn.execute(f"DELETE FROM {log_table(rec.table_id)} WHERE __ts <= ?", [horizon])
+        # Checkpointed view history at or before the horizon is forgotten with it.
+        self.conn.execute("DELETE FROM diffsql.view_history WHERE through_ts <= ?", [horizon])
         self.set_meta("history_since", horizon)

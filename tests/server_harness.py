@@ -51,7 +51,9 @@ class Server:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
-    def start(self, timeout: float = 60.0) -> Server:
+    def start(self, timeout: float = 60.0, wait_ready: bool = True) -> Server:
+        """Start the server and wait until `/health` answers and (with `wait_ready`) reports
+        the views recovered, not `hydrating`."""
         self.port = free_port()
         self.http.close()
         # One client per server run: creating an httpx client costs far more than a request.
@@ -86,7 +88,7 @@ class Server:
                 raise RuntimeError(f"server exited: {self.log_path.read_text()[-3000:]}")
             try:
                 r = self.http.get("/health", headers=self.headers(), timeout=1.0)
-                if r.status_code == 200:
+                if r.status_code == 200 and (not wait_ready or r.json().get("ready", True)):
                     return self
             except httpx.HTTPError:
                 pass

@@ -18,8 +18,8 @@ def test_migrate_from_empty_to_latest(tmp_path: Path) -> None:
     assert migrations.current_version(con) == len(available)
     assert migrations.migrate(con) == []  # idempotent
     meta = dict(con.execute("SELECT key, value FROM diffsql.meta").fetchall())
-    assert meta == {"last_ts": 0, "history_since": 0, "next_table_id": 1}
-    for table in ("tables", "views", "schema_migrations"):
+    assert meta == {"last_ts": 0, "history_since": 0, "next_table_id": 1, "checkpoint_ts": 0}
+    for table in ("tables", "views", "schema_migrations", "view_history"):
         con.execute(f"SELECT * FROM diffsql.{table}").fetchall()
     con.close()
     # A reopened database is at the latest version and is not migrated again.

@@ -175,6 +175,7 @@ async def changes_sse(
         except ValueError:
             raise BadRequest("Last-Event-ID must be a timestamp") from None
     _check_since(since)
+    await db.wait_ready()  # start-up recovery (see Database.wait_ready)
     # On a worker thread: it waits for the state lock and copies a snapshot under it.
     loop = asyncio.get_running_loop()
     sub, initial = await run_in_threadpool(db.subscribe, name.lower(), snapshot, since, loop)
@@ -242,6 +243,7 @@ async def changes_ws(websocket: WebSocket, name: str) -> None:
     await websocket.accept(subprotocol="diffsql" if "diffsql" in offered else None)
     try:
         snapshot, since = _ws_params(websocket.query_params)
+        await db.wait_ready()  # start-up recovery (see Database.wait_ready)
         loop = asyncio.get_running_loop()
         sub, initial = await run_in_threadpool(db.subscribe, name.lower(), snapshot, since, loop)
     except ApiError as e:

@@ -1,0 +1,172 @@
+"""Restart (issue 10, item 6), against a real server process: `/health` answers while the views
+hydrate (they report `hydrating`; requests that need them wait, or get 503 `hydrating`); a
+restart rebuilds current state from the tables and the checkpointed view history, replaying no
+change log after a clean shutdown and at most `--checkpoint-interval` timestamps after a crash;
+views equal DuckDB and feeds resume with exactly the history they had before.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from server_harness import SSE, Server, multiset
+
+VIEWS = {
+    "sums": "SELECT k, sum(v) AS total, count(*) AS n FROM t GROUP BY k",
+    "big": "SELECT t.k, t.v, u.name FROM t JOIN u ON t.k = u.k WHERE t.v % 3 <> 1",
+    "over": "SELECT count(*) AS n, max(total) AS top FROM sums",
+}
+
+
+def _history(s: Server, view: str, upto: int) -> list[dict[str, Any]]:
+    """Every update message of `view`'s feed from `since=0` through progress `upto`."""
+    sse = SSE(s, view, since=0)
+    assert sse.status == 200
+    out = []
+    try:
+        while True:
+            m = sse.next()
+            if m["type"] == "update":
+                out.append({"timestamp": m["timestamp"],
+                            "updates": sorted(json.dumps(u) for u in m["updates"])})
+            elif m["type"] == "progress" and m["timestamp"] >= upto:
+                return out
+    finally:
+        sse.close()
+
+
+def _check_views(s: Server) -> None:
+    """Every view equals DuckDB over the tables (large ones through an order-insensitive
+    fingerprint: /query results are limited in size)."""
+    for name, q in VIEWS.items():
+        got = s.rows(name)["rows"]
+        q = q.replace("FROM sums", f"FROM ({VIEWS['sums']})")
+        if len(got) <= 10_000:
+            assert multiset(got) == multiset(s.query(q)["rows"]), name
+            continue
+        assert name == "big"
+        fingerprint = "SELECT count(*), sum(hash(k::BIGINT, v::BIGINT, name) % 1000003) FROM "
+        want = s.query(f"{fingerprint} ({q}) x")["rows"][0]
+        rows = s.query(f"{fingerprint} {name} x")["rows"][0]
+        assert rows == want, name
+        assert len(got) == want[0], name
+
+
+def _populate(s: Server, writes: int) -> int:
+    s.sql(
+        "CREATE TABLE t (k INTEGER, v INTEGER); CREATE TABLE u (k INTEGER, name VARCHAR);"
+        "INSERT INTO u SELECT x, 'n' || x FROM range(20) r(x);"
+        + "".join(f"CREATE VIEW {n} AS {q};" for n, q in VIEWS.items())
+    )
+    last = 0
+    for i in range(writes):
+        last = s.sql(
+            f"INSERT INTO t VALUES ({i % 20}, {i}), ({(i * 7) % 20}, {i * 3});"
+            f"DELETE FROM t WHERE v = {i - 5}"
+        )[0]["timestamp"]
+    return last
+
+
+def test_clean_restart_replays_no_history(tmp_path: Path) -> None:
+    s = Server(tmp_path / "data", "--checkpoint-interval", "50").start()
+    try:
+        last = _populate(s, 120)
+        before = {n: _history(s, n, last) for n in VIEWS}
+        as_of = s.rows("sums", as_of=last - 30)
+    finally:
+        s.stop()
+    s.start()
+    try:
+        s.rows("sums")  # waits for the views if they are still hydrating
+        health = s.http.get("/health").json()
+        assert health["ready"] is True and health["hydrating"] == []
+        assert health["recovery"]["replayed_timestamps"] == 0, health
+        assert health["recovery"]["checkpoint"] == last
+        for n in VIEWS:
+            assert _history(s, n, last) == before[n], n
+        assert s.rows("sums", as_of=last - 30) == as_of
+        _check_views(s)
+        # Writes go on from where they were, and history keeps growing after the restart.
+        nxt = s.sql("UPDATE t SET v = v + 1 WHERE k = 3")[0]["timestamp"]
+        assert nxt == last + 1
+        _check_views(s)
+    finally:
+        s.stop()
+
+
+def test_crash_restart_replays_at_most_the_checkpoint_interval(tmp_path: Path) -> None:
+    s = Server(tmp_path / "data", "--checkpoint-interval", "40").start()
+    try:
+        last = _populate(s, 130)
+        before = {n: _history(s, n, last) for n in VIEWS}
+        s.kill()  # SIGKILL: no shutdown checkpoint
+        s.start()
+        s.rows("sums")
+        health = s.http.get("/health").json()
+        rec = health["recovery"]
+        assert 0 < rec["replayed_timestamps"] <= 40, rec
+        assert last - 40 <= rec["checkpoint"] < last, rec
+        for n in VIEWS:
+            assert _history(s, n, last) == before[n], n
+        _check_views(s)
+        # A second crash right after the restart: the same history again.
+        s.kill()
+        s.start()
+        for n in VIEWS:
+            assert _history(s, n, last) == before[n], n
+        _check_views(s)
+    finally:
+        s.stop()
+
+
+def test_health_answers_while_views_hydrate(tmp_path: Path) -> None:
+    # Enough rows that hydrating the views takes a while; `--hydrate-wait 0`: requests that
+    # need a hydrating view are answered 503 at once instead of waiting.
+    s = Server(tmp_path / "data", "--hydrate-wait", "0", "--write-timeout", "600").start()
+    try:
+        s.sql(
+            "CREATE TABLE t (k INTEGER, v INTEGER); CREATE TABLE u (k INTEGER, name VARCHAR);"
+            "INSERT INTO u SELECT x, 'n' || x FROM range(20) r(x);"
+            "INSERT INTO t SELECT x % 20, x FROM range(150000) r(x);"
+            + "".join(f"CREATE VIEW {n} AS {q};" for n, q in VIEWS.items())
+        )
+    finally:
+        s.stop()
+    s.start(wait_ready=False)
+    try:
+        first = s.http.get("/health")
+        assert first.status_code == 200
+        body = first.json()
+        assert body["ready"] is False, body
+        assert "sums" in body["hydrating"] or "big" in body["hydrating"], body
+        info = s.http.get("/views/over").json()
+        assert info["status"] == "hydrating", info
+        seen_503 = False
+        for path in ("/views/over/rows", "/views/over/changes"):
+            r = s.http.get(path, params={"snapshot": "false"})
+            if r.status_code == 503:
+                err = r.json()["error"]
+                assert err["code"] == "hydrating", err
+                seen_503 = True
+        r = s.http.post("/sql", json={"sql": "INSERT INTO u VALUES (99, 'x')"})
+        if r.status_code == 503:
+            assert r.json()["error"]["code"] == "hydrating"
+            seen_503 = True
+        assert seen_503
+        # /health stays prompt throughout.
+        worst = 0.0
+        deadline = time.monotonic() + 300
+        while not s.http.get("/health").json()["ready"]:
+            assert time.monotonic() < deadline, "the views never became ready"
+            t0 = time.monotonic()
+            assert s.http.get("/health").status_code == 200
+            worst = max(worst, time.monotonic() - t0)
+            time.sleep(0.1)
+        assert worst < 2.0, worst  # generous: hydration shares the GIL with the event loop
+        assert s.http.get("/views/over").json()["status"] == "running"
+        _check_views(s)
+    finally:
+        s.stop()
