@@ -105,8 +105,13 @@ def duckdb_recompute(
     return len(new_edges) / elapsed, got == len(bfs(window, roots))
 
 
-def build() -> tuple[Dataflow, object, object, object]:
-    df = Dataflow()
+def build(executor: str) -> tuple[Dataflow, object, object, object]:
+    if executor == "columnar":
+        from engine.executors.columnar import ColumnarExecutor
+
+        df = Dataflow(executor=ColumnarExecutor())
+    else:
+        df = Dataflow()
     edges_in, edges = df.new_input("edges")
     roots_in, roots = df.new_input("roots")
     edges_by_src = edges
@@ -151,6 +156,12 @@ def main() -> int:
         default=None,
         help="slides DuckDB recomputes to measure its rate (default: min(--updates, 300))",
     )
+    ap.add_argument(
+        "--executor",
+        choices=["inprocess", "columnar"],
+        default="inprocess",
+        help="the engine's executor: per-record (the reference) or columnar runs with compiled kernels",
+    )
     args = ap.parse_args()
 
     custom = args.nodes is not None or args.edges is not None
@@ -160,7 +171,7 @@ def main() -> int:
     rng = random.Random(args.seed)
     edges = [(rng.randrange(n_nodes), rng.randrange(n_nodes)) for _ in range(n_edges)]
     roots = rng.sample(range(n_nodes), 10)
-    print("config %s: N=%d M=%d roots=10" % (args.config, n_nodes, n_edges))
+    print("config %s: N=%d M=%d roots=10 executor=%s" % (args.config, n_nodes, n_edges, args.executor))
 
     duck_s, duck_n, duck_con = duckdb_hydration(edges, roots)
     print("duckdb   hydration: %.3f s (reach %d pairs)" % (duck_s, duck_n))
@@ -178,7 +189,7 @@ def main() -> int:
     duck_con.close()
     del duck_con
 
-    df, edges_in, roots_in, cap = build()
+    df, edges_in, roots_in, cap = build(args.executor)
     t0 = time.perf_counter()
     for e in edges:
         edges_in.insert(e)

@@ -103,6 +103,13 @@ class Run:
         ts = unpack_many(self.times, self.dims)
         return list(zip(self.keys.tolist(), self.vals.tolist(), ts, self.diffs.tolist(), strict=True))
 
+    def with_upper(self, upper: Antichain, seq: int) -> Run:
+        """The same updates with a description extended to `upper` (absorbing an empty batch)."""
+        return Run(self.keys, self.vals, self.times, self.diffs, self.dims, self.lower, upper, self.since, seq)
+
+    def approx_bytes(self) -> int:
+        return self.nbytes()
+
     def nbytes(self) -> int:
         return int(self.keys.nbytes + self.vals.nbytes + self.times.nbytes + self.diffs.nbytes)
 

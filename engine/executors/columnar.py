@@ -1,0 +1,265 @@
+"""The columnar executor: arrangements are sorted int64 runs and their bulk work is compiled.
+
+Behind the same executor boundary as `InProcessExecutor` (which stays the reference tactic):
+payloads between operators are still Python lists of `(data, time, diff)` (maps, filters and
+user functions see rows), but every batch an arrangement seals is a `columnar.layout.Run`:
+keys and values encoded to row ids by one `RowInterner` per executor, times packed
+(`columnar.times`). On those runs:
+
+- sealing sorts and consolidates in a kernel; merging advances times by the compaction frontier
+  and consolidates in one compiled pass (`kernels.merge`);
+- join finds the keys of a new run in each run of the other trace by galloping search and builds
+  the matched index pairs, output times and diffs in a kernel; only the pairs found are decoded
+  and passed to the join's function;
+- reduce with logic that depends only on a key's total count (distinct, count, threshold: the
+  logic has a `counting` attribute that yields at most one output per total) runs the compiled
+  interesting-times kernel; any other logic (sum, min, max, top-k, the planner's aggregates) is
+  handed the decoded histories and runs the per-record `engine.kernels.reduce_key`.
+
+Selected with `Dataflow(executor=ColumnarExecutor())`, or for every dataflow that does not
+name one with `DIFFSQL_COLUMNAR=1` in the environment. Limits of this first step: a time's
+coordinates must fit the packing (`times.field_bits`); merges are not fueled (a large merge runs
+at once); interned row ids are never retired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from engine import kernels as record_kernels
+from engine.columnar import kernels as K
+from engine.columnar.interning import RowInterner
+from engine.columnar.layout import Run
+from engine.columnar.times import pack, pack_frontier, unpack
+from engine.executor import InProcessExecutor, Updates
+from engine.lattice import Antichain, Time
+from engine.trace import consolidate_entries
+
+I64 = np.int64
+
+
+def _arrays(run: Run) -> K.Arrays:
+    return (run.keys, run.vals, run.times, run.diffs)
+
+
+class ColumnarExecutor(InProcessExecutor):
+    """`InProcessExecutor` with columnar batches and compiled kernels (see the module docstring)."""
+
+    name = "columnar"
+    # Merges run at once (see the module docstring); `Trace` then never asks for steps.
+    merge_steps = None
+
+    def __init__(self) -> None:
+        self.rows = RowInterner()
+        self.unit = self.rows.encode(())
+
+    # -- encoding ------------------------------------------------------------------------------
+    def _pack_times(self, times: list[Time], dims: int) -> np.ndarray:
+        # Updates share few distinct times: pack each once.
+        cache: dict[Time, int] = {}
+        out = np.empty(len(times), I64)
+        for i, t in enumerate(times):
+            p = cache.get(t)
+            if p is None:
+                p = cache[t] = pack(t, dims)
+            out[i] = p
+        return out
+
+    def _unpack_times(self, packed: np.ndarray, dims: int) -> list[Time]:
+        if packed.shape[0] == 0:
+            return []
+        uniq, inv = np.unique(packed, return_inverse=True)
+        ts = [unpack(p, dims) for p in uniq.tolist()]
+        return [ts[i] for i in inv.tolist()]
+
+    # -- batches -------------------------------------------------------------------------------
+    def seal(self, ready: Updates, by_self: bool, lower: Antichain, upper: Antichain, dims: int) -> Run:
+        enc = self.rows.encode
+        n = len(ready)
+        if by_self:
+            keys = np.fromiter((enc(d) for d, _, _ in ready), I64, count=n)
+            vals = np.full(n, self.unit, I64)
+        else:
+            keys = np.fromiter((enc(d[0]) for d, _, _ in ready), I64, count=n)
+            vals = np.fromiter((enc(d[1]) for d, _, _ in ready), I64, count=n)
+        times = self._pack_times([t for _, t, _ in ready], dims)
+        diffs = np.fromiter((r for _, _, r in ready), I64, count=n)
+        since = Antichain([(0,) * dims])
+        return Run.from_arrays(keys, vals, times, diffs, dims, lower=lower, upper=upper, since=since)
+
+    def merge(self, older: Run, newer: Run, frontier: Antichain) -> Run:
+        since = older.since.join(newer.since)
+        since = since.join(frontier) if frontier.elements else since
+        dims = older.dims
+        k, v, t, d = K.merge(_arrays(older), _arrays(newer), pack_frontier(since.elements, dims), dims)
+        return Run(k, v, t, d, dims, older.lower, newer.upper, since, max(older.seq, newer.seq))
+
+    def unarrange(self, batch: Run, f: Callable[[Any, Any], Any] | None) -> Updates:
+        ks = self.rows.decode_many(batch.keys)
+        vs = self.rows.decode_many(batch.vals)
+        ts = self._unpack_times(batch.times, batch.dims)
+        rs = batch.diffs.tolist()
+        if f is None:
+            return list(zip(zip(ks, vs, strict=True), ts, rs, strict=True))
+        return [(f(k, v), t, r) for k, v, t, r in zip(ks, vs, ts, rs, strict=True)]
+
+    # -- join ----------------------------------------------------------------------------------
+    def join(
+        self, new: Run, others: list[Run], f: Callable[[Any, Any, Any], Any], new_is_left: bool
+    ) -> Updates:
+        parts = []
+        for o in others:
+            if o.records and new.records:
+                ni, oi, t, d = K.join(_arrays(new), _arrays(o), new.dims)
+                if ni.shape[0]:
+                    parts.append((new.keys[ni], new.vals[ni], o.vals[oi], t, d))
+        if not parts:
+            return []
+        cols = [np.concatenate([p[i] for p in parts]) for i in range(5)]
+        dec = self.rows.decode_many
+        ks, nv, ov = dec(cols[0]), dec(cols[1]), dec(cols[2])
+        ts = self._unpack_times(cols[3], new.dims)
+        rs = cols[4].tolist()
+        if new_is_left:
+            return [(f(k, a, b), t, r) for k, a, b, t, r in zip(ks, nv, ov, ts, rs, strict=True)]
+        return [(f(k, b, a), t, r) for k, a, b, t, r in zip(ks, nv, ov, ts, rs, strict=True)]
+
+    # -- reduce --------------------------------------------------------------------------------
+    def _counting(self, logic: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+        counting = getattr(logic, "counting", None)
+        if counting is None:
+            return None
+        enc = self.rows.encode
+
+        def wanted(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            uniq, inv = np.unique(totals, return_inverse=True)
+            vs = np.zeros(uniq.shape[0], I64)
+            ms = np.zeros(uniq.shape[0], I64)
+            for i, n in enumerate(uniq.tolist()):
+                outs = [(v, m) for v, m in (counting(n) if n else ()) if m]
+                if len(outs) > 1:
+                    raise _NotCounting
+                if outs:
+                    vs[i], ms[i] = enc(outs[0][0]), outs[0][1]
+            return vs[inv], ms[inv]
+
+        return wanted
+
+    def reduce_round(
+        self,
+        new: list[Run],
+        pending: dict[Any, set[Time]],
+        inputs: list[Run],
+        outputs: list[Run],
+        lower: Antichain,
+        upper: Antichain,
+        logic: Any,
+        dims: int,
+    ) -> tuple[Run | None, dict[Any, set[Time]]]:
+        """As `InProcessExecutor.reduce_round`, with keys as row ids (`pending` included)."""
+        beyond = upper.less_equal
+        # Seeds: every (key, time) of the new runs, and the pending times now complete.
+        sk = [r.keys for r in new]
+        st = [r.times for r in new]
+        left: dict[Any, set[Time]] = {}
+        extra_k: list[int] = []
+        extra_t: list[int] = []
+        for key, times in pending.items():
+            ready = {p for p in times if not beyond(p)}
+            for p in ready:
+                extra_k.append(key)
+                extra_t.append(pack(p, dims))
+            rest = times - ready
+            if rest:
+                left[key] = rest
+        sk.append(np.array(extra_k, I64))
+        st.append(np.array(extra_t, I64))
+        keys = np.concatenate(sk)
+        times = np.concatenate(st)
+        if keys.shape[0] == 0:
+            return None, left
+        order = np.lexsort((times, keys))
+        keys, times = keys[order], times[order]
+        keep = np.ones(keys.shape[0], bool)
+        keep[1:] = (keys[1:] != keys[:-1]) | (times[1:] != times[:-1])
+        keys, times = keys[keep], times[keep]
+        qkeys, starts = np.unique(keys, return_index=True)
+        seed_off = np.append(starts, keys.shape[0]).astype(I64)
+        in_off, ins = K.gather(qkeys, [_arrays(r) for r in inputs])
+        out_off, outs = K.gather(qkeys, [_arrays(r) for r in outputs])
+        wanted = self._counting(logic)
+        corr: K.Arrays | None = None
+        if wanted is not None:
+            try:
+                (ck, cv, ct, cd), d_off, d_t = K.reduce_counting(
+                    in_off, ins, out_off, outs, seed_off, times,
+                    pack_frontier(upper.elements, dims), wanted, dims,
+                )
+            except _NotCounting:
+                pass
+            else:
+                corr = (qkeys[ck], cv, ct, cd)
+                if d_t.shape[0]:
+                    for i in np.nonzero(np.diff(d_off))[0].tolist():
+                        ts = {unpack(p, dims) for p in d_t[d_off[i] : d_off[i + 1]].tolist()}
+                        left.setdefault(int(qkeys[i]), set()).update(ts)
+        if corr is None:
+            corr = self._reduce_records(qkeys, seed_off, times, in_off, ins, out_off, outs, lower, upper, logic, dims, left)
+        if corr[0].shape[0] == 0:
+            return None, left
+        since = Antichain([(0,) * dims])
+        return Run.from_arrays(*corr, dims, lower=lower, upper=upper, since=since), left
+
+    def _reduce_records(
+        self,
+        qkeys: np.ndarray,
+        seed_off: np.ndarray,
+        seed_t: np.ndarray,
+        in_off: np.ndarray,
+        ins: K.Arrays,
+        out_off: np.ndarray,
+        outs: K.Arrays,
+        lower: Antichain,
+        upper: Antichain,
+        logic: Any,
+        dims: int,
+        left: dict[Any, set[Time]],
+    ) -> K.Arrays:
+        """The reference tactic for logic that is not compiled: decode, `reduce_key`, encode."""
+        dec = self.rows.decode_many
+        in_v, out_v = dec(ins[1]), dec(outs[1])
+        in_t, out_t = self._unpack_times(ins[2], dims), self._unpack_times(outs[2], dims)
+        in_d, out_d = ins[3].tolist(), outs[3].tolist()
+        compact = lower if lower.elements else None
+        enc = self.rows.encode
+        rk: list[int] = []
+        rv: list[int] = []
+        rt: list[int] = []
+        rd: list[int] = []
+        for i, key_id in enumerate(qkeys.tolist()):
+            a, b = int(in_off[i]), int(in_off[i + 1])
+            c, e = int(out_off[i]), int(out_off[i + 1])
+            hist = list(zip(in_v[a:b], in_t[a:b], in_d[a:b], strict=True))
+            ohist = list(zip(out_v[c:e], out_t[c:e], out_d[c:e], strict=True))
+            if compact is not None and (len(hist) > 4 or len(ohist) > 4):
+                hist = consolidate_entries(hist, compact)
+                ohist = consolidate_entries(ohist, compact)
+            seeds = {unpack(p, dims) for p in seed_t[seed_off[i] : seed_off[i + 1]].tolist()}
+            key = self.rows.decode(key_id)
+            emitted, deferred = record_kernels.reduce_key(key, hist, ohist, seeds, upper, logic)
+            for v, t, r in emitted:
+                rk.append(key_id)
+                rv.append(enc(v))
+                rt.append(pack(t, dims))
+                rd.append(r)
+            if deferred:
+                left.setdefault(key_id, set()).update(deferred)
+        return (np.array(rk, I64), np.array(rv, I64), np.array(rt, I64), np.array(rd, I64))
+
+
+class _NotCounting(Exception):
+    """The logic's `counting` gave more than one output for a total: use the general path."""
+
