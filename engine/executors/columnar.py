@@ -17,19 +17,20 @@ keys and values encoded to row ids by one `RowInterner` per executor, times pack
   handed the decoded histories and runs the per-record `engine.kernels.reduce_key`.
 
 Selected with `Dataflow(executor=ColumnarExecutor())`, or for every dataflow that does not
-name one with `DIFFSQL_COLUMNAR=1` in the environment. Limits of this first step: a time's
-coordinates must fit the packing (`times.field_bits`); merges are not fueled (a large merge runs
-at once); interned row ids are never retired.
+name one with `DIFFSQL_COLUMNAR=1` in the environment. Large merges are fueled as in
+`engine.trace` (key ranges merged one per step). Limits of this first step: a time's
+coordinates must fit the packing (`times.field_bits`); interned row ids are never retired.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
 
 from engine import kernels as record_kernels
+from engine import trace as trace_module
 from engine.columnar import kernels as K
 from engine.columnar.interning import RowInterner
 from engine.columnar.layout import Run
@@ -49,8 +50,6 @@ class ColumnarExecutor(InProcessExecutor):
     """`InProcessExecutor` with columnar batches and compiled kernels (see the module docstring)."""
 
     name = "columnar"
-    # Merges run at once (see the module docstring); `Trace` then never asks for steps.
-    merge_steps = None
 
     def __init__(self) -> None:
         self.rows = RowInterner()
@@ -95,6 +94,33 @@ class ColumnarExecutor(InProcessExecutor):
         since = since.join(frontier) if frontier.elements else since
         dims = older.dims
         k, v, t, d = K.merge(_arrays(older), _arrays(newer), pack_frontier(since.elements, dims), dims)
+        return Run(k, v, t, d, dims, older.lower, newer.upper, since, max(older.seq, newer.seq))
+
+    def merge_steps(
+        self, older: Run, newer: Run, frontier: Antichain, chunk: int | None = None
+    ) -> Generator[int, None, Run]:
+        """`merge` spread over steps (the trace's fuel): key ranges of about `chunk` records of
+        the older run are merged one per step; the pieces are concatenated at the end."""
+        chunk = chunk or trace_module.MERGE_CHUNK
+        since = older.since.join(newer.since)
+        since = since.join(frontier) if frontier.elements else since
+        dims = older.dims
+        pf = pack_frontier(since.elements, dims)
+        bounds = np.unique(np.concatenate((older.keys[::chunk], newer.keys[::chunk])))
+        a, b = _arrays(older), _arrays(newer)
+        ia = np.searchsorted(older.keys, bounds).tolist() + [older.records]
+        ib = np.searchsorted(newer.keys, bounds).tolist() + [newer.records]
+        pieces = []
+        # Keys below the first bound: none (the bounds include both runs' first keys).
+        for j in range(len(bounds)):
+            sa = tuple(x[ia[j] : ia[j + 1]] for x in a)
+            sb = tuple(x[ib[j] : ib[j + 1]] for x in b)
+            pieces.append(K.merge(sa, sb, pf, dims))  # type: ignore[arg-type]
+            yield max(1, (ia[j + 1] - ia[j]) + (ib[j + 1] - ib[j]))
+        if pieces:
+            k, v, t, d = (np.concatenate([p[i] for p in pieces]) for i in range(4))
+        else:
+            k = v = t = d = np.zeros(0, I64)
         return Run(k, v, t, d, dims, older.lower, newer.upper, since, max(older.seq, newer.seq))
 
     def unarrange(self, batch: Run, f: Callable[[Any, Any], Any] | None) -> Updates:
