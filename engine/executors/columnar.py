@@ -32,9 +32,9 @@ import numpy as np
 from engine import kernels as record_kernels
 from engine import trace as trace_module
 from engine.columnar import kernels as K
-from engine.columnar.interning import RowInterner
+from engine.columnar.interning import DIRECT_LIMIT, RowInterner
 from engine.columnar.layout import Run
-from engine.columnar.times import pack, pack_frontier, unpack
+from engine.columnar.times import field_bits, pack, pack_frontier, unpack
 from engine.executor import InProcessExecutor, Updates
 from engine.lattice import Antichain, Time
 from engine.trace import consolidate_entries
@@ -54,6 +54,18 @@ class ColumnarExecutor(InProcessExecutor):
     def __init__(self) -> None:
         self.rows = RowInterner()
         self.unit = self.rows.encode(())
+        K.warm_up()
+
+    def _encode(self, rows: list[Any]) -> np.ndarray:
+        # Integer rows are their own ids: one NumPy conversion instead of a call per row.
+        if all(type(r) is int for r in rows):
+            try:
+                a = np.array(rows, dtype=I64)
+            except OverflowError:
+                a = None
+            if a is not None and (a.shape[0] == 0 or (a.min() >= -DIRECT_LIMIT and a.max() < DIRECT_LIMIT)):
+                return a
+        return self.rows.encode_many(rows)
 
     # -- encoding ------------------------------------------------------------------------------
     def _pack_times(self, times: list[Time], dims: int) -> np.ndarray:
@@ -76,16 +88,15 @@ class ColumnarExecutor(InProcessExecutor):
 
     # -- batches -------------------------------------------------------------------------------
     def seal(self, ready: Updates, by_self: bool, lower: Antichain, upper: Antichain, dims: int) -> Run:
-        enc = self.rows.encode
         n = len(ready)
         if by_self:
-            keys = np.fromiter((enc(d) for d, _, _ in ready), I64, count=n)
+            keys = self._encode([d for d, _, _ in ready])
             vals = np.full(n, self.unit, I64)
         else:
-            keys = np.fromiter((enc(d[0]) for d, _, _ in ready), I64, count=n)
-            vals = np.fromiter((enc(d[1]) for d, _, _ in ready), I64, count=n)
+            keys = self._encode([d[0] for d, _, _ in ready])
+            vals = self._encode([d[1] for d, _, _ in ready])
         times = self._pack_times([t for _, t, _ in ready], dims)
-        diffs = np.fromiter((r for _, _, r in ready), I64, count=n)
+        diffs = np.array([r for _, _, r in ready], dtype=I64)
         since = Antichain([(0,) * dims])
         return Run.from_arrays(keys, vals, times, diffs, dims, lower=lower, upper=upper, since=since)
 
@@ -177,47 +188,40 @@ class ColumnarExecutor(InProcessExecutor):
     def reduce_round(
         self,
         new: list[Run],
-        pending: dict[Any, set[Time]],
+        pending: Any,
         inputs: list[Run],
         outputs: list[Run],
         lower: Antichain,
         upper: Antichain,
         logic: Any,
         dims: int,
-    ) -> tuple[Run | None, dict[Any, set[Time]]]:
-        """As `InProcessExecutor.reduce_round`, with keys as row ids (`pending` included)."""
-        beyond = upper.less_equal
-        # Seeds: every (key, time) of the new runs, and the pending times now complete.
+    ) -> tuple[Run | None, PackedPending]:
+        """As `InProcessExecutor.reduce_round`, with keys as row ids and `pending` a
+        `PackedPending` (an empty dict before the first round)."""
+        bits = field_bits(dims)
+        pupper = pack_frontier(upper.elements, dims)
         sk = [r.keys for r in new]
         st = [r.times for r in new]
-        left: dict[Any, set[Time]] = {}
-        extra_k: list[int] = []
-        extra_t: list[int] = []
-        for key, times in pending.items():
-            ready = {p for p in times if not beyond(p)}
-            for p in ready:
-                extra_k.append(key)
-                extra_t.append(pack(p, dims))
-            rest = times - ready
-            if rest:
-                left[key] = rest
-        sk.append(np.array(extra_k, I64))
-        st.append(np.array(extra_t, I64))
-        keys = np.concatenate(sk)
-        times = np.concatenate(st)
+        left_k = np.zeros(0, I64)
+        left_t = np.zeros(0, I64)
+        if isinstance(pending, PackedPending) and pending.keys.shape[0]:
+            later = K.beyond_all(pending.times, pupper, dims, bits)
+            sk.append(pending.keys[~later])
+            st.append(pending.times[~later])
+            left_k, left_t = pending.keys[later], pending.times[later]
+        keys = np.concatenate(sk) if sk else np.zeros(0, I64)
+        times = np.concatenate(st) if st else np.zeros(0, I64)
         if keys.shape[0] == 0:
-            return None, left
-        order = np.lexsort((times, keys))
-        keys, times = keys[order], times[order]
-        keep = np.ones(keys.shape[0], bool)
-        keep[1:] = (keys[1:] != keys[:-1]) | (times[1:] != times[:-1])
-        keys, times = keys[keep], times[keep]
+            return None, PackedPending(left_k, left_t, dims)
+        keys, times = K.dedup_pairs(keys, times)
         qkeys, starts = np.unique(keys, return_index=True)
         seed_off = np.append(starts, keys.shape[0]).astype(I64)
         in_off, ins = K.gather(qkeys, [_arrays(r) for r in inputs])
         out_off, outs = K.gather(qkeys, [_arrays(r) for r in outputs])
         wanted = self._counting(logic)
         corr: K.Arrays | None = None
+        extra_k: list[np.ndarray] = [left_k]
+        extra_t: list[np.ndarray] = [left_t]
         if wanted is not None:
             try:
                 (ck, cv, ct, cd), d_off, d_t = K.reduce_counting(
@@ -228,12 +232,13 @@ class ColumnarExecutor(InProcessExecutor):
                 pass
             else:
                 corr = (qkeys[ck], cv, ct, cd)
-                if d_t.shape[0]:
-                    for i in np.nonzero(np.diff(d_off))[0].tolist():
-                        ts = {unpack(p, dims) for p in d_t[d_off[i] : d_off[i + 1]].tolist()}
-                        left.setdefault(int(qkeys[i]), set()).update(ts)
+                extra_k.append(np.repeat(qkeys, np.diff(d_off)))
+                extra_t.append(d_t)
         if corr is None:
-            corr = self._reduce_records(qkeys, seed_off, times, in_off, ins, out_off, outs, lower, upper, logic, dims, left)
+            corr = self._reduce_records(
+                qkeys, seed_off, times, in_off, ins, out_off, outs, lower, upper, logic, dims, extra_k, extra_t
+            )
+        left = PackedPending(*K.dedup_pairs(np.concatenate(extra_k), np.concatenate(extra_t)), dims)
         if corr[0].shape[0] == 0:
             return None, left
         since = Antichain([(0,) * dims])
@@ -252,7 +257,8 @@ class ColumnarExecutor(InProcessExecutor):
         upper: Antichain,
         logic: Any,
         dims: int,
-        left: dict[Any, set[Time]],
+        left_k: list[np.ndarray],
+        left_t: list[np.ndarray],
     ) -> K.Arrays:
         """The reference tactic for logic that is not compiled: decode, `reduce_key`, encode."""
         dec = self.rows.decode_many
@@ -282,8 +288,34 @@ class ColumnarExecutor(InProcessExecutor):
                 rt.append(pack(t, dims))
                 rd.append(r)
             if deferred:
-                left.setdefault(key_id, set()).update(deferred)
+                left_k.append(np.full(len(deferred), key_id, I64))
+                left_t.append(np.array([pack(t, dims) for t in deferred], I64))
         return (np.array(rk, I64), np.array(rv, I64), np.array(rt, I64), np.array(rd, I64))
+
+
+class PackedPending:
+    """A reduce's pending `(key id, time)` pairs as packed arrays, distinct.
+
+    `ReduceOp` reads only its truth value and `values()`, the times at which it must hold
+    capabilities: here one set of the distinct times (few), not one set per key."""
+
+    __slots__ = ("keys", "times", "dims")
+
+    def __init__(self, keys: np.ndarray, times: np.ndarray, dims: int) -> None:
+        self.keys = keys
+        self.times = times
+        self.dims = dims
+
+    def __bool__(self) -> bool:
+        return bool(self.keys.shape[0])
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+    def values(self) -> list[set[Time]]:
+        if not self.keys.shape[0]:
+            return []
+        return [{unpack(p, self.dims) for p in np.unique(self.times).tolist()}]
 
 
 class _NotCounting(Exception):
