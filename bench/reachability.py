@@ -218,6 +218,24 @@ def main() -> int:
         roots_in.advance_to(epoch + 1)
         return epoch + 1
 
+    # Scheduling overhead: a round (one `step`) with nothing to do, and the rounds one update
+    # takes through the loop.
+    reps = 200
+    t1 = time.perf_counter()
+    for _ in range(reps):
+        df.step()
+    idle_us = (time.perf_counter() - t1) / reps * 1e6
+    steps0 = df.steps
+    t1 = time.perf_counter()
+    epoch = slide(epoch)
+    df.run()
+    one = time.perf_counter() - t1
+    n_rounds = df.steps - steps0
+    print(
+        "scheduling: idle round %.0f us; one update took %d rounds, %.2f ms (%.0f us per round)"
+        % (idle_us, n_rounds, one * 1000, one / max(1, n_rounds) * 1e6)
+    )
+
     rates: dict[int, float] = {}
     for bsize in [int(b) for b in args.batches.split(",") if b]:
         lat: list[float] = []
@@ -283,7 +301,12 @@ def main() -> int:
             print("MISMATCH against BFS after the sustained run")
             ok = False
     stats = df.arrangement_stats()
-    print("trace records held: %d in %d traces" % (sum(s["records"] for s in stats), len(stats)))
+    recs = sum(s["records"] for s in stats)
+    nbytes = sum(s["bytes"] for s in stats)
+    print(
+        "trace records held: %d in %d traces, %.1f bytes per held update (arrangement_stats)"
+        % (recs, len(stats), nbytes / max(1, recs))
+    )
     print("peak RSS: %.0f MB" % peak_rss_mb())
     print("results checked against BFS and DuckDB: %s" % ("OK" if ok else "FAILED"))
     print(
