@@ -32,11 +32,15 @@ def test_rows_equal_to_an_integer_share_its_id() -> None:
 
 def test_random_rows_round_trip_and_equal_rows_get_equal_ids() -> None:
     rng = random.Random(3)
-    pool = [None, "a", "b", (1, "a"), (1, None), 3.5, b"z", (), ((1, 2), "q")] + list(range(-5, 5))
+    pool = [None, "a", "b", (1, "a"), (1, None), 3.5, b"z", (), ((1, 2), "q"), (2, 3), (True, 3)]
+    pool += [(1 << 31, 0), (-1, 2), (2.0, 3), (2.5, 3)] + list(range(-5, 5))
     it = RowInterner()
     rows = [rng.choice(pool) for _ in range(500)]
     ids = it.encode_many(rows)
     assert it.decode_many(ids) == rows
+    assert ids.tolist() == [it.encode(r) for r in rows]
+    pairs = [r for r in rows if type(r) is tuple and len(r) == 2 and all(type(x) is int for x in r)]
+    assert it.encode_many(pairs).tolist() == [it.encode(r) for r in pairs]
     for r, i in zip(rows, ids.tolist(), strict=True):
         for r2, i2 in zip(rows[:50], ids[:50].tolist(), strict=True):
             assert (r == r2) == (i == i2)
@@ -57,3 +61,12 @@ def test_ids_are_stable_while_retained_and_retired_after_release() -> None:
     assert it.decode(c) == "c"
     with pytest.raises(ValueError):
         it.release(np.array([c]))
+
+
+def test_pairs_of_small_integers_are_packed_not_interned() -> None:
+    it = RowInterner()
+    ids = it.encode_many([(1, 2), (3, 4), (True, 5)])
+    assert len(it) == 0 and (ids < INTERNED_BASE).all()
+    assert it.decode_many(ids) == [(1, 2), (3, 4), (1, 5)]
+    assert it.encode((1.0, 2)) == ids[0]  # equal rows, equal ids
+    assert it.encode((1, 2.5)) >= INTERNED_BASE and it.encode((-1, 2)) >= INTERNED_BASE

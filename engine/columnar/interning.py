@@ -1,11 +1,13 @@
 """Row interning: arbitrary rows to stable int64 ids, so the data plane holds only integers.
 
 An integer row (a Python `int` in `[-2**62, 2**62)`) is its own id: graphs and integer keys
-cost no table at all. Any other row (tuples, strings, floats, None, ...) is given an id from a
-separate range, `>= 2**62`, looked up by the row's Python equality and hash, so two rows get the
+cost no table at all. A pair of small non-negative integers `(a, b)` (each below `2**30`, the
+reachability dataflow's `(root, node)`) is packed directly into the range `[2**62, 2**62 +
+2**60)`. Any other row (tuples, strings, floats, None, ...) is given an id from a separate
+range, `>= 2**62 + 2**60`, looked up by the row's Python equality and hash, so two rows get the
 same id exactly when they are equal, the same rule the per-record engine uses for dict keys.
-A non-integer row that equals an integer (`True`, `2.0`, `Decimal(3)`) is equal to it in Python
-and so gets that integer's id, and decodes as the integer.
+A non-integer row that equals an integer or a small pair (`True`, `2.0`, `Decimal(3)`,
+`(1.0, 2)`) is equal to it in Python and so gets its id, and decodes as the integer or pair.
 
 Ids are stable while referenced: `retain(ids, counts)` adds references (one per held update)
 and `release` removes them; an interned id whose count drops to zero is retired, its row
@@ -21,7 +23,11 @@ from typing import Any
 import numpy as np
 
 DIRECT_LIMIT = 1 << 62
-INTERNED_BASE = 1 << 62
+PAIR_BASE = 1 << 62
+PAIR_BITS = 30
+INTERNED_BASE = PAIR_BASE + (1 << (2 * PAIR_BITS))
+_PAIR_LIMIT = 1 << PAIR_BITS
+_PAIR_MASK = _PAIR_LIMIT - 1
 
 
 class RowInterner:
@@ -40,6 +46,10 @@ class RowInterner:
     def encode(self, row: Any) -> int:
         if type(row) is int and -DIRECT_LIMIT <= row < DIRECT_LIMIT:
             return row
+        if type(row) is tuple and len(row) == 2:
+            a, b = _integral(row[0]), _integral(row[1])
+            if a is not None and b is not None and 0 <= a < _PAIR_LIMIT and 0 <= b < _PAIR_LIMIT:
+                return PAIR_BASE + (a << PAIR_BITS) + b
         i = self._ids.get(row)
         if i is not None:
             return i
@@ -59,12 +69,33 @@ class RowInterner:
         return i
 
     def encode_many(self, rows: Iterable[Any]) -> np.ndarray:
+        rows = rows if isinstance(rows, list) else list(rows)
+        if rows and type(rows[0]) is tuple and len(rows[0]) == 2:
+            # Pairs of small integers in bulk: NumPy builds an (n, 2) int64 array only when every
+            # row is a pair of integers (bools and ints; floats or anything else fall through).
+            try:
+                a = np.array(rows)
+            except (ValueError, OverflowError):
+                a = None
+            if (
+                a is not None
+                and a.dtype == np.int64
+                and a.ndim == 2
+                and a.shape[1] == 2
+                and all(type(r) is tuple for r in rows)
+                and a.min() >= 0
+                and a.max() < _PAIR_LIMIT
+            ):
+                return PAIR_BASE + (a[:, 0] << PAIR_BITS) + a[:, 1]
         enc = self.encode
-        return np.fromiter((enc(r) for r in rows), dtype=np.int64)
+        return np.fromiter((enc(r) for r in rows), dtype=np.int64, count=len(rows))
 
     def decode(self, i: int) -> Any:
-        if i < INTERNED_BASE:
+        if i < PAIR_BASE:
             return int(i)
+        if i < INTERNED_BASE:
+            p = int(i) - PAIR_BASE
+            return (p >> PAIR_BITS, p & _PAIR_MASK)
         row = self._rows[i - INTERNED_BASE]
         if self._refs[i - INTERNED_BASE] < 0:
             raise KeyError("row id %d was retired" % i)
@@ -73,7 +104,11 @@ class RowInterner:
     def decode_many(self, ids: np.ndarray | Sequence[int]) -> list[Any]:
         ids_list = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
         rows = self._rows
-        return [i if i < INTERNED_BASE else rows[i - INTERNED_BASE] for i in ids_list]
+        pb, ib, sh, mask = PAIR_BASE, INTERNED_BASE, PAIR_BITS, _PAIR_MASK
+        return [
+            i if i < pb else rows[i - ib] if i >= ib else ((i - pb) >> sh, (i - pb) & mask)
+            for i in ids_list
+        ]
 
     def retain(self, ids: np.ndarray, counts: np.ndarray | None = None) -> None:
         """Add references to interned ids (integer ids need none)."""
