@@ -183,7 +183,7 @@ def main() -> int:
         drng = random.Random(args.seed + 1)
         new = [(drng.randrange(n_nodes), drng.randrange(n_nodes)) for _ in range(n_duck)]
         duck_rate, duck_ok = duckdb_recompute(duck_con, edges, new, roots)
-        print("duckdb   full recompute after each update: %.1f updates/s (%d updates)" % (duck_rate, n_duck))
+        print("duckdb   full recompute after each update: %.3g updates/s (%d updates)" % (duck_rate, n_duck))
         if not duck_ok:
             print("MISMATCH: DuckDB's recomputed reach differs from BFS")
     duck_con.close()
@@ -311,7 +311,7 @@ def main() -> int:
     print("results checked against BFS and DuckDB: %s" % ("OK" if ok else "FAILED"))
     print(
         "summary: config=%s hydration_vs_duckdb=%.2f b1_per_s=%.1f b100_per_s=%.1f open_loop_per_s=%.1f"
-        " duckdb_recompute_per_s=%.1f peak_rss_mb=%.0f ok=%s"
+        " duckdb_recompute_per_s=%.3g peak_rss_mb=%.0f ok=%s"
         % (
             "custom" if custom else args.config,
             hyd / duck_s,
