@@ -149,11 +149,11 @@ class Dataflow:
     """A graph of operators over collections, with its inputs and the scheduler that runs it."""
 
     def __init__(self, dims: int = 1, executor: Any = None) -> None:
-        from engine.executor import DEFAULT_EXECUTOR
+        from engine.executor import default_executor
 
         self.dims = dims
         # Where operators' bulk work runs (see engine/executor.py).
-        self.executor = executor if executor is not None else DEFAULT_EXECUTOR
+        self.executor = executor if executor is not None else default_executor()
         self.ops: list[Operator] = []
         self.root = Scope(self, None, dims)
         self._scope_count = 0

@@ -15,6 +15,7 @@ and batches, and runs the same dataflow with the same scheduler and the same res
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -194,3 +195,18 @@ def counting_step(
 
 
 DEFAULT_EXECUTOR = InProcessExecutor()
+_COLUMNAR: Any = None
+
+
+def default_executor() -> Any:
+    """The executor of a dataflow that names none: the in-process one, or the columnar one when
+    `DIFFSQL_COLUMNAR=1` (one shared instance, so that every dataflow's arrangements use the
+    same row ids and can be imported into each other)."""
+    global _COLUMNAR
+    if os.environ.get("DIFFSQL_COLUMNAR") == "1":
+        if _COLUMNAR is None:
+            from engine.executors.columnar import ColumnarExecutor
+
+            _COLUMNAR = ColumnarExecutor()
+        return _COLUMNAR
+    return DEFAULT_EXECUTOR

@@ -139,7 +139,12 @@ class Antichain:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Antichain):
             return NotImplemented
-        return sorted(self.elements) == sorted(other.elements)
+        a, b = self.elements, other.elements
+        # The scheduler compares every operator's frontiers every round; they are usually
+        # the same list in the same order.
+        if a == b:
+            return True
+        return len(a) == len(b) and sorted(a) == sorted(b)
 
     def __hash__(self) -> int:
         return hash(tuple(sorted(self.elements)))

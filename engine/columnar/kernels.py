@@ -1,0 +1,564 @@
+"""Compiled kernels over columnar runs: consolidate, merge with compaction, join, counting reduce.
+
+Every kernel works on whole int64 arrays (see `layout` for the run invariant and `times` for the
+packed times) and is numba-compiled with `cache=True`; the Python functions here only choose a
+kernel and allocate. Each has a plain per-record twin in `reference`, and the property tests
+(`tests/test_engine_kernels*.py`) require identical output on seeded random updates at random
+1-, 2- and 3-coordinate times under random batchings.
+
+- `consolidate`: sort by `(key, val, time)`, sum equal triples, drop zeros.
+- `merge`: two runs into one, every time advanced by a frontier first (`advance_by`: logical
+  compaction happens inside the merge). When advancing keeps both runs sorted (the usual
+  `{(e, 0)}` frontier, see `times`), it is one linear merge; otherwise a re-sort.
+- `join`: the keys of a new run found in another run by galloping search; every pair of updates
+  with equal keys yields `(index in new, index in other, join(t1, t2), d1 * d2)`.
+- `reduce_counting`: for logic that depends only on a key's total count (distinct, count,
+  threshold), the corrections that make the output at every interesting time (the closure under
+  join of the new times with the key's stored times, split at `upper`) equal the logic at that
+  time. Fast path: a key with one new time that every stored time precedes has just that time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numba
+import numpy as np
+
+from engine.columnar import times as T
+
+I64 = np.int64
+
+
+# -- consolidation ----------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _sorted(keys: np.ndarray, vals: np.ndarray, times: np.ndarray) -> bool:
+    for i in range(1, keys.shape[0]):
+        k0, k1 = keys[i - 1], keys[i]
+        if k0 < k1:
+            continue
+        if k0 > k1:
+            return False
+        v0, v1 = vals[i - 1], vals[i]
+        if v0 < v1:
+            continue
+        if v0 > v1 or times[i - 1] > times[i]:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _consolidate_ordered(keys, vals, times, diffs, order):  # type: ignore[no-untyped-def]
+    """Walk `order` (a sorting permutation) summing equal triples; drop zeros."""
+    n = order.shape[0]
+    ok = np.empty(n, I64)
+    ov = np.empty(n, I64)
+    ot = np.empty(n, I64)
+    od = np.empty(n, I64)
+    m = 0
+    for j in range(n):
+        i = order[j]
+        k, v, t, d = keys[i], vals[i], times[i], diffs[i]
+        if m > 0 and ok[m - 1] == k and ov[m - 1] == v and ot[m - 1] == t:
+            od[m - 1] += d
+            continue
+        if m > 0 and od[m - 1] == 0:
+            m -= 1
+        ok[m] = k
+        ov[m] = v
+        ot[m] = t
+        od[m] = d
+        m += 1
+    if m > 0 and od[m - 1] == 0:
+        m -= 1
+    return ok[:m].copy(), ov[:m].copy(), ot[:m].copy(), od[:m].copy()
+
+
+def consolidate(
+    keys: np.ndarray, vals: np.ndarray, times: np.ndarray, diffs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted by `(key, val, time)`, equal triples summed, zeros dropped."""
+    if _sorted(keys, vals, times):
+        order = np.arange(keys.shape[0], dtype=I64)
+    else:
+        order = np.lexsort((times, vals, keys)).astype(I64)
+    return _consolidate_ordered(keys, vals, times, diffs, order)
+
+
+@numba.njit(cache=True)
+def beyond_all(times, frontier, dims, bits):  # type: ignore[no-untyped-def]
+    """For each packed time, whether it is beyond `frontier`."""
+    out = np.empty(times.shape[0], np.bool_)
+    for i in range(times.shape[0]):
+        out[i] = T.beyond(times[i], frontier, dims, bits)
+    return out
+
+
+@numba.njit(cache=True)
+def dedup_pairs(keys, times):  # type: ignore[no-untyped-def]
+    """Distinct `(key, time)` pairs, sorted by key then time."""
+    n = keys.shape[0]
+    order = np.argsort(times, kind="mergesort")
+    order = order[np.argsort(keys[order], kind="mergesort")]
+    ok = np.empty(n, I64)
+    ot = np.empty(n, I64)
+    m = 0
+    for j in range(n):
+        i = order[j]
+        if m > 0 and ok[m - 1] == keys[i] and ot[m - 1] == times[i]:
+            continue
+        ok[m] = keys[i]
+        ot[m] = times[i]
+        m += 1
+    return ok[:m].copy(), ot[:m].copy()
+
+
+# -- merge with compaction --------------------------------------------------------------------
+@numba.njit(cache=True)
+def _advance_all(times, frontier, dims, bits):  # type: ignore[no-untyped-def]
+    out = np.empty_like(times)
+    for i in range(times.shape[0]):
+        out[i] = T.advance(times[i], frontier, dims, bits)
+    return out
+
+
+@numba.njit(cache=True)
+def _merge_sorted(ak, av, at, ad, bk, bv, bt, bd):  # type: ignore[no-untyped-def]
+    """Merge two sorted runs, summing equal triples (within and across runs) and dropping zeros."""
+    na, nb = ak.shape[0], bk.shape[0]
+    n = na + nb
+    ok = np.empty(n, I64)
+    ov = np.empty(n, I64)
+    ot = np.empty(n, I64)
+    od = np.empty(n, I64)
+    m = 0
+    i = 0
+    j = 0
+    while i < na or j < nb:
+        take_a = False
+        if j >= nb:
+            take_a = True
+        elif i < na:
+            if ak[i] != bk[j]:
+                take_a = ak[i] < bk[j]
+            elif av[i] != bv[j]:
+                take_a = av[i] < bv[j]
+            else:
+                take_a = at[i] <= bt[j]
+        if take_a:
+            k, v, t, d = ak[i], av[i], at[i], ad[i]
+            i += 1
+        else:
+            k, v, t, d = bk[j], bv[j], bt[j], bd[j]
+            j += 1
+        if m > 0 and ok[m - 1] == k and ov[m - 1] == v and ot[m - 1] == t:
+            od[m - 1] += d
+            continue
+        if m > 0 and od[m - 1] == 0:
+            m -= 1
+        ok[m] = k
+        ov[m] = v
+        ot[m] = t
+        od[m] = d
+        m += 1
+    if m > 0 and od[m - 1] == 0:
+        m -= 1
+    return ok[:m].copy(), ov[:m].copy(), ot[:m].copy(), od[:m].copy()
+
+
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def merge(a: Arrays, b: Arrays, frontier: np.ndarray, dims: int) -> Arrays:
+    """Two runs merged into one, every time advanced by `frontier` (packed; may be empty)."""
+    ak, av, at, ad = a
+    bk, bv, bt, bd = b
+    if frontier.shape[0]:
+        bits = T.field_bits(dims)
+        at = _advance_all(at, frontier, dims, bits)
+        bt = _advance_all(bt, frontier, dims, bits)
+        if not (_sorted(ak, av, at) and _sorted(bk, bv, bt)):
+            return consolidate(
+                np.concatenate((ak, bk)),
+                np.concatenate((av, bv)),
+                np.concatenate((at, bt)),
+                np.concatenate((ad, bd)),
+            )
+    return _merge_sorted(ak, av, at, ad, bk, bv, bt, bd)
+
+
+# -- join -------------------------------------------------------------------------------------
+@numba.njit(cache=True, inline="always")
+def _gallop(keys, lo, hi, key):  # type: ignore[no-untyped-def]
+    """The first index in `[lo, hi)` whose key is `>= key` (keys sorted), by galloping search."""
+    step = 1
+    while lo + step < hi and keys[lo + step - 1] < key:
+        lo += step
+        step *= 2
+    end = min(lo + step, hi)
+    while lo < end:
+        mid = (lo + end) // 2
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            end = mid
+    return lo
+
+
+@numba.njit(cache=True)
+def _join(nk, nt, nd, ok, ot, od, dims, bits):  # type: ignore[no-untyped-def]
+    n, m = nk.shape[0], ok.shape[0]
+    # Pass 1: for each run of equal keys in `new`, its range in `other`; count the output.
+    total = 0
+    i = 0
+    pos = 0
+    while i < n:
+        k = nk[i]
+        e = i + 1
+        while e < n and nk[e] == k:
+            e += 1
+        pos = _gallop(ok, pos, m, k)
+        q = pos
+        while q < m and ok[q] == k:
+            q += 1
+        total += (e - i) * (q - pos)
+        pos = q
+        i = e
+    ni = np.empty(total, I64)
+    oi = np.empty(total, I64)
+    tt = np.empty(total, I64)
+    dd = np.empty(total, I64)
+    # Pass 2: fill.
+    w = 0
+    i = 0
+    pos = 0
+    while i < n:
+        k = nk[i]
+        e = i + 1
+        while e < n and nk[e] == k:
+            e += 1
+        pos = _gallop(ok, pos, m, k)
+        q = pos
+        while q < m and ok[q] == k:
+            q += 1
+        for a in range(i, e):
+            for b in range(pos, q):
+                ni[w] = a
+                oi[w] = b
+                tt[w] = T.join(nt[a], ot[b], dims, bits)
+                dd[w] = nd[a] * od[b]
+                w += 1
+        pos = q
+        i = e
+    return ni, oi, tt, dd
+
+
+def join(
+    new: Arrays, other: Arrays, dims: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs of updates with equal keys: `(index in new, index in other, join(t1, t2), d1 * d2)`.
+
+    Both runs must be sorted by key."""
+    return _join(new[0], new[2], new[3], other[0], other[2], other[3], dims, T.field_bits(dims))
+
+
+# -- reduce: gather histories -----------------------------------------------------------------
+@numba.njit(cache=True)
+def key_ranges(qkeys, keys):  # type: ignore[no-untyped-def]
+    """For sorted distinct `qkeys`, the `[lo, hi)` range of each in sorted `keys`."""
+    n, m = qkeys.shape[0], keys.shape[0]
+    lo = np.empty(n, I64)
+    hi = np.empty(n, I64)
+    pos = 0
+    for i in range(n):
+        pos = _gallop(keys, pos, m, qkeys[i])
+        q = pos
+        while q < m and keys[q] == qkeys[i]:
+            q += 1
+        lo[i] = pos
+        hi[i] = q
+        pos = q
+    return lo, hi
+
+
+@numba.njit(cache=True)
+def _fill(off, cursor, lo, hi, src_v, src_t, src_d, dst_v, dst_t, dst_d):  # type: ignore[no-untyped-def]
+    for i in range(lo.shape[0]):
+        w = off[i] + cursor[i]
+        for j in range(lo[i], hi[i]):
+            dst_v[w] = src_v[j]
+            dst_t[w] = src_t[j]
+            dst_d[w] = src_d[j]
+            w += 1
+        cursor[i] += hi[i] - lo[i]
+
+
+def gather(qkeys: np.ndarray, runs: list[Arrays]) -> tuple[np.ndarray, Arrays]:
+    """The history of each key of sorted distinct `qkeys` across `runs`, as CSR:
+    `(offsets, (key_index, vals, times, diffs))` with `offsets[i]:offsets[i+1]` for key i."""
+    ranges = [key_ranges(qkeys, r[0]) for r in runs]
+    counts = np.zeros(qkeys.shape[0], I64)
+    for lo, hi in ranges:
+        counts += hi - lo
+    off = np.zeros(qkeys.shape[0] + 1, I64)
+    np.cumsum(counts, out=off[1:])
+    n = int(off[-1])
+    v = np.empty(n, I64)
+    t = np.empty(n, I64)
+    d = np.empty(n, I64)
+    cursor = np.zeros(qkeys.shape[0], I64)
+    for (lo, hi), r in zip(ranges, runs, strict=True):
+        _fill(off, cursor, lo, hi, r[1], r[2], r[3], v, t, d)
+    kidx = np.repeat(np.arange(qkeys.shape[0], dtype=I64), counts)
+    return off, (kidx, v, t, d)
+
+
+# -- reduce: interesting times and corrections for counting logic -----------------------------
+@numba.njit(cache=True)
+def _grow(a, n):  # type: ignore[no-untyped-def]
+    if n < a.shape[0]:
+        return a
+    b = np.empty(max(16, 2 * a.shape[0]), I64)
+    b[: a.shape[0]] = a
+    return b
+
+
+@numba.njit(cache=True)
+def _contains(a, n, x):  # type: ignore[no-untyped-def]
+    for i in range(n):
+        if a[i] == x:
+            return True
+    return False
+
+
+@numba.njit(cache=True)
+def _interesting(in_off, in_t, in_d, out_off, out_t, seed_off, seed_t, upper, dims, bits):  # type: ignore[no-untyped-def]
+    """Per key: the interesting times not beyond `upper` (sorted) with the input's total count
+    at each, and the deferred times beyond `upper`. CSR outputs."""
+    nkeys = seed_off.shape[0] - 1
+    t_off = np.zeros(nkeys + 1, I64)
+    t_out = np.empty(16, I64)
+    n_out = np.empty(16, I64)
+    d_off = np.zeros(nkeys + 1, I64)
+    d_out = np.empty(16, I64)
+    nt = 0
+    nd = 0
+    ground = np.empty(16, I64)
+    active = np.empty(16, I64)
+    todo = np.empty(16, I64)
+    deferred = np.empty(16, I64)
+    for key in range(nkeys):
+        s0, s1 = seed_off[key], seed_off[key + 1]
+        i0, i1 = in_off[key], in_off[key + 1]
+        o0, o1 = out_off[key], out_off[key + 1]
+        simple = False
+        if s1 - s0 == 1:
+            simple = True
+            t0 = seed_t[s0]
+            for j in range(i0, i1):
+                if not T.le(in_t[j], t0, dims, bits):
+                    simple = False
+                    break
+            if simple:
+                for j in range(o0, o1):
+                    if not T.le(out_t[j], t0, dims, bits):
+                        simple = False
+                        break
+        na = 0
+        ndf = 0
+        if simple:
+            active = _grow(active, na)
+            active[0] = seed_t[s0]
+            na = 1
+        else:
+            ng = 0
+            for j in range(i0, i1):
+                if not _contains(ground, ng, in_t[j]):
+                    ground = _grow(ground, ng)
+                    ground[ng] = in_t[j]
+                    ng += 1
+            for j in range(o0, o1):
+                if not _contains(ground, ng, out_t[j]):
+                    ground = _grow(ground, ng)
+                    ground[ng] = out_t[j]
+                    ng += 1
+            ntodo = 0
+            for j in range(s0, s1):
+                todo = _grow(todo, ntodo)
+                todo[ntodo] = seed_t[j]
+                ntodo += 1
+            while ntodo > 0:
+                ntodo -= 1
+                t = todo[ntodo]
+                if _contains(active, na, t):
+                    continue
+                active = _grow(active, na)
+                active[na] = t
+                na += 1
+                for g_i in range(ng + na):
+                    g = ground[g_i] if g_i < ng else active[g_i - ng]
+                    if T.le(g, t, dims, bits):
+                        continue
+                    jt = T.join(t, g, dims, bits)
+                    if _contains(active, na, jt) or _contains(deferred, ndf, jt):
+                        continue
+                    if T.beyond(jt, upper, dims, bits):
+                        deferred = _grow(deferred, ndf)
+                        deferred[ndf] = jt
+                        ndf += 1
+                    else:
+                        todo = _grow(todo, ntodo)
+                        todo[ntodo] = jt
+                        ntodo += 1
+            active[:na].sort()
+        for a in range(na):
+            t = active[a]
+            total = 0
+            for j in range(i0, i1):
+                if T.le(in_t[j], t, dims, bits):
+                    total += in_d[j]
+            t_out = _grow(t_out, nt)
+            n_out = _grow(n_out, nt)
+            t_out[nt] = t
+            n_out[nt] = total
+            nt += 1
+        t_off[key + 1] = nt
+        for a in range(ndf):
+            d_out = _grow(d_out, nd)
+            d_out[nd] = deferred[a]
+            nd += 1
+        d_off[key + 1] = nd
+    return t_off, t_out[:nt].copy(), n_out[:nt].copy(), d_off, d_out[:nd].copy()
+
+
+@numba.njit(cache=True)
+def _corrections(t_off, t_out, want_v, want_m, out_off, out_v, out_t, out_d, dims, bits):  # type: ignore[no-untyped-def]
+    """Per key and interesting time (in order): `want - (stored output + earlier corrections)`.
+    `want_m[i] == 0` means the logic wants no output at that time. Returns (key, val, time, diff)."""
+    nkeys = t_off.shape[0] - 1
+    ck = np.empty(16, I64)
+    cv = np.empty(16, I64)
+    ct = np.empty(16, I64)
+    cd = np.empty(16, I64)
+    nc = 0
+    vals = np.empty(16, I64)
+    for key in range(nkeys):
+        o0, o1 = out_off[key], out_off[key + 1]
+        c_start = nc
+        for ti in range(t_off[key], t_off[key + 1]):
+            t = t_out[ti]
+            # The candidate values: stored outputs, earlier corrections, and the wanted one.
+            nv = 0
+            for j in range(o0, o1):
+                if not _contains(vals, nv, out_v[j]):
+                    vals = _grow(vals, nv)
+                    vals[nv] = out_v[j]
+                    nv += 1
+            for j in range(c_start, nc):
+                if not _contains(vals, nv, cv[j]):
+                    vals = _grow(vals, nv)
+                    vals[nv] = cv[j]
+                    nv += 1
+            if want_m[ti] != 0 and not _contains(vals, nv, want_v[ti]):
+                vals = _grow(vals, nv)
+                vals[nv] = want_v[ti]
+                nv += 1
+            for x in range(nv):
+                v = vals[x]
+                have = 0
+                for j in range(o0, o1):
+                    if out_v[j] == v and T.le(out_t[j], t, dims, bits):
+                        have += out_d[j]
+                for j in range(c_start, nc):
+                    if cv[j] == v and T.le(ct[j], t, dims, bits):
+                        have += cd[j]
+                want = want_m[ti] if want_v[ti] == v else 0
+                d = want - have
+                if d != 0:
+                    ck = _grow(ck, nc)
+                    cv = _grow(cv, nc)
+                    ct = _grow(ct, nc)
+                    cd = _grow(cd, nc)
+                    ck[nc] = key
+                    cv[nc] = v
+                    ct[nc] = t
+                    cd[nc] = d
+                    nc += 1
+    return ck[:nc].copy(), cv[:nc].copy(), ct[:nc].copy(), cd[:nc].copy()
+
+
+Counting = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def distinct_logic(unit: int) -> Counting:
+    """`(val, mult)` wanted for each total: `(unit, 1)` when the total is positive."""
+
+    def f(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.full(totals.shape[0], unit, I64), (totals > 0).astype(I64)
+
+    return f
+
+
+def count_logic(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`(total, 1)` for each non-zero total (the count is its own value id)."""
+    return totals.copy(), (totals != 0).astype(I64)
+
+
+def threshold_logic(unit: int, g: Callable[[int], int]) -> Counting:
+    """`(unit, g(total))` for each non-zero total; `g` runs once per distinct total."""
+
+    def f(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        uniq, inv = np.unique(totals, return_inverse=True)
+        ms = np.array([g(int(n)) if n != 0 else 0 for n in uniq.tolist()], dtype=I64)
+        return np.full(totals.shape[0], unit, I64), ms[inv].astype(I64)
+
+    return f
+
+
+def reduce_counting(
+    in_off: np.ndarray,
+    ins: Arrays,
+    out_off: np.ndarray,
+    outs: Arrays,
+    seed_off: np.ndarray,
+    seed_t: np.ndarray,
+    upper: np.ndarray,
+    logic: Counting,
+    dims: int,
+) -> tuple[Arrays, np.ndarray, np.ndarray]:
+    """One round of a counting reduce over CSR histories (see `gather`).
+
+    `ins`/`outs` are `(key_index, vals, times, diffs)`; seeds are each key's new or now-ready
+    times, distinct per key. Returns the corrections `(key_index, val, time, diff)` and the
+    deferred times as CSR `(offsets, times)`."""
+    bits = T.field_bits(dims)
+    t_off, t_out, totals, d_off, d_out = _interesting(
+        in_off, ins[2], ins[3], out_off, outs[2], seed_off, seed_t, upper, dims, bits
+    )
+    want_v, want_m = logic(totals)
+    # The reference emits nothing at a time where the total is zero, whatever the logic says.
+    want_m = np.where(totals != 0, want_m, 0).astype(I64)
+    corr = _corrections(
+        t_off, t_out, want_v.astype(I64), want_m, out_off, outs[1], outs[2], outs[3], dims, bits
+    )
+    return corr, d_off, d_out
+
+
+def warm_up() -> None:
+    """Load (or compile) every kernel once, so no timed call pays for it."""
+    z = np.zeros(0, I64)
+    one = np.ones(2, I64)
+    for dims in (1, 2, 3):
+        f = np.zeros(1, I64)
+        consolidate(one, one, one, one)
+        consolidate(one[::-1].copy(), one, one, one)
+        merge((one, one, one, one), (one, one, one, one), f, dims)
+        merge((one, one, one, one), (one, one, one, one), z, dims)
+        join((one, one, one, one), (one, one, one, one), dims)
+        beyond_all(one, f, dims, T.field_bits(dims))
+        dedup_pairs(one, one)
+        off = np.array([0, 2], I64)
+        reduce_counting(
+            off, (z, one, one, one), off, (z, one, one, one), off, one, f, count_logic, dims
+        )
+        gather(np.array([1], I64), [(one, one, one, one)])

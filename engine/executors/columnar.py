@@ -1,0 +1,323 @@
+"""The columnar executor: arrangements are sorted int64 runs and their bulk work is compiled.
+
+Behind the same executor boundary as `InProcessExecutor` (which stays the reference tactic):
+payloads between operators are still Python lists of `(data, time, diff)` (maps, filters and
+user functions see rows), but every batch an arrangement seals is a `columnar.layout.Run`:
+keys and values encoded to row ids by one `RowInterner` per executor, times packed
+(`columnar.times`). On those runs:
+
+- sealing sorts and consolidates in a kernel; merging advances times by the compaction frontier
+  and consolidates in one compiled pass (`kernels.merge`);
+- join finds the keys of a new run in each run of the other trace by galloping search and builds
+  the matched index pairs, output times and diffs in a kernel; only the pairs found are decoded
+  and passed to the join's function;
+- reduce with logic that depends only on a key's total count (distinct, count, threshold: the
+  logic has a `counting` attribute that yields at most one output per total) runs the compiled
+  interesting-times kernel; any other logic (sum, min, max, top-k, the planner's aggregates) is
+  handed the decoded histories and runs the per-record `engine.kernels.reduce_key`.
+
+Selected with `Dataflow(executor=ColumnarExecutor())`, or for every dataflow that does not
+name one with `DIFFSQL_COLUMNAR=1` in the environment. Large merges are fueled as in
+`engine.trace` (key ranges merged one per step). Limits of this first step: a time's
+coordinates must fit the packing (`times.field_bits`); interned row ids are never retired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+
+from engine import kernels as record_kernels
+from engine import trace as trace_module
+from engine.columnar import kernels as K
+from engine.columnar.interning import DIRECT_LIMIT, RowInterner
+from engine.columnar.layout import Run
+from engine.columnar.times import field_bits, pack, pack_frontier, unpack
+from engine.executor import InProcessExecutor, Updates
+from engine.lattice import Antichain, Time
+from engine.trace import consolidate_entries
+
+I64 = np.int64
+
+
+def _arrays(run: Run) -> K.Arrays:
+    return (run.keys, run.vals, run.times, run.diffs)
+
+
+class ColumnarExecutor(InProcessExecutor):
+    """`InProcessExecutor` with columnar batches and compiled kernels (see the module docstring)."""
+
+    name = "columnar"
+
+    def __init__(self) -> None:
+        self.rows = RowInterner()
+        self.unit = self.rows.encode(())
+        K.warm_up()
+
+    def _encode(self, rows: list[Any]) -> np.ndarray:
+        # Integer rows are their own ids: one NumPy conversion instead of a call per row.
+        if all(type(r) is int for r in rows):
+            try:
+                a = np.array(rows, dtype=I64)
+            except OverflowError:
+                a = None
+            if a is not None and (a.shape[0] == 0 or (a.min() >= -DIRECT_LIMIT and a.max() < DIRECT_LIMIT)):
+                return a
+        return self.rows.encode_many(rows)
+
+    # -- encoding ------------------------------------------------------------------------------
+    def _pack_times(self, times: list[Time], dims: int) -> np.ndarray:
+        # Updates share few distinct times: pack each once.
+        cache: dict[Time, int] = {}
+        out = np.empty(len(times), I64)
+        for i, t in enumerate(times):
+            p = cache.get(t)
+            if p is None:
+                p = cache[t] = pack(t, dims)
+            out[i] = p
+        return out
+
+    def _unpack_times(self, packed: np.ndarray, dims: int) -> list[Time]:
+        if packed.shape[0] == 0:
+            return []
+        uniq, inv = np.unique(packed, return_inverse=True)
+        ts = [unpack(p, dims) for p in uniq.tolist()]
+        return [ts[i] for i in inv.tolist()]
+
+    # -- batches -------------------------------------------------------------------------------
+    def seal(self, ready: Updates, by_self: bool, lower: Antichain, upper: Antichain, dims: int) -> Run:
+        n = len(ready)
+        if by_self:
+            keys = self._encode([d for d, _, _ in ready])
+            vals = np.full(n, self.unit, I64)
+        else:
+            keys = self._encode([d[0] for d, _, _ in ready])
+            vals = self._encode([d[1] for d, _, _ in ready])
+        times = self._pack_times([t for _, t, _ in ready], dims)
+        diffs = np.array([r for _, _, r in ready], dtype=I64)
+        since = Antichain([(0,) * dims])
+        return Run.from_arrays(keys, vals, times, diffs, dims, lower=lower, upper=upper, since=since)
+
+    def merge(self, older: Run, newer: Run, frontier: Antichain) -> Run:
+        since = older.since.join(newer.since)
+        since = since.join(frontier) if frontier.elements else since
+        dims = older.dims
+        k, v, t, d = K.merge(_arrays(older), _arrays(newer), pack_frontier(since.elements, dims), dims)
+        return Run(k, v, t, d, dims, older.lower, newer.upper, since, max(older.seq, newer.seq))
+
+    def merge_steps(
+        self, older: Run, newer: Run, frontier: Antichain, chunk: int | None = None
+    ) -> Generator[int, None, Run]:
+        """`merge` spread over steps (the trace's fuel): key ranges of about `chunk` records of
+        the older run are merged one per step; the pieces are concatenated at the end."""
+        chunk = chunk or trace_module.MERGE_CHUNK
+        since = older.since.join(newer.since)
+        since = since.join(frontier) if frontier.elements else since
+        dims = older.dims
+        pf = pack_frontier(since.elements, dims)
+        bounds = np.unique(np.concatenate((older.keys[::chunk], newer.keys[::chunk])))
+        a, b = _arrays(older), _arrays(newer)
+        ia = np.searchsorted(older.keys, bounds).tolist() + [older.records]
+        ib = np.searchsorted(newer.keys, bounds).tolist() + [newer.records]
+        pieces = []
+        # Keys below the first bound: none (the bounds include both runs' first keys).
+        for j in range(len(bounds)):
+            sa = tuple(x[ia[j] : ia[j + 1]] for x in a)
+            sb = tuple(x[ib[j] : ib[j + 1]] for x in b)
+            pieces.append(K.merge(sa, sb, pf, dims))  # type: ignore[arg-type]
+            yield max(1, (ia[j + 1] - ia[j]) + (ib[j + 1] - ib[j]))
+        if pieces:
+            k, v, t, d = (np.concatenate([p[i] for p in pieces]) for i in range(4))
+        else:
+            k = v = t = d = np.zeros(0, I64)
+        return Run(k, v, t, d, dims, older.lower, newer.upper, since, max(older.seq, newer.seq))
+
+    def unarrange(self, batch: Run, f: Callable[[Any, Any], Any] | None) -> Updates:
+        ks = self.rows.decode_many(batch.keys)
+        vs = self.rows.decode_many(batch.vals)
+        ts = self._unpack_times(batch.times, batch.dims)
+        rs = batch.diffs.tolist()
+        if f is None:
+            return list(zip(zip(ks, vs, strict=True), ts, rs, strict=True))
+        return [(f(k, v), t, r) for k, v, t, r in zip(ks, vs, ts, rs, strict=True)]
+
+    # -- join ----------------------------------------------------------------------------------
+    def join(
+        self, new: Run, others: list[Run], f: Callable[[Any, Any, Any], Any], new_is_left: bool
+    ) -> Updates:
+        parts = []
+        for o in others:
+            if o.records and new.records:
+                ni, oi, t, d = K.join(_arrays(new), _arrays(o), new.dims)
+                if ni.shape[0]:
+                    parts.append((new.keys[ni], new.vals[ni], o.vals[oi], t, d))
+        if not parts:
+            return []
+        cols = [np.concatenate([p[i] for p in parts]) for i in range(5)]
+        dec = self.rows.decode_many
+        ks, nv, ov = dec(cols[0]), dec(cols[1]), dec(cols[2])
+        ts = self._unpack_times(cols[3], new.dims)
+        rs = cols[4].tolist()
+        if new_is_left:
+            return [(f(k, a, b), t, r) for k, a, b, t, r in zip(ks, nv, ov, ts, rs, strict=True)]
+        return [(f(k, b, a), t, r) for k, a, b, t, r in zip(ks, nv, ov, ts, rs, strict=True)]
+
+    # -- reduce --------------------------------------------------------------------------------
+    def _counting(self, logic: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+        counting = getattr(logic, "counting", None)
+        if counting is None:
+            return None
+        enc = self.rows.encode
+
+        def wanted(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            uniq, inv = np.unique(totals, return_inverse=True)
+            vs = np.zeros(uniq.shape[0], I64)
+            ms = np.zeros(uniq.shape[0], I64)
+            for i, n in enumerate(uniq.tolist()):
+                outs = [(v, m) for v, m in (counting(n) if n else ()) if m]
+                if len(outs) > 1:
+                    raise _NotCounting
+                if outs:
+                    vs[i], ms[i] = enc(outs[0][0]), outs[0][1]
+            return vs[inv], ms[inv]
+
+        return wanted
+
+    def reduce_round(
+        self,
+        new: list[Run],
+        pending: Any,
+        inputs: list[Run],
+        outputs: list[Run],
+        lower: Antichain,
+        upper: Antichain,
+        logic: Any,
+        dims: int,
+    ) -> tuple[Run | None, PackedPending]:
+        """As `InProcessExecutor.reduce_round`, with keys as row ids and `pending` a
+        `PackedPending` (an empty dict before the first round)."""
+        bits = field_bits(dims)
+        pupper = pack_frontier(upper.elements, dims)
+        sk = [r.keys for r in new]
+        st = [r.times for r in new]
+        left_k = np.zeros(0, I64)
+        left_t = np.zeros(0, I64)
+        if isinstance(pending, PackedPending) and pending.keys.shape[0]:
+            later = K.beyond_all(pending.times, pupper, dims, bits)
+            sk.append(pending.keys[~later])
+            st.append(pending.times[~later])
+            left_k, left_t = pending.keys[later], pending.times[later]
+        keys = np.concatenate(sk) if sk else np.zeros(0, I64)
+        times = np.concatenate(st) if st else np.zeros(0, I64)
+        if keys.shape[0] == 0:
+            return None, PackedPending(left_k, left_t, dims)
+        keys, times = K.dedup_pairs(keys, times)
+        qkeys, starts = np.unique(keys, return_index=True)
+        seed_off = np.append(starts, keys.shape[0]).astype(I64)
+        in_off, ins = K.gather(qkeys, [_arrays(r) for r in inputs])
+        out_off, outs = K.gather(qkeys, [_arrays(r) for r in outputs])
+        wanted = self._counting(logic)
+        corr: K.Arrays | None = None
+        extra_k: list[np.ndarray] = [left_k]
+        extra_t: list[np.ndarray] = [left_t]
+        if wanted is not None:
+            try:
+                (ck, cv, ct, cd), d_off, d_t = K.reduce_counting(
+                    in_off, ins, out_off, outs, seed_off, times,
+                    pack_frontier(upper.elements, dims), wanted, dims,
+                )
+            except _NotCounting:
+                pass
+            else:
+                corr = (qkeys[ck], cv, ct, cd)
+                extra_k.append(np.repeat(qkeys, np.diff(d_off)))
+                extra_t.append(d_t)
+        if corr is None:
+            corr = self._reduce_records(
+                qkeys, seed_off, times, in_off, ins, out_off, outs, lower, upper, logic, dims, extra_k, extra_t
+            )
+        left = PackedPending(*K.dedup_pairs(np.concatenate(extra_k), np.concatenate(extra_t)), dims)
+        if corr[0].shape[0] == 0:
+            return None, left
+        since = Antichain([(0,) * dims])
+        return Run.from_arrays(*corr, dims, lower=lower, upper=upper, since=since), left
+
+    def _reduce_records(
+        self,
+        qkeys: np.ndarray,
+        seed_off: np.ndarray,
+        seed_t: np.ndarray,
+        in_off: np.ndarray,
+        ins: K.Arrays,
+        out_off: np.ndarray,
+        outs: K.Arrays,
+        lower: Antichain,
+        upper: Antichain,
+        logic: Any,
+        dims: int,
+        left_k: list[np.ndarray],
+        left_t: list[np.ndarray],
+    ) -> K.Arrays:
+        """The reference tactic for logic that is not compiled: decode, `reduce_key`, encode."""
+        dec = self.rows.decode_many
+        in_v, out_v = dec(ins[1]), dec(outs[1])
+        in_t, out_t = self._unpack_times(ins[2], dims), self._unpack_times(outs[2], dims)
+        in_d, out_d = ins[3].tolist(), outs[3].tolist()
+        compact = lower if lower.elements else None
+        enc = self.rows.encode
+        rk: list[int] = []
+        rv: list[int] = []
+        rt: list[int] = []
+        rd: list[int] = []
+        for i, key_id in enumerate(qkeys.tolist()):
+            a, b = int(in_off[i]), int(in_off[i + 1])
+            c, e = int(out_off[i]), int(out_off[i + 1])
+            hist = list(zip(in_v[a:b], in_t[a:b], in_d[a:b], strict=True))
+            ohist = list(zip(out_v[c:e], out_t[c:e], out_d[c:e], strict=True))
+            if compact is not None and (len(hist) > 4 or len(ohist) > 4):
+                hist = consolidate_entries(hist, compact)
+                ohist = consolidate_entries(ohist, compact)
+            seeds = {unpack(p, dims) for p in seed_t[seed_off[i] : seed_off[i + 1]].tolist()}
+            key = self.rows.decode(key_id)
+            emitted, deferred = record_kernels.reduce_key(key, hist, ohist, seeds, upper, logic)
+            for v, t, r in emitted:
+                rk.append(key_id)
+                rv.append(enc(v))
+                rt.append(pack(t, dims))
+                rd.append(r)
+            if deferred:
+                left_k.append(np.full(len(deferred), key_id, I64))
+                left_t.append(np.array([pack(t, dims) for t in deferred], I64))
+        return (np.array(rk, I64), np.array(rv, I64), np.array(rt, I64), np.array(rd, I64))
+
+
+class PackedPending:
+    """A reduce's pending `(key id, time)` pairs as packed arrays, distinct.
+
+    `ReduceOp` reads only its truth value and `values()`, the times at which it must hold
+    capabilities: here one set of the distinct times (few), not one set per key."""
+
+    __slots__ = ("keys", "times", "dims")
+
+    def __init__(self, keys: np.ndarray, times: np.ndarray, dims: int) -> None:
+        self.keys = keys
+        self.times = times
+        self.dims = dims
+
+    def __bool__(self) -> bool:
+        return bool(self.keys.shape[0])
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+    def values(self) -> list[set[Time]]:
+        if not self.keys.shape[0]:
+            return []
+        return [{unpack(p, self.dims) for p in np.unique(self.times).tolist()}]
+
+
+class _NotCounting(Exception):
+    """The logic's `counting` gave more than one output for a total: use the general path."""
+

@@ -1,0 +1,332 @@
+"""The compiled columnar kernels equal the reference tactic on seeded random updates.
+
+Every test draws updates at random 1-, 2- and 3-coordinate times, cuts them into random
+batchings, and requires the compiled kernel (`engine.columnar.kernels`) to produce exactly what
+the per-record reference (`engine.columnar.reference`, which calls the engine's own per-record
+`reduce_key` for reduce) produces. A final oracle checks the reduce's accumulated output against
+the logic applied to the accumulated input at every time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from engine import reducers
+from engine.columnar import kernels as K
+from engine.columnar import reference as R
+from engine.columnar import times as T
+from engine.columnar.layout import Run
+from engine.lattice import Antichain, less_equal
+
+SEEDS = range(12)
+DIMS = [1, 2, 3]
+
+
+def rand_time(rng: random.Random, dims: int, hi: int = 3) -> tuple[int, ...]:
+    return tuple(rng.randint(0, hi) for _ in range(dims))
+
+
+def rand_updates(rng: random.Random, n: int, dims: int, keys: int = 5, vals: int = 4) -> list:
+    return [
+        (rng.randrange(keys), rng.randrange(vals), rand_time(rng, dims), rng.choice([-2, -1, 1, 1, 2]))
+        for _ in range(n)
+    ]
+
+
+def rand_frontier(rng: random.Random, dims: int) -> list[tuple[int, ...]]:
+    return Antichain(rand_time(rng, dims) for _ in range(rng.randint(0, 3))).elements
+
+
+def arrays(run: Run) -> K.Arrays:
+    return (run.keys, run.vals, run.times, run.diffs)
+
+
+def split(rng: random.Random, ups: list, parts: int) -> list[list]:
+    cuts = sorted(rng.randint(0, len(ups)) for _ in range(parts - 1))
+    out, prev = [], 0
+    for c in [*cuts, len(ups)]:
+        out.append(ups[prev:c])
+        prev = c
+    return out
+
+
+# -- packed times ---------------------------------------------------------------------------
+@pytest.mark.parametrize("dims", DIMS)
+def test_packed_times_respect_the_lattice(dims: int) -> None:
+    from engine import lattice
+
+    rng = random.Random(dims)
+    bits = T.field_bits(dims)
+    for _ in range(300):
+        s, t = rand_time(rng, dims, 9), rand_time(rng, dims, 9)
+        ps, pt = T.pack(s), T.pack(t)
+        assert T.unpack(ps, dims) == s
+        assert T.le(ps, pt, dims, bits) == lattice.less_equal(s, t)
+        if lattice.less_equal(s, t):
+            assert ps <= pt  # the integer order is a linear extension of the product order
+        assert T.unpack(T.join(ps, pt, dims, bits), dims) == lattice.join(s, t)
+        assert T.unpack(T.meet(ps, pt, dims, bits), dims) == lattice.meet(s, t)
+        f = rand_frontier(rng, dims)
+        pf = T.pack_frontier(f, dims)
+        assert T.unpack(T.advance(ps, pf, dims, bits), dims) == lattice.advance_by(s, f)
+        assert T.beyond(ps, pf, dims, bits) == Antichain(f).less_equal(s)
+
+
+def test_packing_refuses_coordinates_that_do_not_fit() -> None:
+    with pytest.raises(OverflowError):
+        T.pack((1 << 31, 0))
+    with pytest.raises(OverflowError):
+        T.pack((-1,))
+
+
+# -- consolidate ----------------------------------------------------------------------------
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_consolidate_equals_reference(dims: int, seed: int) -> None:
+    rng = random.Random(seed * 10 + dims)
+    ups = rand_updates(rng, rng.randint(0, 60), dims)
+    assert sorted(Run.from_updates(ups, dims).updates()) == R.consolidate(ups)
+
+
+# -- merge with advance_by compaction ----------------------------------------------------------
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_merge_with_compaction_equals_reference(dims: int, seed: int) -> None:
+    rng = random.Random(1000 + seed * 10 + dims)
+    ups = rand_updates(rng, rng.randint(0, 120), dims)
+    parts = split(rng, ups, rng.randint(1, 6))
+    runs = [Run.from_updates(p, dims) for p in parts]
+    refs = [R.consolidate(p) for p in parts]
+    # Merge adjacent runs in a random order under a frontier that only moves forward.
+    frontier = Antichain([(0,) * dims])
+    while len(runs) > 1:
+        frontier = frontier.join(Antichain(rand_frontier(rng, dims))) if rng.random() < 0.5 else frontier
+        i = rng.randrange(len(runs) - 1)
+        pf = T.pack_frontier(frontier.elements, dims)
+        merged = Run(*K.merge(arrays(runs[i]), arrays(runs[i + 1]), pf, dims), dims)
+        ref = R.merge(refs[i], refs[i + 1], frontier.elements)
+        assert sorted(merged.updates()) == ref
+        runs[i : i + 2] = [merged]
+        refs[i : i + 2] = [ref]
+    # The accumulation at every time beyond the frontier is what the raw updates give.
+    for t in itertools.product(range(5), repeat=dims):
+        if frontier.less_equal(t):
+            got, want = {}, {}
+            for k, v, s, d in refs[0]:
+                if less_equal(s, t):
+                    got[(k, v)] = got.get((k, v), 0) + d
+            for k, v, s, d in ups:
+                if less_equal(s, t):
+                    want[(k, v)] = want.get((k, v), 0) + d
+            assert {x: d for x, d in got.items() if d} == {x: d for x, d in want.items() if d}
+
+
+def test_merge_under_an_epoch_frontier_needs_no_resort() -> None:
+    # `{(e, 0)}` keeps runs sorted (epoch in the low bits), so compaction cancels in one pass.
+    dims = 2
+    a = Run.from_updates([(1, 0, (0, 1), 1), (1, 0, (2, 1), 1)], dims)
+    b = Run.from_updates([(1, 0, (1, 1), -1)], dims)
+    pf = T.pack_frontier([(3, 0)], dims)
+    at = K._advance_all(a.times, pf, dims, T.field_bits(dims))
+    assert K._sorted(a.keys, a.vals, at)
+    merged = Run(*K.merge(arrays(a), arrays(b), pf, dims), dims)
+    assert merged.updates() == [(1, 0, (3, 1), 1)]
+
+
+# -- join -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_join_against_sorted_runs_equals_reference(dims: int, seed: int) -> None:
+    rng = random.Random(2000 + seed * 10 + dims)
+    new = R.consolidate(rand_updates(rng, rng.randint(0, 40), dims, keys=8))
+    other = rand_updates(rng, rng.randint(0, 150), dims, keys=8)
+    parts = split(rng, other, rng.randint(1, 5))
+    nrun = Run.from_updates(new, dims)
+    got: list = []
+    for p in parts:
+        orun = Run.from_updates(p, dims)
+        ni, oi, t, d = K.join(arrays(nrun), arrays(orun), dims)
+        for a, b, tt, dd in zip(ni.tolist(), oi.tolist(), t.tolist(), d.tolist(), strict=True):
+            got.append((int(nrun.keys[a]), (int(nrun.vals[a]), int(orun.vals[b])), T.unpack(tt, dims), dd))
+    want = R.join_pairs(new, other)
+    assert R.consolidate(got) == [(k, (a, b), t, d) for k, a, b, t, d in want]
+
+
+def test_join_gallops_over_a_large_run() -> None:
+    dims = 1
+    big = Run.from_arrays(
+        np.arange(0, 200_000, 2, dtype=np.int64),
+        np.zeros(100_000, np.int64),
+        np.zeros(100_000, np.int64),
+        np.ones(100_000, np.int64),
+        dims,
+    )
+    small = Run.from_updates([(4, 7, (1,), 1), (5, 7, (1,), 1), (199_998, 8, (2,), -1)], dims)
+    ni, oi, t, d = K.join(arrays(small), arrays(big), dims)
+    assert big.keys[oi].tolist() == [4, 199_998]
+    assert t.tolist() == [1, 2] and d.tolist() == [1, -1]
+
+
+# -- reduce (distinct, count, threshold) --------------------------------------------------
+UNIT = 0  # the id the tests give the unit value `()` that distinct and threshold output
+
+
+def thr(n: int) -> int:
+    # Negative totals give output too (the kernel must not assume non-negative counts). f(0) is
+    # 0: the engine's count-only shortcut treats a zero total as an absent key.
+    return min(n, 2) if n > 0 else -1 if n < 0 else 0
+
+
+CASES = {
+    "distinct": (reducers.distinct, K.distinct_logic(UNIT)),
+    "count": (reducers.count, K.count_logic),
+    "threshold": (reducers.threshold(thr), None),
+}
+
+
+def counting_logic(name: str) -> K.Counting:
+    if name == "threshold":
+        return K.threshold_logic(UNIT, thr)
+    return CASES[name][1]
+
+
+def to_ids(ups: list) -> list:
+    return [(k, UNIT if v == () else v, t, d) for k, v, t, d in ups]
+
+
+def columnar_round(
+    seeds: dict[int, set], inputs: list[Run], outputs: list[Run], upper: Antichain, name: str, dims: int
+) -> tuple[list, dict[int, set]]:
+    """One reduce round through the compiled path: gather CSR histories, run the kernel."""
+    qkeys = np.array(sorted(seeds), dtype=np.int64)
+    in_off, ins = K.gather(qkeys, [arrays(r) for r in inputs])
+    out_off, outs = K.gather(qkeys, [arrays(r) for r in outputs])
+    seed_off = np.zeros(len(qkeys) + 1, np.int64)
+    seed_t = []
+    for i, k in enumerate(qkeys.tolist()):
+        seed_t.extend(T.pack(t, dims) for t in seeds[k])
+        seed_off[i + 1] = len(seed_t)
+    (ck, cv, ct, cd), d_off, d_t = K.reduce_counting(
+        in_off, ins, out_off, outs, seed_off, np.array(seed_t, np.int64),
+        T.pack_frontier(upper.elements, dims), counting_logic(name), dims,
+    )
+    corr = R.consolidate(
+        (int(qkeys[k]), v, T.unpack(t, dims), d)
+        for k, v, t, d in zip(ck.tolist(), cv.tolist(), ct.tolist(), cd.tolist(), strict=True)
+    )
+    deferred: dict[int, set] = {}
+    for i, k in enumerate(qkeys.tolist()):
+        ts = {T.unpack(t, dims) for t in d_t[d_off[i] : d_off[i + 1]].tolist()}
+        if ts:
+            deferred[k] = ts
+    return corr, deferred
+
+
+def rand_uppers(rng: random.Random, dims: int, rounds: int) -> list[Antichain]:
+    """A chain of frontiers that only move forward, ending closed (nothing beyond it)."""
+    ups, cur = [], Antichain([(0,) * dims])
+    for _ in range(rounds - 1):
+        cur = cur.join(Antichain(rand_frontier(rng, dims)) if rng.random() < 0.8 else cur)
+        if not cur.elements:
+            cur = Antichain([(4,) * dims])
+        ups.append(cur)
+    ups.append(Antichain())
+    return ups
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reduce_rounds_equal_reference(name: str, dims: int, seed: int) -> None:
+    rng = random.Random(3000 + seed * 10 + dims)
+    logic = CASES[name][0]
+    ups = rand_updates(rng, rng.randint(1, 50), dims, keys=4, vals=3)
+    uppers = rand_uppers(rng, dims, rng.randint(1, 5))
+    # Each update goes to the first round whose upper it is not beyond (batches tile time).
+    rounds: list[list] = [[] for _ in uppers]
+    for u in ups:
+        for i, up in enumerate(uppers):
+            if not up.less_equal(u[2]):
+                rounds[i].append(u)
+                break
+    ref_in: list = []
+    ref_out: list = []
+    ref_pending: dict[int, set] = {}
+    col_in: list[Run] = []
+    col_out: list[Run] = []
+    col_pending: dict[int, set] = {}
+    for batch, upper in zip(rounds, uppers, strict=True):
+        # Random batchings: the round's updates arrive as several runs.
+        for part in split(rng, batch, rng.randint(1, 3)):
+            if part:
+                col_in.append(Run.from_updates(part, dims))
+        ref_in.extend(batch)
+
+        def seeds_of(
+            pending: dict[int, set], batch: list = batch, upper: Antichain = upper
+        ) -> tuple[dict[int, set], dict[int, set]]:
+            seeds: dict[int, set] = {}
+            for k, _, t, _ in batch:
+                seeds.setdefault(k, set()).add(t)
+            left: dict[int, set] = {}
+            for k, ts in pending.items():
+                ready = {t for t in ts if not upper.less_equal(t)}
+                if ready:
+                    seeds.setdefault(k, set()).update(ready)
+                if ts - ready:
+                    left[k] = ts - ready
+            return seeds, left
+
+        seeds, left = seeds_of(ref_pending)
+        ref_raw, ref_def = R.reduce_round(seeds, ref_in, ref_out, upper, logic)
+        ref_corr = sorted(to_ids(ref_raw))
+        cseeds, cleft = seeds_of(col_pending)
+        assert cseeds == seeds
+        col_corr, col_def = columnar_round(cseeds, col_in, col_out, upper, name, dims)
+        assert col_corr == ref_corr
+        assert col_def == ref_def
+        ref_out.extend(ref_raw)
+        if col_corr:
+            col_out.append(Run.from_updates(col_corr, dims))
+        for k, ts in ref_def.items():
+            left.setdefault(k, set()).update(ts)
+        for k, ts in col_def.items():
+            cleft.setdefault(k, set()).update(ts)
+        ref_pending, col_pending = left, cleft
+    # Oracle: the output accumulated at every time is the logic of the input accumulated there.
+    for t in itertools.product(range(6), repeat=dims):
+        for key in range(4):
+            acc: dict = {}
+            for k, v, s, d in ups:
+                if k == key and less_equal(s, t):
+                    acc[v] = acc.get(v, 0) + d
+            vals = sorted((v, r) for v, r in acc.items() if r)
+            want = {UNIT if v == () else v: m for v, m in logic(key, vals) if m} if vals else {}
+            got: dict = {}
+            for k, v, s, d in to_ids(ref_out):
+                if k == key and less_equal(s, t):
+                    got[v] = got.get(v, 0) + d
+            assert {v: m for v, m in got.items() if m} == want
+
+
+@pytest.mark.parametrize("dims", DIMS)
+def test_reduce_single_time_fast_path(dims: int) -> None:
+    # One key, one new time after every stored time: the kernel's fast path.
+    t0, t1 = (0,) * dims, (1,) * dims
+    inputs = [Run.from_updates([(7, 1, t0, 1), (7, 2, t1, 1)], dims)]
+    outputs = [Run.from_updates([(7, 1, t0, 1)], dims)]
+    corr, deferred = columnar_round({7: {t1}}, inputs, outputs, Antichain([(2,) * dims]), "count", dims)
+    assert corr == [(7, 1, t1, -1), (7, 2, t1, 1)] and deferred == {}
+
+
+def test_runs_round_trip_through_arrow() -> None:
+    rng = random.Random(5)
+    run = Run.from_updates(rand_updates(rng, 50, 2), 2)
+    rb = run.to_arrow()
+    assert rb.num_rows == run.records
+    back = Run.from_arrow(rb)
+    assert back.dims == 2 and back.updates() == run.updates()
