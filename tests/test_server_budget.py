@@ -39,7 +39,9 @@ def test_runaway_recursion_fails_the_create_and_the_server_keeps_serving(server:
     body = r.json()
     assert 400 <= r.status_code < 500, r.text
     assert body["error"]["code"] == "budget_exceeded", body
-    assert "time budget of 4 seconds" in body["error"]["message"], body
+    # whichever budget this machine's speed reaches first: time (4 s) or work (3M outputs)
+    msg = body["error"]["message"]
+    assert "time budget of 4 seconds" in msg or "work budget of 3e+06" in msg, body
     r = server.http.get("/views/runaway/rows", headers=server.headers())
     assert r.status_code == 404, r.text  # nothing half-applied
     # still serving: a table, a view over it, a write

@@ -352,7 +352,7 @@ def test_readme_limits_table_names_every_limit_option() -> None:
     table = readme[readme.index("## Limits") :]
     table = table[: table.index("\n## ")]
     help_text = _cli("serve", "--help").stdout
-    options = set(re.findall(r"--(?:max|history|iteration|query|as-of|subscriber)[a-z-]*", help_text))
+    options = set(re.findall(r"--(?:max|history|iteration|query|as-of|subscriber|write|view|hydrate|checkpoint)[a-z-]*", help_text))
     assert "--max-result-rows" in options and "--history-retention" in options
     for option in sorted(options):
         assert f"`{option}" in table, f"{option} is missing from the README's Limits table"
