@@ -138,3 +138,34 @@ class World:
 
     def duck(self, sql: str) -> Counter:
         return norm(Counter(self.con.execute(sql).fetchall()))
+
+
+def replay_against_duckdb(world: World, views: list[str], cat: Catalog | None = None,
+                          batches: int = 22, base_views: dict[str, str] | None = None) -> None:
+    """Build `views` on a fresh dataflow before any data arrives, then send the world's rows
+    and `batches` - 1 random write batches, one epoch each; after every epoch each view must
+    equal DuckDB running the same SELECT over the same data. `base_views` are views the others
+    read (built first, and created in the DuckDB mirror too)."""
+    import engine
+
+    cat = cat or catalog(base_views)
+    df = engine.Dataflow()
+    handles, sources = {}, {}
+    for name in SCHEMAS:
+        handles[name], sources[name] = df.new_input(name)
+    for name, sql in (base_views or {}).items():
+        world.con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+        sources[name] = compile_view(sql, cat, name=name).build(df, sources)
+    caps = [(s, compile_view(s, cat).build(df, sources).capture()) for s in views]
+    for name, rows in world.rows.items():
+        handles[name].send([(r, 1) for r in rows])
+    for batch in range(batches):
+        for h in handles.values():
+            h.advance_to(batch + 1)
+        df.run()
+        world.sync()
+        for sql, cap in caps:
+            got, want = norm(cap.snapshot()), world.duck(sql)
+            assert got == want, (batch, sql, dict(got - want), dict(want - got))
+        for table, row, diff in world.random_batch(6):
+            handles[table].send([(row, diff)])

@@ -14,9 +14,8 @@ from collections import Counter
 
 import pytest
 import test_planner_batching as batching
-from planner_support import World, catalog, norm
+from planner_support import World, catalog, norm, replay_against_duckdb
 
-import engine
 from planner import PlanError, compile_view
 
 OUTER_AGG = [
@@ -128,24 +127,8 @@ def test_incremental_matches_duckdb(group: int) -> None:
     """Views built before any data arrives, then 21 random write batches."""
     cat = catalog()
     world = World(300 + group)
-    df = engine.Dataflow()
-    handles, sources = {}, {}
-    for name in ("t", "u", "e"):
-        handles[name], sources[name] = df.new_input(name)
     mine = [s for i, s in enumerate(VIEWS) if i % GROUPS == group]
-    caps = [(s, compile_view(s, cat).build(df, sources).capture()) for s in mine]
-    for name, rows in world.rows.items():
-        handles[name].send([(r, 1) for r in rows])
-    for batch in range(22):
-        for h in handles.values():
-            h.advance_to(batch + 1)
-        df.run()
-        world.sync()
-        for sql, cap in caps:
-            got, want = norm(cap.snapshot()), world.duck(sql)
-            assert got == want, (batch, sql, dict(got - want), dict(want - got))
-        for table, row, diff in world.random_batch(6):
-            handles[table].send([(row, diff)])
+    replay_against_duckdb(world, mine, cat)
 
 
 @pytest.mark.parametrize("sql", [OUTER_AGG[1], OUTER_AGG[5], OUTER_AGG[7], ANY_ALL[1],

@@ -6,7 +6,7 @@ batches, equals DuckDB's answer to the same SELECT on the same data after every 
 from __future__ import annotations
 
 import pytest
-from planner_support import World, catalog, norm
+from planner_support import World, catalog, norm, replay_against_duckdb
 
 from planner import compile_view
 
@@ -158,31 +158,5 @@ GROUPS = 6
 
 @pytest.mark.parametrize("group", range(GROUPS))
 def test_incremental_matches_duckdb(group: int) -> None:
-    import engine
-
-    cat = catalog(BASE_VIEWS)
-    world = World(100 + group)
-    for name, sql in BASE_VIEWS.items():
-        world.con.execute(f"CREATE VIEW {name} AS {sql}")
-    df = engine.Dataflow()
-    handles, sources = {}, {}
-    for name in ("t", "u", "e"):
-        handles[name], sources[name] = df.new_input(name)
-    for name, sql in BASE_VIEWS.items():
-        sources[name] = compile_view(sql, cat, name=name).build(df, sources)
     mine = [s for i, s in enumerate(VIEWS) if i % GROUPS == group]
-    caps = [(s, compile_view(s, cat).build(df, sources).capture()) for s in mine]
-    for name, rows in world.rows.items():
-        handles[name].send([(r, 1) for r in rows])
-    epoch = 0
-    for batch in range(21):
-        epoch += 1
-        for h in handles.values():
-            h.advance_to(epoch)
-        df.run()
-        world.sync()
-        for sql, cap in caps:
-            got, want = norm(cap.snapshot()), world.duck(sql)
-            assert got == want, (batch, sql, dict(got - want), dict(want - got))
-        for table, row, diff in world.random_batch(6):
-            handles[table].send([(row, diff)])
+    replay_against_duckdb(World(100 + group), mine, batches=21, base_views=BASE_VIEWS)

@@ -10,10 +10,9 @@ import random
 from collections import Counter
 
 import pytest
-from planner_support import World, catalog, norm
+from planner_support import World, catalog, norm, replay_against_duckdb
 from test_planner_batching import _minus, _oracle, _play, _sum
 
-import engine
 from planner import compile_view
 
 VIEWS = [
@@ -75,24 +74,8 @@ GROUPS = 3
 @pytest.mark.parametrize("group", range(GROUPS))
 def test_incremental_matches_duckdb_after_every_batch(group: int) -> None:
     world = World(300 + group)
-    df = engine.Dataflow()
-    handles, sources = {}, {}
-    for name in ("t", "u", "e"):
-        handles[name], sources[name] = df.new_input(name)
     mine = [s for i, s in enumerate(VIEWS) if i % GROUPS == group]
-    caps = [(s, compile_view(s, catalog()).build(df, sources).capture()) for s in mine]
-    for name, rows in world.rows.items():
-        handles[name].send([(r, 1) for r in rows])
-    for batch in range(22):
-        for h in handles.values():
-            h.advance_to(batch + 1)
-        df.run()
-        world.sync()
-        for sql, cap in caps:
-            got, want = norm(cap.snapshot()), world.duck(sql)
-            assert got == want, (batch, sql, dict(got - want), dict(want - got))
-        for table, row, diff in world.random_batch(6):
-            handles[table].send([(row, diff)])
+    replay_against_duckdb(world, mine)
 
 
 BATCHED = [VIEWS[0], VIEWS[3], VIEWS[5], VIEWS[9], VIEWS[10], VIEWS[14], VIEWS[16], VIEWS[18],
