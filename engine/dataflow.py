@@ -90,6 +90,8 @@ class Operator:
         for port, src in enumerate(self.inputs):
             src.downstream.append((self, port))
         self.index = self.dataflow._register(self)
+        # True when `summary` is the identity (the operator never changes times).
+        self._identity = type(self).summary is Operator.summary
 
     # -- progress ------------------------------------------------------------------------------
     def summary(self, t: Time) -> Time | None:
@@ -109,6 +111,19 @@ class Operator:
 
     def reach(self, frontiers: list[Antichain]) -> Antichain:
         """A lower bound on every time this operator may still send at, given its input frontiers."""
+        if self._identity and len(frontiers) == 1 and not self.has_messages():
+            caps = self.capabilities()
+            if not isinstance(caps, (list, tuple)):
+                caps = list(caps)
+            if not caps:
+                # Most operators hold nothing after their turn and do not change times: their
+                # reach is their input's frontier. Frontiers are never mutated once computed
+                # (every Antichain method that changes one builds a new one), so it is shared.
+                return frontiers[0]
+            out = Antichain(caps)
+            for t in frontiers[0].elements:
+                out.insert(t)
+            return out
         out = Antichain()
         for t in self.pointstamps():
             out.insert(t)

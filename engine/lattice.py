@@ -89,6 +89,9 @@ class Antichain:
         Returns True when the antichain changed.
         """
         els = self.elements
+        if not els:
+            els.append(t)
+            return True
         for e in els:
             if less_equal(e, t):
                 return False

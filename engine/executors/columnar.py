@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from engine import kernels as record_kernels
+from engine import reducers
 from engine import trace as trace_module
 from engine.columnar import kernels as K
 from engine.columnar.interning import DIRECT_LIMIT, RowInterner
@@ -54,6 +55,7 @@ class ColumnarExecutor(InProcessExecutor):
     def __init__(self) -> None:
         self.rows = RowInterner()
         self.unit = self.rows.encode(())
+        self._time_memo: dict[int, dict[int, Time]] = {d: {} for d in range(1, 8)}
         K.warm_up()
 
     def _encode(self, rows: list[Any]) -> np.ndarray:
@@ -80,11 +82,18 @@ class ColumnarExecutor(InProcessExecutor):
         return out
 
     def _unpack_times(self, packed: np.ndarray, dims: int) -> list[Time]:
-        if packed.shape[0] == 0:
-            return []
-        uniq, inv = np.unique(packed, return_inverse=True)
-        ts = [unpack(p, dims) for p in uniq.tolist()]
-        return [ts[i] for i in inv.tolist()]
+        # Few distinct times are live at once; a small memo beats `np.unique` on the short
+        # arrays of a loop round. Packed ints of different `dims` never share a memo.
+        memo = self._time_memo[dims]
+        if len(memo) > 65536:
+            memo.clear()
+        out = []
+        for p in packed.tolist():
+            t = memo.get(p)
+            if t is None:
+                t = memo[p] = unpack(p, dims)
+            out.append(t)
+        return out
 
     # -- batches -------------------------------------------------------------------------------
     def seal(self, ready: Updates, by_self: bool, lower: Antichain, upper: Antichain, dims: int) -> Run:
@@ -213,15 +222,21 @@ class ColumnarExecutor(InProcessExecutor):
         times = np.concatenate(st) if st else np.zeros(0, I64)
         if keys.shape[0] == 0:
             return None, PackedPending(left_k, left_t, dims)
-        keys, times = K.dedup_pairs(keys, times)
-        qkeys, starts = np.unique(keys, return_index=True)
-        seed_off = np.append(starts, keys.shape[0]).astype(I64)
-        in_off, ins = K.gather(qkeys, [_arrays(r) for r in inputs])
-        out_off, outs = K.gather(qkeys, [_arrays(r) for r in outputs])
-        wanted = self._counting(logic)
+        qkeys, seed_off, times = K.seed_csr(keys, times)
+        in_off, ins = K.gather_runs(qkeys, [_arrays(r) for r in inputs])
+        out_off, outs = K.gather_runs(qkeys, [_arrays(r) for r in outputs])
         corr: K.Arrays | None = None
         extra_k: list[np.ndarray] = [left_k]
         extra_t: list[np.ndarray] = [left_t]
+        mode = _COMPILED.get(id(logic))
+        if mode is not None:
+            # distinct and count: the whole round is one compiled call, no Python per key.
+            corr, dk, dt = K.reduce_compiled(
+                qkeys, in_off, ins, out_off, outs, seed_off, times, pupper, mode, self.unit, dims
+            )
+            extra_k.append(dk)
+            extra_t.append(dt)
+        wanted = self._counting(logic) if corr is None else None
         if wanted is not None:
             try:
                 (ck, cv, ct, cd), d_off, d_t = K.reduce_counting(
@@ -291,6 +306,10 @@ class ColumnarExecutor(InProcessExecutor):
                 left_k.append(np.full(len(deferred), key_id, I64))
                 left_t.append(np.array([pack(t, dims) for t in deferred], I64))
         return (np.array(rk, I64), np.array(rv, I64), np.array(rt, I64), np.array(rd, I64))
+
+
+# The reducers whose logic `kernels.reduce_compiled` evaluates itself.
+_COMPILED = {id(reducers.distinct): K.DISTINCT, id(reducers.count): K.COUNT}
 
 
 class PackedPending:
