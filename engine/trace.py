@@ -207,6 +207,7 @@ class Trace:
         dims: int,
         merge: Any = None,
         steps: Callable[..., Generator[int, None, Any]] | None = merge_steps,
+        fold: int = 0,
     ) -> None:
         self.name = name
         self.merge = merge if merge is not None else merge_batches
@@ -215,6 +216,11 @@ class Trace:
         self.steps = steps
         self.merging: tuple[Batch, Batch, Generator[int, None, Any]] | None = None
         self.fuel = 0
+        # Batches below `fold` records are merged into their predecessor whatever its size, so
+        # the small batches of a loop round collapse into one tail and a lookup visits few
+        # batches (worth it where merging is a compiled pass and each batch visited costs a
+        # call: the columnar executor).
+        self.fold = fold
         self.dims = dims
         self.spine: list[Batch] = []
         self.pending: list[Batch] = []
@@ -277,7 +283,9 @@ class Trace:
 
     def _settle(self, frontier: Antichain) -> None:
         spine = self.spine
-        while len(spine) >= 2 and 2 * spine[-1].records >= spine[-2].records:
+        while len(spine) >= 2 and (
+            2 * spine[-1].records >= spine[-2].records or spine[-2].records < self.fold
+        ):
             older, newer = spine[-2], spine[-1]
             if self.merging is not None and (older is self.merging[1] or newer is self.merging[0]):
                 self._finish_merge()

@@ -74,18 +74,78 @@ def _consolidate_ordered(keys, vals, times, diffs, order):  # type: ignore[no-un
     return ok[:m].copy(), ov[:m].copy(), ot[:m].copy(), od[:m].copy()
 
 
+@numba.njit(cache=True, inline="always")
+def _before(vals, times, a, b):  # type: ignore[no-untyped-def]
+    return vals[a] < vals[b] or (vals[a] == vals[b] and times[a] < times[b])
+
+
+@numba.njit(cache=True)
+def _order_within_keys(keys, vals, times, order):  # type: ignore[no-untyped-def]
+    """`order` sorts by key; sort each group of equal keys by `(val, time)` in place.
+
+    Groups are small in practice (a key's updates in one batch), so insertion sort; a large
+    group falls back to two stable sorts of its own slice."""
+    n = order.shape[0]
+    i = 0
+    while i < n:
+        e = i + 1
+        k = keys[order[i]]
+        while e < n and keys[order[e]] == k:
+            e += 1
+        if e - i <= 32:
+            for a in range(i + 1, e):
+                x = order[a]
+                b = a - 1
+                while b >= i and _before(vals, times, x, order[b]):
+                    order[b + 1] = order[b]
+                    b -= 1
+                order[b + 1] = x
+        else:
+            g = order[i:e].copy()
+            g = g[np.argsort(times[g], kind="mergesort")]
+            g = g[np.argsort(vals[g], kind="mergesort")]
+            order[i:e] = g
+        i = e
+    return order
+
+
 @numba.njit(cache=True)
 def _consolidate(keys, vals, times, diffs):  # type: ignore[no-untyped-def]
     if _sorted(keys, vals, times):
         order = np.arange(keys.shape[0])
     else:
-        # Three stable sorts, least significant column first: inside the kernel this costs
-        # about a microsecond on the small batches of a loop round, where `np.lexsort` costs
-        # tens, and on millions of records it is still several times faster than lexsort.
-        order = np.argsort(times, kind="mergesort")
-        order = order[np.argsort(vals[order], kind="mergesort")]
-        order = order[np.argsort(keys[order], kind="mergesort")]
+        # One sort by key, then each key's few updates by (val, time): much cheaper than a
+        # three-column sort (`np.lexsort` costs tens of microseconds on the small batches of a
+        # loop round, and seconds on millions of records).
+        order = _order_within_keys(keys, vals, times, np.argsort(keys))
     return _consolidate_ordered(keys, vals, times, diffs, order)
+
+
+@numba.njit(cache=True)
+def _resort_times(keys, vals, times, diffs):  # type: ignore[no-untyped-def]
+    """A run sorted by `(key, val)` whose times were advanced: sort each `(key, val)` group by
+    time again (advancing never moves keys or vals, so the rest of the order holds)."""
+    n = keys.shape[0]
+    order = np.arange(n)
+    i = 0
+    while i < n:
+        e = i + 1
+        while e < n and keys[e] == keys[i] and vals[e] == vals[i]:
+            e += 1
+        if e - i > 64:
+            order[i:e] = i + np.argsort(times[i:e], kind="mergesort")
+            i = e
+            continue
+        # Advanced times were sorted before, so the group is nearly sorted: insertion sort.
+        for a in range(i + 1, e):
+            x = order[a]
+            b = a - 1
+            while b >= i and times[x] < times[order[b]]:
+                order[b + 1] = order[b]
+                b -= 1
+            order[b + 1] = x
+        i = e
+    return keys[order], vals[order], times[order], diffs[order]
 
 
 def consolidate(
@@ -187,13 +247,10 @@ def merge(a: Arrays, b: Arrays, frontier: np.ndarray, dims: int) -> Arrays:
         bits = T.field_bits(dims)
         at = _advance_all(at, frontier, dims, bits)
         bt = _advance_all(bt, frontier, dims, bits)
-        if not (_sorted(ak, av, at) and _sorted(bk, bv, bt)):
-            return consolidate(
-                np.concatenate((ak, bk)),
-                np.concatenate((av, bv)),
-                np.concatenate((at, bt)),
-                np.concatenate((ad, bd)),
-            )
+        if not _sorted(ak, av, at):
+            ak, av, at, ad = _resort_times(ak, av, at, ad)
+        if not _sorted(bk, bv, bt):
+            bk, bv, bt, bd = _resort_times(bk, bv, bt, bd)
     return _merge_sorted(ak, av, at, ad, bk, bv, bt, bd)
 
 

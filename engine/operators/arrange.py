@@ -32,7 +32,8 @@ class ArrangeOp(Operator):
         super().__init__(scope, name, [source])
         self.by_self = by_self
         ex = self.dataflow.executor
-        self.trace = Trace(name, scope.dims, ex.merge, getattr(ex, "merge_steps", None))
+        self.trace = Trace(name, scope.dims, ex.merge, getattr(ex, "merge_steps", None),
+            fold=getattr(ex, "fold_records", 0))
         self.dataflow.traces.append(self.trace)
         self.buffer: list[Any] = []
         self.buffer_lower = Antichain()

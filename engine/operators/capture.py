@@ -64,8 +64,15 @@ class CaptureOp(Operator):
         final: list[tuple[Any, Time, int]] = []
         if new:
             beyond = self.frontier.less_equal
-            final = [u for u in new if not beyond(u[1])]
-            self.unfinal.extend(u for u in new if beyond(u[1]))
+            unfinal = self.unfinal
+            # Updates share few distinct times: decide each time once.
+            side: dict[Time, bool] = {}
+            for u in new:
+                t = u[1]
+                b = side.get(t)
+                if b is None:
+                    b = side[t] = beyond(t)
+                (unfinal if b else final).append(u)
             if final:
                 state = self.state
                 for d, _, r in final:

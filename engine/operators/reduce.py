@@ -35,7 +35,8 @@ class ReduceOp(Operator):
         self.reader = source.attach(self, 0, name + ".input")
         self.logic = logic
         ex = self.dataflow.executor
-        self.output = Trace(name, source.scope.dims, ex.merge, getattr(ex, "merge_steps", None))
+        self.output = Trace(name, source.scope.dims, ex.merge, getattr(ex, "merge_steps", None),
+            fold=getattr(ex, "fold_records", 0))
         self.dataflow.traces.append(self.output)
         # The reduce reads its own output history; it is the output trace's first reader.
         self.output_reader = self.output.new_reader(name + ".output")
