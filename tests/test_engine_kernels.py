@@ -330,3 +330,49 @@ def test_runs_round_trip_through_arrow() -> None:
     assert rb.num_rows == run.records
     back = Run.from_arrow(rb)
     assert back.dims == 2 and back.updates() == run.updates()
+
+
+# -- pending times: their antichain, and the compiled reduce round -------------------------------
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_minimal_times_is_the_antichain(dims: int, seed: int) -> None:
+    rng = random.Random(seed)
+    ts = [rand_time(rng, dims, hi=5) for _ in range(rng.randint(1, 40))]
+    packed = np.array([T.pack(t, dims) for t in ts], np.int64)
+    got = {T.unpack(p, dims) for p in K.minimal_times(packed, dims, T.field_bits(dims)).tolist()}
+    assert got == set(Antichain(ts).elements)
+
+
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_compiled_round_equals_counting_round(dims: int, seed: int) -> None:
+    """`reduce_compiled` (distinct, count evaluated inside the kernel, with `seed_csr` and
+    `gather_runs`) gives exactly what `reduce_counting` over `gather` gives."""
+    rng = random.Random(seed)
+    inputs = [
+        Run.from_updates([(k, v, t, d) for k, v, t, d in rand_updates(rng, rng.randint(0, 30), dims)], dims)
+        for _ in range(rng.randint(1, 3))
+    ]
+    outputs = [
+        Run.from_updates([(k, 1, t, d) for k, _, t, d in rand_updates(rng, rng.randint(0, 10), dims)], dims)
+        for _ in range(rng.randint(0, 2))
+    ]
+    seeds = rand_updates(rng, rng.randint(1, 12), dims)
+    keys = np.array([k for k, _, _, _ in seeds], np.int64)
+    times = np.array([T.pack(t, dims) for _, _, t, _ in seeds], np.int64)
+    upper = T.pack_frontier(rand_frontier(rng, dims), dims)
+    q, so, st = K.seed_csr(keys, times)
+    k2, t2 = K.dedup_pairs(keys, times)
+    q_ref, starts = np.unique(k2, return_index=True)
+    assert q.tolist() == q_ref.tolist() and st.tolist() == t2.tolist()
+    in_off, ins = K.gather_runs(q, [arrays(r) for r in inputs])
+    out_off, outs = K.gather_runs(q, [arrays(r) for r in outputs])
+    ref_in_off, ref_ins = K.gather(q, [arrays(r) for r in inputs])
+    assert in_off.tolist() == ref_in_off.tolist()
+    assert all(a.tolist() == b.tolist() for a, b in zip(ins, ref_ins, strict=True))
+    for mode, logic in ((K.DISTINCT, K.distinct_logic(1)), (K.COUNT, K.count_logic)):
+        (ck, cv, ct, cd), dk, dt = K.reduce_compiled(q, in_off, ins, out_off, outs, so, st, upper, mode, 1, dims)
+        (rk, rv, rt, rd), d_off, d_t = K.reduce_counting(in_off, ins, out_off, outs, so, st, upper, logic, dims)
+        assert ck.tolist() == q[rk].tolist()
+        assert (cv.tolist(), ct.tolist(), cd.tolist()) == (rv.tolist(), rt.tolist(), rd.tolist())
+        assert dk.tolist() == np.repeat(q, np.diff(d_off)).tolist() and dt.tolist() == d_t.tolist()

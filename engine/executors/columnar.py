@@ -338,6 +338,16 @@ class PackedPending:
             return []
         return [{unpack(p, self.dims) for p in np.unique(self.times).tolist()}]
 
+    def lower(self) -> Antichain:
+        """The antichain of the pending times, found in a kernel (hundreds of distinct times are
+        pending when many epochs are in flight; inserting each into an Antichain is quadratic)."""
+        if not self.keys.shape[0]:
+            return Antichain()
+        mins = K.minimal_times(self.times, self.dims, field_bits(self.dims))
+        out = Antichain()
+        out.elements = [unpack(p, self.dims) for p in mins.tolist()]
+        return out
+
 
 class _NotCounting(Exception):
     """The logic's `counting` gave more than one output for a total: use the general path."""

@@ -82,6 +82,11 @@ class ReduceOp(Operator):
         self.output.own_logical = upper
         self.reader.set_logical_compaction(upper)
         self.output_reader.set_logical_compaction(upper)
+        lower_of = getattr(self.pending, "lower", None)
+        if lower_of is not None:
+            # An executor's own pending set computes its antichain itself.
+            self.pending_lower = lower_of()
+            return
         lower = Antichain()
         for times in self.pending.values():
             for t in times:
