@@ -4,10 +4,12 @@ An integer row (a Python `int` in `[-2**62, 2**62)`) is its own id: graphs and i
 cost no table at all. A pair of small non-negative integers `(a, b)` (each below `2**30`, the
 reachability dataflow's `(root, node)`) is packed directly into the range `[2**62, 2**62 +
 2**60)`. Any other row (tuples, strings, floats, None, ...) is given an id from a separate
-range, `>= 2**62 + 2**60`, looked up by the row's Python equality and hash, so two rows get the
-same id exactly when they are equal, the same rule the per-record engine uses for dict keys.
-A non-integer row that equals an integer or a small pair (`True`, `2.0`, `Decimal(3)`,
-`(1.0, 2)`) is equal to it in Python and so gets its id, and decodes as the integer or pair.
+range, `>= 2**62 + 2**60`, looked up by the row's Python equality and hash together with the
+types of its values (`_typed`), so that decoding gives back exactly the row encoded: Python
+holds `True == 1 == 1.0 == Decimal(1)`, but they are different SQL values (a BOOLEAN is not an
+INTEGER, and code that tests `x is True` must see `True`). Only rows of exact `int`s take the
+direct and pair ranges. Two rows get the same id exactly when they are equal and their values
+have the same types.
 
 Ids are stable while referenced: `retain(ids, counts)` adds references (one per held update)
 and `release` removes them; an interned id whose count drops to zero is retired, its row
@@ -16,7 +18,6 @@ forgotten and the id reused for a later new row. Callers that never release keep
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -47,15 +48,13 @@ class RowInterner:
         if type(row) is int and -DIRECT_LIMIT <= row < DIRECT_LIMIT:
             return row
         if type(row) is tuple and len(row) == 2:
-            a, b = _integral(row[0]), _integral(row[1])
-            if a is not None and b is not None and 0 <= a < _PAIR_LIMIT and 0 <= b < _PAIR_LIMIT:
+            a, b = row
+            if type(a) is int and type(b) is int and 0 <= a < _PAIR_LIMIT and 0 <= b < _PAIR_LIMIT:
                 return PAIR_BASE + (a << PAIR_BITS) + b
-        i = self._ids.get(row)
+        key = _typed(row)
+        i = self._ids.get(key)
         if i is not None:
             return i
-        direct = _integral(row)
-        if direct is not None:
-            return direct
         if self._free:
             slot = self._free.pop()
             self._rows[slot] = row
@@ -65,7 +64,7 @@ class RowInterner:
             self._rows.append(row)
             self._refs.append(0)
         i = INTERNED_BASE + slot
-        self._ids[row] = i
+        self._ids[key] = i
         return i
 
     def encode_many(self, rows: Iterable[Any]) -> np.ndarray:
@@ -82,7 +81,7 @@ class RowInterner:
                 and a.dtype == np.int64
                 and a.ndim == 2
                 and a.shape[1] == 2
-                and all(type(r) is tuple for r in rows)
+                and all(type(r) is tuple and type(r[0]) is int and type(r[1]) is int for r in rows)
                 and a.min() >= 0
                 and a.max() < _PAIR_LIMIT
             ):
@@ -134,19 +133,20 @@ class RowInterner:
                 raise ValueError("row id %d released more often than retained" % (INTERNED_BASE + slot))
             self._refs[slot] = left
             if left == 0 and sign < 0:
-                del self._ids[self._rows[slot]]
+                del self._ids[_typed(self._rows[slot])]
                 self._rows[slot] = None
                 self._refs[slot] = -1
                 self._free.append(slot)
 
 
-def _integral(row: Any) -> int | None:
-    """The int equal to `row` when there is one in the direct range (True, 2.0, Decimal(3))."""
-    if isinstance(row, numbers.Number) and not isinstance(row, complex):
-        try:
-            i = int(row)  # type: ignore[call-overload]
-        except (OverflowError, ValueError, TypeError):
-            return None
-        if i == row and -DIRECT_LIMIT <= i < DIRECT_LIMIT:
-            return i
-    return None
+def _types(x: Any) -> Any:
+    return tuple(_types(y) for y in x) if type(x) is tuple else type(x)
+
+
+def _typed(row: Any) -> Any:
+    """The interning key of `row`: the row with the types of its values (see the module
+    docstring). Strings and None are common and never equal a value of another type."""
+    t = type(row)
+    if t is str or row is None:
+        return row
+    return (row, _types(row))

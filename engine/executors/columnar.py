@@ -33,14 +33,23 @@ from engine import kernels as record_kernels
 from engine import reducers
 from engine import trace as trace_module
 from engine.columnar import kernels as K
-from engine.columnar.interning import DIRECT_LIMIT, RowInterner
+from engine.columnar.interning import (
+    DIRECT_LIMIT,
+    INTERNED_BASE,
+    PAIR_BASE,
+    PAIR_BITS,
+    RowInterner,
+)
 from engine.columnar.layout import Run
 from engine.columnar.times import field_bits, pack, pack_frontier, unpack
+from engine.columnar.updates import UpdateColumns, retime
 from engine.executor import InProcessExecutor, Updates
 from engine.lattice import Antichain, Time
 from engine.trace import consolidate_entries
 
 I64 = np.int64
+PAIR_LIMIT = 1 << PAIR_BITS
+PAIR_MASK = PAIR_LIMIT - 1
 
 
 def _arrays(run: Run) -> K.Arrays:
@@ -97,19 +106,133 @@ class ColumnarExecutor(InProcessExecutor):
             out.append(t)
         return out
 
+    # -- payloads: UpdateColumns between operators ----------------------------------------------
+    def _columns(self, payload: Any) -> UpdateColumns | None:
+        """`payload` as columns (lists from a caller that builds them are encoded); None for an
+        empty list, whose time length is unknown."""
+        if isinstance(payload, UpdateColumns):
+            return payload
+        if not payload:
+            return None
+        dims = len(payload[0][1])
+        return UpdateColumns(
+            self._encode([d for d, _, _ in payload]),
+            self._pack_times([t for _, t, _ in payload], dims),
+            np.array([r for _, _, r in payload], dtype=I64),
+            dims,
+        )
+
+    def from_updates(self, updates: Updates) -> Any:
+        cols = self._columns(updates)
+        return updates if cols is None else cols
+
+    def read(self, source: Any, time: Time) -> Any:
+        return self.from_updates(super().read(source, time))
+
+    def collect(self, payload: Any) -> Updates:
+        if not isinstance(payload, UpdateColumns):
+            return payload  # type: ignore[no-any-return]
+        return list(
+            zip(
+                self.rows.decode_many(payload.data),
+                self._unpack_times(payload.times, payload.dims),
+                payload.diffs.tolist(),
+                strict=True,
+            )
+        )
+
+    def is_empty(self, payload: Any) -> bool:
+        return len(payload) == 0
+
+    def apply(self, logic: Callable[[Updates], Updates], payload: Any) -> Any:
+        u = self._columns(payload)
+        if u is None:
+            return payload
+        retime_by = getattr(logic, "retime", None)
+        if retime_by is not None:
+            return retime(u, u.dims + retime_by[0], retime_by[1])
+        if getattr(logic, "negates", False):
+            return u.negate()
+        f = getattr(logic, "map_f", None)
+        if f is not None:
+            return UpdateColumns(self._encode([f(d) for d in self.rows.decode_many(u.data)]), u.times, u.diffs, u.dims)
+        p = getattr(logic, "filter_p", None)
+        if p is not None:
+            keep = np.fromiter((bool(p(d)) for d in self.rows.decode_many(u.data)), dtype=np.bool_, count=len(u))
+            return u.take(keep)
+        f = getattr(logic, "flat_f", None)
+        if f is not None:
+            out: list[Any] = []
+            index: list[int] = []
+            for i, d in enumerate(self.rows.decode_many(u.data)):
+                for y in f(d):
+                    out.append(y)
+                    index.append(i)
+            ix = np.array(index, dtype=I64)
+            return UpdateColumns(self._encode(out), u.times[ix], u.diffs[ix], u.dims)
+        # Any other logic sees the updates as Python tuples.
+        out_updates = logic(self.collect(u))
+        cols = self._columns(out_updates)
+        if cols is None:
+            z = np.zeros(0, I64)
+            return UpdateColumns(z, z, z, u.dims)
+        return cols
+
+    def consolidate(self, payload: Any) -> Any:
+        u = self._columns(payload)
+        if u is None:
+            return payload
+        d, _, t, r = K.consolidate(u.data, np.zeros(len(u), I64), u.times, u.diffs)
+        return UpdateColumns(d, t, r, u.dims)
+
+    def lower(self, payload: Any) -> Antichain:
+        u = self._columns(payload)
+        if u is None or len(u) == 0:
+            return Antichain()
+        mins = K.minimal_times(u.times, u.dims, field_bits(u.dims))
+        out = Antichain()
+        out.elements = self._unpack_times(mins, u.dims)
+        return out
+
+    def split(self, payloads: list[Any], frontier: Antichain) -> tuple[Any, Any]:
+        """Updates at complete times (not beyond `frontier`), and the rest."""
+        cols = [c for c in (self._columns(p) for p in payloads) if c is not None]
+        if not cols:
+            return [], []
+        dims = cols[0].dims
+        u = UpdateColumns.concat(cols, dims)
+        if not frontier.elements:
+            return u, UpdateColumns.concat([], dims)
+        beyond = K.beyond_all(u.times, pack_frontier(frontier.elements, dims), dims, field_bits(dims))
+        return u.take(~beyond), u.take(beyond)
+
+    def _pairs(self, keys: np.ndarray, vals: np.ndarray) -> np.ndarray:
+        """The ids of the rows `(key, val)`: packed in bulk when both are small integers."""
+        if keys.shape[0] and keys.min() >= 0 and keys.max() < PAIR_LIMIT and vals.min() >= 0 and vals.max() < PAIR_LIMIT:
+            return PAIR_BASE + (keys << PAIR_BITS) + vals
+        dec = self.rows.decode_many
+        return self.rows.encode_many(list(zip(dec(keys), dec(vals), strict=True)))
+
+    def _halves(self, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Key and value ids of rows `(key, val)`: split in bulk when every row is a packed pair."""
+        if data.shape[0] and data.min() >= PAIR_BASE and data.max() < INTERNED_BASE:
+            p = data - PAIR_BASE
+            return p >> PAIR_BITS, p & PAIR_MASK
+        rows = self.rows.decode_many(data)
+        return self._encode([d[0] for d in rows]), self._encode([d[1] for d in rows])
+
     # -- batches -------------------------------------------------------------------------------
-    def seal(self, ready: Updates, by_self: bool, lower: Antichain, upper: Antichain, dims: int) -> Run:
-        n = len(ready)
+    def seal(self, ready: Any, by_self: bool, lower: Antichain, upper: Antichain, dims: int) -> Run:
+        u = self._columns(ready)
+        if u is None:
+            z = np.zeros(0, I64)
+            u = UpdateColumns(z, z, z, dims)
         if by_self:
-            keys = self._encode([d for d, _, _ in ready])
-            vals = np.full(n, self.unit, I64)
+            keys, vals = u.data, np.full(len(u), self.unit, I64)
         else:
-            keys = self._encode([d[0] for d, _, _ in ready])
-            vals = self._encode([d[1] for d, _, _ in ready])
-        times = self._pack_times([t for _, t, _ in ready], dims)
-        diffs = np.array([r for _, _, r in ready], dtype=I64)
+            keys, vals = self._halves(u.data)
         since = Antichain([(0,) * dims])
-        return Run.from_arrays(keys, vals, times, diffs, dims, lower=lower, upper=upper, since=since)
+        return Run.from_arrays(keys, vals, u.times, u.diffs, dims, lower=lower, upper=upper, since=since)
 
     def merge(self, older: Run, newer: Run, frontier: Antichain) -> Run:
         since = older.since.join(newer.since)
@@ -145,19 +268,20 @@ class ColumnarExecutor(InProcessExecutor):
             k = v = t = d = np.zeros(0, I64)
         return Run(k, v, t, d, dims, older.lower, newer.upper, since, max(older.seq, newer.seq))
 
-    def unarrange(self, batch: Run, f: Callable[[Any, Any], Any] | None) -> Updates:
-        ks = self.rows.decode_many(batch.keys)
-        vs = self.rows.decode_many(batch.vals)
-        ts = self._unpack_times(batch.times, batch.dims)
-        rs = batch.diffs.tolist()
+    def unarrange(self, batch: Run, f: Callable[[Any, Any], Any] | None) -> UpdateColumns:
         if f is None:
-            return list(zip(zip(ks, vs, strict=True), ts, rs, strict=True))
-        return [(f(k, v), t, r) for k, v, t, r in zip(ks, vs, ts, rs, strict=True)]
+            data = self._pairs(batch.keys, batch.vals)
+        else:
+            ks = self.rows.decode_many(batch.keys)
+            vs = self.rows.decode_many(batch.vals)
+            data = self._encode([f(k, v) for k, v in zip(ks, vs, strict=True)])
+        return UpdateColumns(data, batch.times, batch.diffs, batch.dims)
 
     # -- join ----------------------------------------------------------------------------------
     def join(
-        self, new: Run, others: list[Run], f: Callable[[Any, Any, Any], Any], new_is_left: bool
-    ) -> Updates:
+        self, new: Run, others: list[Run], f: Callable[[Any, Any, Any], Any], new_is_left: bool,
+        budget: Any = None,
+    ) -> UpdateColumns:
         parts = []
         for o in others:
             if o.records and new.records:
@@ -165,15 +289,20 @@ class ColumnarExecutor(InProcessExecutor):
                 if ni.shape[0]:
                     parts.append((new.keys[ni], new.vals[ni], o.vals[oi], t, d))
         if not parts:
-            return []
-        cols = [np.concatenate([p[i] for p in parts]) for i in range(5)]
+            z = np.zeros(0, I64)
+            return UpdateColumns(z, z, z, new.dims)
+        cols = [np.concatenate([p[i] for p in parts]) if len(parts) > 1 else parts[0][i] for i in range(5)]
+        if budget is not None:
+            budget.charge(int(cols[0].shape[0]))
+        # Only the matched pairs are decoded, for the join's function; times and diffs stay
+        # columns.
         dec = self.rows.decode_many
         ks, nv, ov = dec(cols[0]), dec(cols[1]), dec(cols[2])
-        ts = self._unpack_times(cols[3], new.dims)
-        rs = cols[4].tolist()
         if new_is_left:
-            return [(f(k, a, b), t, r) for k, a, b, t, r in zip(ks, nv, ov, ts, rs, strict=True)]
-        return [(f(k, b, a), t, r) for k, a, b, t, r in zip(ks, nv, ov, ts, rs, strict=True)]
+            data = [f(k, a, b) for k, a, b in zip(ks, nv, ov, strict=True)]
+        else:
+            data = [f(k, b, a) for k, a, b in zip(ks, nv, ov, strict=True)]
+        return UpdateColumns(self._encode(data), cols[3], cols[4], new.dims)
 
     # -- reduce --------------------------------------------------------------------------------
     def _counting(self, logic: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:

@@ -121,6 +121,13 @@ def feedback_logic(updates: list[tuple[Any, Time, int]]) -> list[tuple[Any, Time
     return [(d, t[:-1] + (t[-1] + 1,), r) for d, t, r in updates]
 
 
+# What each does to a time, for executors that change packed times in bulk:
+# (coordinates added or removed, increment of the innermost coordinate).
+enter_logic.retime = (1, 0)  # type: ignore[attr-defined]
+leave_logic.retime = (-1, 0)  # type: ignore[attr-defined]
+feedback_logic.retime = (0, 1)  # type: ignore[attr-defined]
+
+
 class VariableOp(Operator):
     """The loop variable's collection: its source (if any) plus what the feedback sends."""
 

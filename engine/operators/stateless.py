@@ -48,19 +48,32 @@ def map_logic(f: Callable[[Any], Any]) -> Callable[[Updates], Updates]:
 
     # One output per input at the same time: an executor may keep such a step lazy.
     logic.one_to_one = True  # type: ignore[attr-defined]
+    # An executor that holds data apart from times and diffs applies `f` to the data alone.
+    logic.map_f = f  # type: ignore[attr-defined]
     return logic
 
 
 def filter_logic(p: Callable[[Any], bool]) -> Callable[[Updates], Updates]:
-    return lambda u: [x for x in u if p(x[0])]
+    def logic(u: Updates) -> Updates:
+        return [x for x in u if p(x[0])]
+
+    logic.filter_p = p  # type: ignore[attr-defined]
+    return logic
 
 
 def flat_map_logic(f: Callable[[Any], Any]) -> Callable[[Updates], Updates]:
-    return lambda u: [(y, t, r) for d, t, r in u for y in f(d)]
+    def logic(u: Updates) -> Updates:
+        return [(y, t, r) for d, t, r in u for y in f(d)]
+
+    logic.flat_f = f  # type: ignore[attr-defined]
+    return logic
 
 
 def negate_logic(u: Updates) -> Updates:
     return [(d, t, -r) for d, t, r in u]
+
+
+negate_logic.negates = True  # type: ignore[attr-defined]
 
 
 def inspect_logic(f: Callable[[Any, Time, int], None]) -> Callable[[Updates], Updates]:
