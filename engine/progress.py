@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.lattice import Antichain
+from engine.lattice import Antichain, Time, less_equal
 
 if TYPE_CHECKING:
     from engine.dataflow import Operator
@@ -24,17 +24,54 @@ if TYPE_CHECKING:
 
 def compute_reach(ops: list[Operator]) -> dict[int, Antichain]:
     """For every operator, the antichain of times it may still send at (at its output)."""
-    reach: dict[int, Antichain] = {op.index: Antichain() for op in ops}
+    # The scheduler calls this every step, so antichains are plain lists here (no method call
+    # per insertion) and wrapped once at the end; `_insert` keeps each list minimal.
+    lists: dict[int, list[Time]] = {op.index: [] for op in ops}
     work = []
     for op in ops:
         for t in op.pointstamps():
             work.append((op, t))
     while work:
         op, t = work.pop()
-        if not reach[op.index].insert(t):
+        if not _insert(lists[op.index], t):
             continue
         for dst, _port in op.downstream:
-            t2 = dst.summary(t)
+            t2 = dst.summary(t) if not dst._identity else t
             if t2 is not None:
                 work.append((dst, t2))
+    reach: dict[int, Antichain] = {}
+    for i, els in lists.items():
+        a = Antichain()
+        a.elements = els
+        reach[i] = a
     return reach
+
+
+def _insert(els: list[Time], t: Time) -> bool:
+    """Add `t` to the minimal list `els` unless some element is `<= t`; drop what it dominates."""
+    if not els:
+        els.append(t)
+        return True
+    n = len(t)
+    if n == 1:
+        t0 = t[0]
+        for e in els:
+            if e[0] <= t0:
+                return False
+        els.clear()
+        els.append(t)
+        return True
+    if n == 2:
+        t0, t1 = t
+        for e in els:
+            if e[0] <= t0 and e[1] <= t1:
+                return False
+        keep = [e for e in els if not (t0 <= e[0] and t1 <= e[1])]
+    else:
+        for e in els:
+            if less_equal(e, t):
+                return False
+        keep = [e for e in els if not less_equal(t, e)]
+    els[:] = keep
+    els.append(t)
+    return True

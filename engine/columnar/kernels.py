@@ -239,12 +239,9 @@ def _merge_sorted(ak, av, at, ad, bk, bv, bt, bd):  # type: ignore[no-untyped-de
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def merge(a: Arrays, b: Arrays, frontier: np.ndarray, dims: int) -> Arrays:
-    """Two runs merged into one, every time advanced by `frontier` (packed; may be empty)."""
-    ak, av, at, ad = a
-    bk, bv, bt, bd = b
+@numba.njit(cache=True)
+def _merge_advanced(ak, av, at, ad, bk, bv, bt, bd, frontier, dims, bits):  # type: ignore[no-untyped-def]
     if frontier.shape[0]:
-        bits = T.field_bits(dims)
         at = _advance_all(at, frontier, dims, bits)
         bt = _advance_all(bt, frontier, dims, bits)
         if not _sorted(ak, av, at):
@@ -252,6 +249,14 @@ def merge(a: Arrays, b: Arrays, frontier: np.ndarray, dims: int) -> Arrays:
         if not _sorted(bk, bv, bt):
             bk, bv, bt, bd = _resort_times(bk, bv, bt, bd)
     return _merge_sorted(ak, av, at, ad, bk, bv, bt, bd)
+
+
+def merge(a: Arrays, b: Arrays, frontier: np.ndarray, dims: int) -> Arrays:
+    """Two runs merged into one, every time advanced by `frontier` (packed; may be empty).
+
+    One compiled call: advancing, re-sorting a `(key, val)` group whose times it reordered, and
+    the linear merge that sums equal triples."""
+    return _merge_advanced(*a, *b, frontier, dims, T.field_bits(dims))  # type: ignore[no-any-return]
 
 
 # -- join -------------------------------------------------------------------------------------

@@ -49,10 +49,9 @@ class Run:
         self.times = times
         self.diffs = diffs
         self.dims = dims
-        zero = Antichain([(0,) * dims])
-        self.lower = lower if lower is not None else zero
+        self.lower = lower if lower is not None else Antichain([(0,) * dims])
         self.upper = upper if upper is not None else Antichain()
-        self.since = since if since is not None else zero
+        self.since = since if since is not None else Antichain([(0,) * dims])
         self.seq = seq
 
     @property

@@ -67,6 +67,7 @@ class ColumnarExecutor(InProcessExecutor):
         self.rows = RowInterner()
         self.unit = self.rows.encode(())
         self._time_memo: dict[int, dict[int, Time]] = {d: {} for d in range(1, 8)}
+        self._frontier_memo: dict[tuple[int, tuple[Time, ...]], np.ndarray] = {}
         K.warm_up()
 
     def _encode(self, rows: list[Any]) -> np.ndarray:
@@ -201,10 +202,26 @@ class ColumnarExecutor(InProcessExecutor):
             return [], []
         dims = cols[0].dims
         u = UpdateColumns.concat(cols, dims)
+        empty = UpdateColumns.concat([], dims)
         if not frontier.elements:
-            return u, UpdateColumns.concat([], dims)
-        beyond = K.beyond_all(u.times, pack_frontier(frontier.elements, dims), dims, field_bits(dims))
+            return u, empty
+        beyond = K.beyond_all(u.times, self._packed_frontier(frontier, dims), dims, field_bits(dims))
+        # Usually everything is complete (or nothing is): no copies then.
+        n_beyond = int(np.count_nonzero(beyond))
+        if n_beyond == 0:
+            return u, empty
+        if n_beyond == len(u):
+            return empty, u
         return u.take(~beyond), u.take(beyond)
+
+    def _packed_frontier(self, frontier: Antichain, dims: int) -> np.ndarray:
+        key = (dims, tuple(frontier.elements))
+        p = self._frontier_memo.get(key)
+        if p is None:
+            if len(self._frontier_memo) > 4096:
+                self._frontier_memo.clear()
+            p = self._frontier_memo[key] = pack_frontier(frontier.elements, dims)
+        return p
 
     def _pairs(self, keys: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """The ids of the rows `(key, val)`: packed in bulk when both are small integers."""
@@ -238,7 +255,7 @@ class ColumnarExecutor(InProcessExecutor):
         since = older.since.join(newer.since)
         since = since.join(frontier) if frontier.elements else since
         dims = older.dims
-        k, v, t, d = K.merge(_arrays(older), _arrays(newer), pack_frontier(since.elements, dims), dims)
+        k, v, t, d = K.merge(_arrays(older), _arrays(newer), self._packed_frontier(since, dims), dims)
         return Run(k, v, t, d, dims, older.lower, newer.upper, since, max(older.seq, newer.seq))
 
     def merge_steps(
@@ -339,7 +356,7 @@ class ColumnarExecutor(InProcessExecutor):
         """As `InProcessExecutor.reduce_round`, with keys as row ids and `pending` a
         `PackedPending` (an empty dict before the first round)."""
         bits = field_bits(dims)
-        pupper = pack_frontier(upper.elements, dims)
+        pupper = self._packed_frontier(upper, dims)
         sk = [r.keys for r in new]
         st = [r.times for r in new]
         left_k = np.zeros(0, I64)
