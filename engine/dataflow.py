@@ -21,6 +21,7 @@ import gc
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from engine import executors
 from engine.errors import DataflowPoisoned
 from engine.lattice import Antichain, Time
 from engine.progress import compute_reach
@@ -149,11 +150,9 @@ class Dataflow:
     """A graph of operators over collections, with its inputs and the scheduler that runs it."""
 
     def __init__(self, dims: int = 1, executor: Any = None) -> None:
-        from engine.executor import default_executor
-
         self.dims = dims
-        # Where operators' bulk work runs (see engine/executor.py).
-        self.executor = executor if executor is not None else default_executor()
+        # Where operators' bulk work runs (see engine/executors/base.py).
+        self.executor = executor if executor is not None else executors.default_executor()
         self.ops: list[Operator] = []
         self.root = Scope(self, None, dims)
         self._scope_count = 0

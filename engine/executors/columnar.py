@@ -35,7 +35,7 @@ from engine.columnar import kernels as K
 from engine.columnar.interning import DIRECT_LIMIT, RowInterner
 from engine.columnar.layout import Run
 from engine.columnar.times import field_bits, pack, pack_frontier, unpack
-from engine.executor import InProcessExecutor, Updates
+from engine.executors.inprocess import InProcessExecutor, Updates
 from engine.lattice import Antichain, Time
 from engine.trace import consolidate_entries
 
