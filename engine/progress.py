@@ -14,15 +14,28 @@ every cycle passes a feedback edge, whose +1 makes the returning time dominated.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
-from engine.lattice import Antichain
-
-if TYPE_CHECKING:
-    from engine.dataflow import Operator
+from engine.lattice import Antichain, Time
 
 
-def compute_reach(ops: list[Operator]) -> dict[int, Antichain]:
+class Node(Protocol):
+    """What progress tracking reads of an operator (`engine.dataflow.Operator`, which builds
+    on this module, so this one names only the shape it needs)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def downstream(self) -> Sequence[tuple[Node, int]]: ...
+
+    def pointstamps(self) -> Iterable[Time]: ...
+
+    def summary(self, t: Time) -> Time | None: ...
+
+
+def compute_reach(ops: Sequence[Node]) -> dict[int, Antichain]:
     """For every operator, the antichain of times it may still send at (at its output)."""
     reach: dict[int, Antichain] = {op.index: Antichain() for op in ops}
     work = []
