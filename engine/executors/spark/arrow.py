@@ -10,8 +10,8 @@ workers and runs in `mapInArrow` stages: each decodes Arrow record batches, runs
 per-record logic and kernels as the in-process executor, encodes the results as Arrow again,
 and counts rows per time into an accumulator (`_Summary`) while Spark materialises them.
 Invariant: a stage's output denotes the same updates as `InProcessExecutor` computes from the
-same input, and its summary counts exactly the rows it yields. These names are private to the
-Spark executor's package (`driver` builds on them), not part of the engine's API.
+same input, and its summary counts exactly the rows it yields. The underscored names are shared
+with `driver` only, within the Spark executor's package; they are not the engine's API.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from engine.trace import consolidate_entries
 
 # Per-entry bytes beyond the encoded key and value: time coordinates, diff and row overhead.
 _ROW_OVERHEAD = 48
+
 
 def encode(value: Any) -> bytes:
     """Canonical bytes of a value: equal values of the same types give equal bytes.
