@@ -246,8 +246,8 @@ def main() -> int:
     if args.quick:
         args.rows, args.batch, args.nodes, args.edges = 200_000, 20_000, 10_000, 20_000
         args.updates = min(args.updates, 3)
-    from engine.executor import InProcessExecutor
-    from engine.spark_executor import SparkExecutor
+    from engine.executors.inprocess import InProcessExecutor
+    from engine.executors.spark import SparkExecutor
 
     executors: dict[str, Any] = {}
     if args.only != "spark":

@@ -12,17 +12,22 @@ Public API::
     reach = roots.iterate(lambda r: r.join_map(edges.enter(r.scope), ...).concat(r).distinct())
     cap = reach.capture()
     handle.insert((1, 2)); handle.advance_to(1); df.run()
+
+Layout, lowest layer first; a module imports only its own layer and those below it, never in a
+cycle (tests/test_engine_layout.py checks every import, lazy and type-only ones included):
+values and times (`lattice`, `order`, `errors`, ...); the data plane (`trace`, `kernels`,
+`columnar/`); the executors behind their boundary (`executors/`); the graph and scheduler
+(`progress`, `dataflow`); `operators/`; the Spark executor (`executors/spark/`); the fluent API
+(`collection`); and this package, which re-exports the public names.
 """
 
 from engine.budget import Budget, BudgetExceeded
-from engine.collection import Collection
+from engine.collection import Arranged, Collection, Variable
 from engine.dataflow import Dataflow, Operator, Scope
 from engine.errors import DataflowPoisoned, EngineError, IterationLimitExceeded
 from engine.lattice import Antichain, Time, advance_by, join, less_equal, meet
-from engine.operators.arrange import Arranged
 from engine.operators.capture import Capture, Probe
 from engine.operators.input import InputHandle
-from engine.operators.iterate import Variable
 
 __all__ = [
     "Antichain",

@@ -1,10 +1,16 @@
-"""The fluent API: a `Collection` is a handle on an operator's output stream of updates.
+"""The fluent API: handles that build operators, and nothing below imports them.
 
-Every method builds operators in the collection's scope and returns a new handle; nothing runs
-until the dataflow steps. Keyed operators take collections of `(key, val)` pairs; `count`,
-`distinct` and `threshold` treat the whole record as the key, as differential dataflow does.
-Stateful operators (join, reduce and its specialisations) read arrangements; passing an
-`Arranged` instead of a collection shares its trace rather than building another.
+A `Collection` is a handle on an operator's output stream of updates. Every method builds
+operators in the collection's scope and returns a new handle; nothing runs until the dataflow
+steps. Keyed operators take collections of `(key, val)` pairs; `count`, `distinct` and
+`threshold` treat the whole record as the key, as differential dataflow does. Stateful operators
+(join, reduce and its specialisations) read arrangements; passing an `Arranged` (the handle on a
+shared `Arrangement`) instead of a collection shares its trace rather than building another. A
+`Variable` is a collection in a loop defined by a later `set`; `new_input` makes an input's
+handle and collection (and is what `Dataflow.new_input` calls).
+
+This module is the top of the engine's layers: it imports the graph (`engine.dataflow`) and the
+operators, and they never import it (see tests/test_engine_layout.py).
 """
 
 from __future__ import annotations
@@ -13,10 +19,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine import reducers
-from engine.dataflow import Operator, Scope
-from engine.operators.arrange import Arranged, ArrangeOp
+from engine.dataflow import Dataflow, Operator, Scope
+from engine.operators.arrange import Arrangement, ArrangeOp, AsCollectionOp, ImportOp
 from engine.operators.capture import Capture, CaptureOp, Probe, ProbeOp
-from engine.operators.iterate import ConsolidateOp, EnterOp, LeaveOp, Variable
+from engine.operators.input import InputHandle, InputOp
+from engine.operators.iterate import ConsolidateOp, EnterOp, FeedbackOp, LeaveOp, VariableOp
+from engine.operators.join import JoinOp
+from engine.operators.reduce import ReduceOp
 from engine.operators.stateless import (
     ConcatOp,
     UnaryOp,
@@ -26,6 +35,15 @@ from engine.operators.stateless import (
     map_logic,
     negate_logic,
 )
+
+
+def new_input(dataflow: Dataflow, name: str = "input") -> tuple[InputHandle, Collection]:
+    """A new input of `dataflow`: a handle to send updates and advance epochs, and its
+    collection."""
+    op = InputOp(dataflow.root, name)
+    handle = InputHandle(op)
+    dataflow.inputs.append(handle)
+    return handle, Collection(op)
 
 
 class Collection:
@@ -182,10 +200,79 @@ class Collection:
             raise ValueError("collections from different scopes: use enter()/leave()")
 
 
+class Arranged(Arrangement):
+    """The fluent handle on a shared arrangement (`engine.operators.arrange.Arrangement`)."""
+
+    def as_collection(self, f: Callable[[Any, Any], Any] | None = None) -> Collection:
+        """The arranged updates as a collection of `(key, val)` or `f(key, val)`."""
+        return Collection(AsCollectionOp(self, f))
+
+    def import_into(self, dataflow: Any, name: str | None = None) -> Arranged:
+        """This arrangement, readable from the root scope of another dataflow, without a copy.
+
+        Operators there read the same trace: a reader attached now is first handed its current
+        contents, then every batch sealed later. Run this arrangement's dataflow before the
+        importing one (so what it seals is there to read), and call `release()` on the
+        importing dataflow before discarding it.
+        """
+        if self.scope.parent is not None:
+            raise ValueError("only arrangements in a root scope can be imported")
+        if dataflow.root.dims != self.scope.dims:
+            raise ValueError("the importing dataflow's times must have %d coordinates" % self.scope.dims)
+        op = ImportOp(dataflow.root, self.trace, name or "import:" + self.trace.name)
+        return Arranged(op, self.trace)
+
+    # Keyed operators can take an Arranged directly; these forward to the collection API.
+    def join_map(self, other: Any, f: Callable[[Any, Any, Any], Any]) -> Collection:
+        return join_arranged(self, other, f)
+
+    def join(self, other: Any) -> Collection:
+        return self.join_map(other, lambda k, a, b: (k, (a, b)))
+
+    def reduce(self, logic: Any, name: str = "reduce") -> Arranged:
+        op = ReduceOp(self, logic, name)
+        return Arranged(op, op.output)
+
+
+class Variable:
+    """A collection in an iterative scope whose next iteration is given by `set`."""
+
+    def __init__(self, scope: Scope, source: Collection | None = None, name: str = "variable") -> None:
+        if scope.parent is None:
+            raise ValueError("a Variable needs an iterative scope (use scope.iterative())")
+        if source is not None and source.scope is not scope:
+            raise ValueError("the source of a Variable must be in its scope: use .enter(scope)")
+        self.scope = scope
+        self.source = source
+        self.op = VariableOp(scope, name, [source.op] if source is not None else [])
+        self.collection = Collection(self.op)
+        self.is_set = False
+
+    def set(self, result: Collection) -> Collection:
+        """Close the loop: the variable at iteration i+1 is `result` at iteration i."""
+        if self.is_set:
+            raise ValueError("variable already set")
+        if result.scope is not self.scope:
+            raise ValueError("a Variable must be set from a collection in its own scope")
+        self.is_set = True
+        fed = result if self.source is None else result.concat(self.source.negate())
+        fb = FeedbackOp(self.scope, fed.op)
+        fb.downstream.append((self.op, len(self.op.queues)))
+        self.op.queues.append([])
+        self.op.inputs.append(fb)
+        return result
+
+    # A Variable is used as a collection in the loop body.
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.collection, name)
+
+
 def join_arranged(
     left: Arranged, other: Collection | Arranged, f: Callable[[Any, Any, Any], Any]
 ) -> Collection:
-    from engine.operators.join import JoinOp
-
     right = other if isinstance(other, Arranged) else other.arrange_by_key("join.right")
     return Collection(JoinOp(left, right, f))
+
+
+# The graph layer builds inputs through this module (see `Dataflow.input_factory`).
+Dataflow.input_factory = new_input

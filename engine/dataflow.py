@@ -18,16 +18,15 @@ the epoch), and each iterative scope adds one coordinate, the loop counter.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from engine import executors
 from engine.errors import DataflowPoisoned
 from engine.lattice import Antichain, Time
 from engine.progress import compute_reach
 
 if TYPE_CHECKING:
-    from engine.collection import Collection
-    from engine.operators.input import InputHandle
     from engine.trace import Trace
 
 class Scope:
@@ -164,16 +163,15 @@ class Dataflow:
     """A graph of operators over collections, with its inputs and the scheduler that runs it."""
 
     def __init__(self, dims: int = 1, executor: Any = None) -> None:
-        from engine.executor import default_executor
-
         self.dims = dims
-        # Where operators' bulk work runs (see engine/executor.py).
-        self.executor = executor if executor is not None else default_executor()
+        # Where operators' bulk work runs (see engine/executors/base.py).
+        self.executor = executor if executor is not None else executors.default_executor()
         self.ops: list[Operator] = []
         self.root = Scope(self, None, dims)
         self._scope_count = 0
         self.traces: list[Trace] = []
-        self.inputs: list[InputHandle] = []
+        # Each input's `InputHandle` (engine.operators.input), in creation order.
+        self.inputs: list[Any] = []
         # Readers this dataflow holds on traces imported from other dataflows.
         self.foreign_readers: list[Any] = []
         self.poisoned: BaseException | None = None
@@ -187,15 +185,18 @@ class Dataflow:
         self.ops.append(op)
         return len(self.ops) - 1
 
-    def new_input(self, name: str = "input") -> tuple[InputHandle, Collection]:
-        """A new input: a handle to send updates and advance epochs, and its collection."""
-        from engine.collection import Collection
-        from engine.operators.input import InputHandle, InputOp
+    # How `new_input` builds an input. The graph and scheduler sit below the operators and the
+    # fluent API, so they never import them: `engine.collection` installs its `new_input` here
+    # when it is imported, which importing any engine module does (through `engine/__init__`).
+    input_factory: ClassVar[Callable[[Dataflow, str], tuple[Any, Any]] | None] = None
 
-        op = InputOp(self.root, name)
-        handle = InputHandle(op)
-        self.inputs.append(handle)
-        return handle, Collection(op)
+    def new_input(self, name: str = "input") -> tuple[Any, Any]:
+        """A new input: a handle to send updates and advance epochs (`InputHandle`), and its
+        collection (`Collection`). See `engine.collection.new_input`."""
+        factory = Dataflow.input_factory
+        if factory is None:
+            raise RuntimeError("no input factory: import engine (engine.collection) first")
+        return factory(self, name)
 
     # -- scheduling ----------------------------------------------------------------------------
     def step(self) -> bool:

@@ -14,15 +14,31 @@ every cycle passes a feedback edge, whose +1 makes the returning time dominated.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from engine.lattice import Antichain, Time, less_equal
 
-if TYPE_CHECKING:
-    from engine.dataflow import Operator
+
+class Node(Protocol):
+    """What progress tracking reads of an operator (`engine.dataflow.Operator`, which builds
+    on this module, so this one names only the shape it needs)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def downstream(self) -> Sequence[tuple[Node, int]]: ...
+
+    def pointstamps(self) -> Iterable[Time]: ...
+
+    def summary(self, t: Time) -> Time | None: ...
+
+    # True when `summary` is the identity.
+    _identity: bool
 
 
-def compute_reach(ops: list[Operator]) -> dict[int, Antichain]:
+def compute_reach(ops: Sequence[Node]) -> dict[int, Antichain]:
     """For every operator, the antichain of times it may still send at (at its output)."""
     # The scheduler calls this every step, so antichains are plain lists here (no method call
     # per insertion) and wrapped once at the end; `_insert` keeps each list minimal.

@@ -109,7 +109,7 @@ def rows_of(batch: Any, ncols: int) -> Iterator[tuple[Any, ...]]:
 def read_arrow(source: FileSource) -> Any:
     """The selected, typed columns (then the diff column, if any) as one Arrow table.
 
-    Used by the in-process executor; Spark reads with its own readers (see `spark_executor`)."""
+    Used by the in-process executor; Spark reads with its own readers (see `engine.executors.spark`)."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq

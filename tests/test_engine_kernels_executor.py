@@ -17,14 +17,14 @@ import test_engine_graphs as graphs
 import test_engine_interesting_times as interesting
 import test_engine_properties as properties
 
-import engine.executor
+import engine.executors
 from engine.executors.columnar import ColumnarExecutor
 
 
 @pytest.fixture(autouse=True)
 def columnar(monkeypatch: pytest.MonkeyPatch) -> None:
     shared = ColumnarExecutor()
-    monkeypatch.setattr(engine.executor, "default_executor", lambda: shared)
+    monkeypatch.setattr(engine.executors, "default_executor", lambda: shared)
 
 
 def test_the_fixture_selects_the_columnar_executor() -> None:

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def spark_ex() -> Iterator[Any]:
     pytest.importorskip("pyspark")
-    from engine.spark_executor import SparkExecutor
+    from engine.executors.spark import SparkExecutor
 
     ex = SparkExecutor("local[2]", local_rows=0)
     yield ex
@@ -33,7 +33,7 @@ def spark_ex() -> Iterator[Any]:
 
 def executor_like(base: Any, **kw: Any) -> Any:
     """Another executor on the same SparkSession (one session per module)."""
-    from engine.spark_executor import SparkExecutor
+    from engine.executors.spark import SparkExecutor
 
     return SparkExecutor(spark=base.spark, **kw)
 
@@ -291,7 +291,7 @@ def test_bulk_sources_read_on_spark_equal_in_process(spark_ex: Any, tmp_path: An
 def test_jvm_counting_path(spark_ex: Any, monkeypatch: Any) -> None:
     """Large results are counted by a JVM aggregation instead of a Python stage: force that
     path for every result; the summaries (and so the scheduling) must stay exact."""
-    import engine.spark_executor as se
+    import engine.executors.spark.driver as se
 
     monkeypatch.setattr(se, "JVM_COUNT_ROWS", 0)
     ex = executor_like(spark_ex, local_rows=0)
@@ -313,7 +313,7 @@ def test_orphan_level_directories_are_removed(tmp_path: Any) -> None:
     import socket
     import subprocess
 
-    from engine.spark_executor import _remove_orphan_levels
+    from engine.executors.spark.cluster import _remove_orphan_levels
 
     host = socket.gethostname()
     gone = subprocess.Popen(["true"])

@@ -80,7 +80,7 @@ GROUPS = 2
 @pytest.fixture(scope="module")
 def spark_ex() -> Iterator[Any]:
     pytest.importorskip("pyspark")
-    from engine.spark_executor import SparkExecutor
+    from engine.executors.spark import SparkExecutor
 
     ex = SparkExecutor("local[2]", local_rows=8)
     yield ex

@@ -43,7 +43,7 @@ from engine.columnar.interning import (
 from engine.columnar.layout import Run
 from engine.columnar.times import field_bits, pack, pack_frontier, unpack
 from engine.columnar.updates import UpdateColumns, retime
-from engine.executor import InProcessExecutor, Updates
+from engine.executors.inprocess import InProcessExecutor, Updates
 from engine.lattice import Antichain, Time
 from engine.trace import consolidate_entries
 

@@ -5,24 +5,22 @@ moves, seals the updates whose times are complete (not beyond the frontier) into
 batch `[previous upper, frontier)`, inserts it into its trace and sends it to every reader.
 Updates at times beyond the frontier stay buffered, and the operator holds capabilities for them.
 
-An `Arranged` is the handle that operators share: every join, reduce or `as_collection` built on
-the same `Arranged` reads the same trace (built once, read many times). A reader attached after
+An `Arrangement` is what operators share: every join, reduce or `as_collection` built on the
+same arrangement reads the same trace (built once, read many times). A reader attached after
 data has arrived is first handed every existing batch, so a dataflow built later (a new view)
-sees the whole current contents.
+sees the whole current contents. (The fluent handle on it, `engine.collection.Arranged`, adds
+the methods that build those operators.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.dataflow import Operator, Scope
 from engine.lattice import Antichain, Time
 from engine.operators.buffer import split_buffer
 from engine.trace import Trace
-
-if TYPE_CHECKING:
-    from engine.collection import Collection
 
 
 class ArrangeOp(Operator):
@@ -63,7 +61,7 @@ class ArrangeOp(Operator):
             self.send(batch, lower.elements)
 
 
-class Arranged:
+class Arrangement:
     """A shared arrangement: a trace plus the operator that feeds it batches."""
 
     def __init__(self, op: Operator, trace: Trace) -> None:
@@ -82,44 +80,8 @@ class Arranged:
             reader_op.queues[port].append((b, b.lower.elements or [(0,) * self.scope.dims]))
         return reader
 
-    def as_collection(self, f: Callable[[Any, Any], Any] | None = None) -> Collection:
-        """The arranged updates as a collection of `(key, val)` or `f(key, val)`."""
-        from engine.collection import Collection
-
-        return Collection(AsCollectionOp(self, f))
-
     def stats(self) -> dict[str, Any]:
         return self.trace.stats()
-
-    def import_into(self, dataflow: Any, name: str | None = None) -> Arranged:
-        """This arrangement, readable from the root scope of another dataflow, without a copy.
-
-        Operators there read the same trace: a reader attached now is first handed its current
-        contents, then every batch sealed later. Run this arrangement's dataflow before the
-        importing one (so what it seals is there to read), and call `release()` on the
-        importing dataflow before discarding it.
-        """
-        if self.scope.parent is not None:
-            raise ValueError("only arrangements in a root scope can be imported")
-        if dataflow.root.dims != self.scope.dims:
-            raise ValueError("the importing dataflow's times must have %d coordinates" % self.scope.dims)
-        op = ImportOp(dataflow.root, self.trace, name or "import:" + self.trace.name)
-        return Arranged(op, self.trace)
-
-    # Keyed operators can take an Arranged directly; these forward to the collection API.
-    def join_map(self, other: Any, f: Callable[[Any, Any, Any], Any]) -> Collection:
-        from engine.collection import join_arranged
-
-        return join_arranged(self, other, f)
-
-    def join(self, other: Any) -> Collection:
-        return self.join_map(other, lambda k, a, b: (k, (a, b)))
-
-    def reduce(self, logic: Any, name: str = "reduce") -> Arranged:
-        from engine.operators.reduce import ReduceOp
-
-        op = ReduceOp(self, logic, name)
-        return Arranged(op, op.output)
 
 
 class AsCollectionOp(Operator):
@@ -127,7 +89,7 @@ class AsCollectionOp(Operator):
 
     needs_frontier = True
 
-    def __init__(self, arranged: Arranged, f: Callable[[Any, Any], Any] | None) -> None:
+    def __init__(self, arranged: Arrangement, f: Callable[[Any, Any], Any] | None) -> None:
         Operator.__init__(self, arranged.scope, "as_collection", [])
         self.queues.append([])
         arranged.op.downstream.append((self, 0))

@@ -5,7 +5,8 @@ Inside an iterative scope times gain a coordinate, the loop counter. `enter` map
 iterations gives its limit, which is final when the outer frontier passes `t`, that is, when
 the loop has converged); feedback adds 1 to the counter.
 
-A `Variable` is a collection defined by a later `set`. `Variable(scope, source)` follows
+A `Variable` (the fluent handle in `engine.collection`, over the `VariableOp` and `FeedbackOp`
+here) is a collection defined by a later `set`. `Variable(scope, source)` follows
 differential's `new_from`: its collection is `source` plus the feedback, and `set(result)`
 feeds back `result - source`, so at iteration i+1 the variable equals `result` at iteration i.
 The feedback operator only forwards consolidated updates at complete times, so updates that
@@ -17,15 +18,12 @@ iteration into `IterationLimitExceeded` instead of a hang.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.dataflow import Operator, Scope
 from engine.errors import IterationLimitExceeded
 from engine.lattice import Antichain, Time
 from engine.operators.buffer import split_buffer
-
-if TYPE_CHECKING:
-    from engine.collection import Collection
 
 
 class EnterOp(Operator):
@@ -135,38 +133,3 @@ class VariableOp(Operator):
         for port in range(len(self.queues)):
             for updates, lower in self.drain(port):
                 self.send(updates, lower)
-
-
-class Variable:
-    """A collection in an iterative scope whose next iteration is given by `set`."""
-
-    def __init__(self, scope: Scope, source: Collection | None = None, name: str = "variable") -> None:
-        from engine.collection import Collection
-
-        if scope.parent is None:
-            raise ValueError("a Variable needs an iterative scope (use scope.iterative())")
-        if source is not None and source.scope is not scope:
-            raise ValueError("the source of a Variable must be in its scope: use .enter(scope)")
-        self.scope = scope
-        self.source = source
-        self.op = VariableOp(scope, name, [source.op] if source is not None else [])
-        self.collection = Collection(self.op)
-        self.is_set = False
-
-    def set(self, result: Collection) -> Collection:
-        """Close the loop: the variable at iteration i+1 is `result` at iteration i."""
-        if self.is_set:
-            raise ValueError("variable already set")
-        if result.scope is not self.scope:
-            raise ValueError("a Variable must be set from a collection in its own scope")
-        self.is_set = True
-        fed = result if self.source is None else result.concat(self.source.negate())
-        fb = FeedbackOp(self.scope, fed.op)
-        fb.downstream.append((self.op, len(self.op.queues)))
-        self.op.queues.append([])
-        self.op.inputs.append(fb)
-        return result
-
-    # A Variable is used as a collection in the loop body.
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.collection, name)

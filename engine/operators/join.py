@@ -18,13 +18,13 @@ from typing import Any
 
 from engine.dataflow import Operator
 from engine.lattice import Antichain
-from engine.operators.arrange import Arranged
+from engine.operators.arrange import Arrangement
 
 
 class JoinOp(Operator):
     needs_frontier = True
 
-    def __init__(self, left: Arranged, right: Arranged, f: Callable[[Any, Any, Any], Any]) -> None:
+    def __init__(self, left: Arrangement, right: Arrangement, f: Callable[[Any, Any, Any], Any]) -> None:
         if left.scope is not right.scope:
             raise ValueError("join inputs must be in the same scope")
         Operator.__init__(self, left.scope, "join", [])

@@ -20,14 +20,14 @@ from typing import Any
 from engine.dataflow import Operator
 from engine.kernels import Logic
 from engine.lattice import Antichain, Time
-from engine.operators.arrange import Arranged
+from engine.operators.arrange import Arrangement
 from engine.trace import Batch, Trace
 
 
 class ReduceOp(Operator):
     needs_frontier = True
 
-    def __init__(self, source: Arranged, logic: Logic, name: str = "reduce") -> None:
+    def __init__(self, source: Arrangement, logic: Logic, name: str = "reduce") -> None:
         Operator.__init__(self, source.scope, name, [])
         self.queues = [[]]
         self.inputs = [source.op]

@@ -31,7 +31,7 @@ class SparkServerExecutor:
     def spark_executor(self) -> Any:
         with self._lock:
             if self._executor is None:
-                from engine.spark_executor import SparkExecutor
+                from engine.executors.spark import SparkExecutor
 
                 # local_rows=0: every payload and batch of every view goes through Spark.
                 self._executor = SparkExecutor(self.master, data_dir=self.levels, local_rows=0)

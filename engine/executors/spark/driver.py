@@ -1,4 +1,4 @@
-"""An executor that runs operators' bulk work on Apache Spark (see `engine/executor.py`).
+"""An executor that runs operators' bulk work on Apache Spark (see `engine.executors.base`).
 
 Invariant: for every method, the result denotes exactly the same multiset of updates (or the same
 batch contents and description) as `InProcessExecutor` would return for the same inputs, so a
@@ -24,430 +24,48 @@ One Spark job per materialisation: each result that the scheduler must inspect (
 are its times) is produced by a `mapInArrow` stage that counts rows per time into an accumulator
 while Spark materialises it, so the summary costs no second job. Accumulator counts can only be
 inflated by task retries, so emptiness and times (what the scheduler needs) stay exact.
+
+This module is the driver: `SparkExecutor` and the Spark SQL expressions over times. The
+representation on Spark and the Arrow stages its workers run are in `arrow`; the session and
+the data directory's files in `cluster`.
 """
 
 from __future__ import annotations
 
-import io
 import itertools
 import os
-import pickle
 import shutil
 import socket
-import sys
 import tempfile
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from engine.executor import InProcessExecutor, Updates, counting_step
-from engine.kernels import Logic, reduce_key
+from engine.executors.base import Updates
+from engine.executors.inprocess import InProcessExecutor
+from engine.executors.spark.arrow import (
+    _ROW_OVERHEAD,
+    SparkBatch,
+    SparkPayload,
+    _acc_param,
+    _apply_fn,
+    _count_fn,
+    _join_fn,
+    _keying_fn,
+    _read_fn,
+    _reduce_fn,
+    _Summary,
+    _unarrange_fn,
+    decode,
+    encode,
+)
+from engine.executors.spark.cluster import Level, _build_session, _remove_orphan_levels
+from engine.kernels import Logic
 from engine.lattice import Antichain, Time
 from engine.sources import FileSource
-from engine.trace import Batch, consolidate_entries
+from engine.trace import Batch
 
-# Per-entry bytes beyond the encoded key and value: time coordinates, diff and row overhead.
-_ROW_OVERHEAD = 48
 # From about this many rows, a result is counted by a JVM aggregation instead of in Python.
 JVM_COUNT_ROWS = 200_000
-
-
-def encode(value: Any) -> bytes:
-    """Canonical bytes of a value: equal values of the same types give equal bytes.
-
-    Plain `pickle.dumps` is not canonical: it memoises by object identity, so a tuple holding
-    the same string object twice pickles differently from one holding two equal strings. Fast
-    mode turns the memo off. (Values equal across types, 1 == 1.0 == True or Decimal('1.0') ==
-    Decimal('1.00'), still encode differently; the planner never mixes them within a column.)
-    """
-    buf = io.BytesIO()
-    p = pickle.Pickler(buf, 5)
-    p.fast = True
-    p.dump(value)
-    return buf.getvalue()
-
-
-decode = pickle.loads
-
-
-# -- summaries and accumulators -------------------------------------------------------------------
-
-
-class _Summary:
-    """What a materialisation learned: rows per time, bytes, and deferred (key, time) pairs."""
-
-    __slots__ = ("times", "nbytes", "deferred", "levels")
-
-    def __init__(self) -> None:
-        self.times: dict[Time, int] = {}
-        self.nbytes = 0
-        self.deferred: set[tuple[bytes, Time]] = set()
-        # Set in the driver only: the levels the materialised result reads.
-        self.levels: tuple[Level, ...] = ()
-
-    def merge(self, other: _Summary) -> _Summary:
-        for t, n in other.times.items():
-            self.times[t] = self.times.get(t, 0) + n
-        self.nbytes += other.nbytes
-        self.deferred |= other.deferred
-        return self
-
-
-def _acc_param() -> Any:
-    from pyspark.accumulators import AccumulatorParam
-
-    class SummaryParam(AccumulatorParam):
-        def zero(self, value: _Summary) -> _Summary:
-            return _Summary()
-
-        def addInPlace(self, a: _Summary, b: _Summary) -> _Summary:  # noqa: N802 - Spark's name
-            return a.merge(b)
-
-    return SummaryParam()
-
-
-def _count_batch(summary: _Summary, times: list[list[int]], nbytes: int) -> None:
-    st = summary.times
-    for t in times:
-        tt = tuple(t)
-        st[tt] = st.get(tt, 0) + 1
-    summary.nbytes += nbytes + _ROW_OVERHEAD * len(times)
-
-
-# -- payload and batch objects --------------------------------------------------------------------
-
-
-class Level:
-    """Parquet files holding one materialised result in the data directory.
-
-    The files are deleted when the last object that reads them is garbage: every payload or
-    batch whose DataFrame reads a level (directly, or lazily through a plan over it) holds it in
-    `levels`, so a level outlives exactly the plans that may still read it, whether its batch
-    was merged away, compacted, or dropped.
-    """
-
-    __slots__ = ("path", "__weakref__")
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        weakref.finalize(self, shutil.rmtree, path, True)
-
-
-class SparkPayload:
-    """Updates held by Spark: a DataFrame `(data, time, diff)` and its known summary."""
-
-    __slots__ = ("df", "times", "nbytes", "depth", "levels")
-
-    def __init__(
-        self,
-        df: Any,
-        times: dict[Time, int],
-        nbytes: int,
-        depth: int = 0,
-        levels: tuple[Level, ...] = (),
-    ) -> None:
-        self.df = df
-        self.times = times
-        self.nbytes = nbytes
-        # Operations since the lineage was last cut (filters of a buffer re-split many times).
-        self.depth = depth
-        self.levels = levels
-
-    @property
-    def rows(self) -> int:
-        return sum(self.times.values())
-
-    def __repr__(self) -> str:
-        return "SparkPayload(rows=%d, times=%d)" % (self.rows, len(self.times))
-
-
-class SparkBatch:
-    """A consolidated, key-partitioned batch held by Spark, with the attributes `Trace` uses."""
-
-    __slots__ = ("df", "lower", "upper", "since", "seq", "records", "nbytes", "times", "levels")
-
-    def __init__(
-        self,
-        df: Any,
-        lower: Antichain,
-        upper: Antichain,
-        since: Antichain,
-        records: int,
-        nbytes: int,
-        times: dict[Time, int],
-        seq: int = 0,
-        levels: tuple[Level, ...] = (),
-    ) -> None:
-        self.df = df
-        self.levels = levels
-        self.lower = lower
-        self.upper = upper
-        self.since = since
-        self.seq = seq
-        self.records = records
-        self.nbytes = nbytes
-        self.times = times
-
-    def approx_bytes(self) -> int:
-        """Cached at materialisation: never starts a Spark job."""
-        return self.nbytes
-
-    def __len__(self) -> int:
-        return self.records
-
-    def with_upper(self, upper: Antichain, seq: int) -> SparkBatch:
-        """The same updates with a description extended to `upper` (absorbing an empty batch)."""
-        return SparkBatch(self.df, self.lower, upper, self.since, self.records, self.nbytes,
-                          self.times, seq, self.levels)
-
-    def __repr__(self) -> str:
-        return "SparkBatch(seq=%d, records=%d, lower=%s, upper=%s)" % (
-            self.seq,
-            self.records,
-            self.lower,
-            self.upper,
-        )
-
-
-# -- functions shipped to Spark's Python workers (cloudpickled closures) ------------------------
-
-
-def _apply_fn(logic: Callable[[Updates], Updates], acc: Any) -> Callable[[Iterator[Any]], Any]:
-    def fn(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        summary = _Summary()
-        for b in batches:
-            ups = list(
-                zip(
-                    map(decode, b.column("data").to_pylist()),
-                    map(tuple, b.column("time").to_pylist()),
-                    b.column("diff").to_pylist(),
-                    strict=True,
-                )
-            )
-            out = logic(ups)
-            if not out:
-                continue
-            data = [encode(d) for d, _, _ in out]
-            times = [t for _, t, _ in out]
-            if acc is not None:
-                _count_batch(summary, times, sum(map(len, data)))
-            yield pa.record_batch(
-                [
-                    pa.array(data, pa.binary()),
-                    pa.array(times, pa.list_(pa.int64())),
-                    pa.array([r for _, _, r in out], pa.int64()),
-                ],
-                names=["data", "time", "diff"],
-            )
-        if acc is not None:
-            acc.add(summary)
-
-    return fn
-
-
-def _count_fn(acc: Any, byte_cols: tuple[str, ...]) -> Callable[[Iterator[Any]], Any]:
-    """A pass-through stage that only records the summary of what flows through it."""
-
-    def fn(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow.compute as pc
-
-        summary = _Summary()
-        for b in batches:
-            nbytes = 0
-            for c in byte_cols:
-                if b.num_rows:
-                    nbytes += int(pc.sum(pc.binary_length(b.column(c))).as_py() or 0)
-            _count_batch(summary, b.column("time").to_pylist(), nbytes)
-            yield b
-        acc.add(summary)
-
-    return fn
-
-
-def _read_fn(ncols: int, time: Time, with_diff: bool, acc: Any) -> Callable[[Iterator[Any]], Any]:
-    """Rows of a bulk source (see `engine.sources`) as encoded payload rows at `time`."""
-    from engine.sources import rows_of
-
-    def fn(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        summary = _Summary()
-        tl = list(time)
-        for b in batches:
-            rows = rows_of(b, ncols)
-            if with_diff:
-                diffs = b.column(ncols).to_pylist()
-                kept = [(r, d) for r, d in zip(rows, diffs, strict=True) if d]
-                data = [encode(r) for r, _ in kept]
-                diff = [d for _, d in kept]
-            else:
-                data = [encode(r) for r in rows]
-                diff = [1] * len(data)
-            if not data:
-                continue
-            summary.times[time] = summary.times.get(time, 0) + len(data)
-            summary.nbytes += sum(map(len, data)) + _ROW_OVERHEAD * len(data)
-            yield pa.record_batch(
-                [pa.array(data, pa.binary()), pa.array([tl] * len(data), pa.list_(pa.int64())),
-                 pa.array(diff, pa.int64())],
-                names=["data", "time", "diff"],
-            )
-        acc.add(summary)
-
-    return fn
-
-
-def _keying_fn(by_self: bool) -> Callable[[Iterator[Any]], Any]:
-    unit = encode(())
-
-    def fn(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        for b in batches:
-            data = b.column("data").to_pylist()
-            if by_self:
-                keys, vals = data, [unit] * len(data)
-            else:
-                pairs = [decode(d) for d in data]
-                keys = [encode(p[0]) for p in pairs]
-                vals = [encode(p[1]) for p in pairs]
-            yield pa.record_batch(
-                [pa.array(keys, pa.binary()), pa.array(vals, pa.binary()), b.column("time"),
-                 b.column("diff")],
-                names=["key", "val", "time", "diff"],
-            )
-
-    return fn
-
-
-def _unarrange_fn(f: Callable[[Any, Any], Any] | None) -> Callable[[Iterator[Any]], Any]:
-    def fn(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        for b in batches:
-            ks = map(decode, b.column("key").to_pylist())
-            vs = map(decode, b.column("val").to_pylist())
-            if f is None:
-                data = [encode((k, v)) for k, v in zip(ks, vs, strict=True)]
-            else:
-                data = [encode(f(k, v)) for k, v in zip(ks, vs, strict=True)]
-            yield pa.record_batch(
-                [pa.array(data, pa.binary()), b.column("time"), b.column("diff")],
-                names=["data", "time", "diff"],
-            )
-
-    return fn
-
-
-def _join_fn(f: Callable[[Any, Any, Any], Any], acc: Any) -> Callable[[Iterator[Any]], Any]:
-    def fn(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        summary = _Summary()
-        for b in batches:
-            if not b.num_rows:
-                continue
-            ks = map(decode, b.column("key").to_pylist())
-            v1 = map(decode, b.column("v1").to_pylist())
-            v2 = map(decode, b.column("v2").to_pylist())
-            data = [encode(f(k, a, c)) for k, a, c in zip(ks, v1, v2, strict=True)]
-            _count_batch(summary, b.column("time").to_pylist(), sum(map(len, data)))
-            yield pa.record_batch(
-                [pa.array(data, pa.binary()), b.column("time"), b.column("diff")],
-                names=["data", "time", "diff"],
-            )
-        acc.add(summary)
-
-    return fn
-
-
-def _reduce_fn(
-    logic: Logic, lower: list[Time], upper: list[Time], acc: Any
-) -> Callable[[Iterator[Any]], Any]:
-    """Runs `reduce_key` per key over rows sorted by key: side 0 input, 1 output, 2 seed."""
-
-    def fn(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        up = Antichain(upper)
-        compact = Antichain(lower) if lower else None
-        summary = _Summary()
-        out_k: list[bytes] = []
-        out_v: list[bytes] = []
-        out_t: list[Time] = []
-        out_r: list[int] = []
-
-        counting = getattr(logic, "counting", None)
-        fast: list[tuple[Any, Any, Time, int]] = []
-
-        def flush_key(kb: bytes, ins: list, outs: list, seeds: set[Time]) -> None:
-            if counting is not None and len(seeds) == 1:
-                # The same inlined count-only step as InProcessExecutor.reduce_round.
-                (t0,) = seeds
-                if counting_step(kb, ins, outs, t0, counting, fast):
-                    for _, v, t, r in fast:
-                        out_k.append(kb)
-                        out_v.append(encode(v))
-                        out_t.append(t)
-                        out_r.append(r)
-                    fast.clear()
-                    return
-            # The same compaction rule as InProcessExecutor.reduce_round.
-            if compact is not None and (len(ins) > 4 or len(outs) > 4):
-                ins = consolidate_entries(ins, compact)
-                outs = consolidate_entries(outs, compact)
-            emitted, deferred = reduce_key(decode(kb), ins, outs, seeds, up, logic)
-            for v, t, r in emitted:
-                out_k.append(kb)
-                out_v.append(encode(v))
-                out_t.append(t)
-                out_r.append(r)
-            for t in deferred:
-                summary.deferred.add((kb, t))
-
-        def emit() -> Any:
-            _count_batch(summary, out_t, sum(map(len, out_k)) + sum(map(len, out_v)))
-            rb = pa.record_batch(
-                [pa.array(out_k, pa.binary()), pa.array(out_v, pa.binary()),
-                 pa.array(out_t, pa.list_(pa.int64())), pa.array(out_r, pa.int64())],
-                names=["key", "val", "time", "diff"],
-            )
-            out_k.clear()
-            out_v.clear()
-            out_t.clear()
-            out_r.clear()
-            return rb
-
-        cur: bytes | None = None
-        ins: list = []
-        outs: list = []
-        seeds: set[Time] = set()
-        for b in batches:
-            cols = (b.column("key").to_pylist(), b.column("side").to_pylist(),
-                    b.column("val").to_pylist(), b.column("time").to_pylist(),
-                    b.column("diff").to_pylist())
-            for k, side, v, t, r in zip(*cols, strict=True):
-                if k != cur:
-                    if cur is not None:
-                        flush_key(cur, ins, outs, seeds)
-                    cur, ins, outs, seeds = k, [], [], set()
-                if side == 2:
-                    seeds.add(tuple(t))
-                elif side == 0:
-                    ins.append((decode(v), tuple(t), r))
-                else:
-                    outs.append((decode(v), tuple(t), r))
-            if len(out_k) >= 10_000:
-                yield emit()
-        if cur is not None:
-            flush_key(cur, ins, outs, seeds)
-        if out_k:
-            yield emit()
-        acc.add(summary)
-
-    return fn
 
 
 # -- the executor ---------------------------------------------------------------------------------
@@ -1053,71 +671,3 @@ def _time_rules() -> dict[Any, tuple[Callable[[Any], Any], Callable[[Time], Time
 def _is_map(logic: Any) -> bool:
     # `map_logic(f)` marks its function: one output per input, times unchanged.
     return bool(getattr(logic, "one_to_one", False))
-
-
-def _remove_orphan_levels(data_dir: str) -> None:
-    """Delete level directories left by a process of this host that is gone (a crash or a kill
-    skips `close()`); directories of other hosts sharing `data_dir` are theirs to clean."""
-    host = socket.gethostname()
-    for name in os.listdir(data_dir):
-        parts = name.rsplit("-", 2)
-        if not name.startswith("levels-") or len(parts) != 3 or not parts[1].isdigit():
-            continue
-        if parts[0] != "levels-" + host:
-            continue
-        pid = int(parts[1])
-        try:
-            os.kill(pid, 0)
-            continue  # alive
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue  # alive, another user's
-        shutil.rmtree(os.path.join(data_dir, name), ignore_errors=True)
-
-
-def _repo_root() -> str:
-    import engine
-
-    return os.path.dirname(os.path.dirname(os.path.abspath(engine.__file__)))
-
-
-def _build_session(master: str, partitions: int | None, conf: dict[str, str], app: str) -> Any:
-    from pyspark.sql import SparkSession
-
-    root = _repo_root()
-    # Python workers must import engine/ and planner/ (closures refer to their modules) and run
-    # the driver's Python, so cloudpickled functions load.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    pp = os.environ.get("PYTHONPATH", "")
-    if root not in pp.split(os.pathsep):
-        os.environ["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
-    if partitions is None:
-        partitions = 2
-    # 127.0.0.1 only, unless workers on other hosts must reach the driver by name (containers).
-    host = os.environ.get("DIFFSQL_SPARK_DRIVER_HOST", "127.0.0.1")
-    bind = "127.0.0.1" if host == "127.0.0.1" else "0.0.0.0"
-    if bind == "127.0.0.1":
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    b = (
-        SparkSession.builder.master(master)
-        .appName(app)
-        .config("spark.driver.host", host)
-        .config("spark.driver.bindAddress", bind)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        # Stable partition counts: batches stay hash-partitioned by key into `partitions`.
-        .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.python.worker.reuse", "true")
-        # Merged-away batches' checkpoint blocks are freed when the JVM collects their RDDs.
-        .config("spark.cleaner.periodicGC.interval", "5min")
-        .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
-        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-    )
-    for k, v in conf.items():
-        b = b.config(k, v)
-    spark = b.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark

@@ -1,31 +1,22 @@
-"""The executor boundary: where operators hand their bulk work to a runtime.
+"""The in-process executor: operators' bulk work over Python lists and dicts, in this process.
 
-Operators (in `engine/operators/`) keep everything about scheduling: queues, frontiers,
-capabilities, which batches a reader has accepted, pending times. Everything that touches the
-updates themselves goes through the dataflow's `Executor`: applying a stateless function to a
-set of updates, splitting buffered updates at a frontier, sealing and merging batches, joining a
-batch with a trace cut, one round of reduce over the keys a batch touches, consolidation, and
-collecting results. A payload (a set of updates) and a batch are opaque to the operators.
-
-`InProcessExecutor` is the embedded default: payloads are Python lists of `(data, time, diff)`,
-batches are `trace.Batch` (dicts of key -> entries), and the per-key work is `kernels`. Another
-executor (for example one on Apache Spark) implements the same methods over its own payloads
-and batches, and runs the same dataflow with the same scheduler and the same results.
+It implements the executor boundary (`engine.executors.base`): payloads are Python lists of
+`(data, time, diff)`, batches are `trace.Batch` (dicts of key -> entries), and the per-key work
+is `kernels`. It is the embedded default and the reference every other executor must agree with:
+for the same inputs, each of their methods denotes the same updates (or batch) as this one's.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 from engine.consolidation import consolidate
+from engine.executors.base import Updates
 from engine.kernels import Logic, history, join_batches, reduce_key
 from engine.lattice import Antichain, Time, less_equal
 from engine.sources import FileSource, updates_of
 from engine.trace import Batch, build_batch, consolidate_entries, merge_batches, merge_steps
-
-Updates = list[tuple[Any, Time, int]]
 
 
 class InProcessExecutor:
@@ -193,20 +184,3 @@ def counting_step(
             out.append((key, v, t0, -c))
     return True
 
-
-DEFAULT_EXECUTOR = InProcessExecutor()
-_COLUMNAR: Any = None
-
-
-def default_executor() -> Any:
-    """The executor of a dataflow that names none: the in-process one, or the columnar one when
-    `DIFFSQL_COLUMNAR=1` (one shared instance, so that every dataflow's arrangements use the
-    same row ids and can be imported into each other)."""
-    global _COLUMNAR
-    if os.environ.get("DIFFSQL_COLUMNAR") == "1":
-        if _COLUMNAR is None:
-            from engine.executors.columnar import ColumnarExecutor
-
-            _COLUMNAR = ColumnarExecutor()
-        return _COLUMNAR
-    return DEFAULT_EXECUTOR
