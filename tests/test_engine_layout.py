@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
         "engine.consolidation",
         "engine.reducers",
         "engine.sources",
+        "engine.fields",
     ),
     ("engine.trace", "engine.kernels", "engine.columnar"),
     ("engine.executors",),

@@ -18,6 +18,7 @@ forgotten and the id reused for a later new row. Callers that never release keep
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -29,6 +30,8 @@ PAIR_BITS = 30
 INTERNED_BASE = PAIR_BASE + (1 << (2 * PAIR_BITS))
 _PAIR_LIMIT = 1 << PAIR_BITS
 _PAIR_MASK = _PAIR_LIMIT - 1
+_TUPLE = {tuple}
+_INT = {int}
 
 
 class RowInterner:
@@ -81,7 +84,9 @@ class RowInterner:
                 and a.dtype == np.int64
                 and a.ndim == 2
                 and a.shape[1] == 2
-                and all(type(r) is tuple and type(r[0]) is int and type(r[1]) is int for r in rows)
+                # Exactly ints (NumPy also turns bools into int64): type checks at C speed.
+                and set(map(type, rows)) == _TUPLE
+                and set(map(type, itertools.chain.from_iterable(rows))) == _INT
                 and a.min() >= 0
                 and a.max() < _PAIR_LIMIT
             ):

@@ -44,6 +44,7 @@ from engine.columnar.layout import Run
 from engine.columnar.times import field_bits, pack, pack_frontier, unpack
 from engine.columnar.updates import UpdateColumns, retime
 from engine.executors.inprocess import InProcessExecutor, Updates
+from engine.fields import Fields, JoinFields
 from engine.lattice import Antichain, Time
 from engine.trace import consolidate_entries
 
@@ -155,6 +156,10 @@ class ColumnarExecutor(InProcessExecutor):
         if getattr(logic, "negates", False):
             return u.negate()
         f = getattr(logic, "map_f", None)
+        if isinstance(f, Fields):
+            data = self._project(u.data, f.index)
+            if data is not None:
+                return UpdateColumns(data, u.times, u.diffs, u.dims)
         if f is not None:
             return UpdateColumns(self._encode([f(d) for d in self.rows.decode_many(u.data)]), u.times, u.diffs, u.dims)
         p = getattr(logic, "filter_p", None)
@@ -229,6 +234,18 @@ class ColumnarExecutor(InProcessExecutor):
             return PAIR_BASE + (keys << PAIR_BITS) + vals
         dec = self.rows.decode_many
         return self.rows.encode_many(list(zip(dec(keys), dec(vals), strict=True)))
+
+    def _project(self, data: np.ndarray, index: tuple[int, ...]) -> np.ndarray | None:
+        """`Fields(*index)` on rows that are all packed pairs, by moving bits; None otherwise."""
+        if not data.shape[0] or any(i not in (0, 1) for i in index) or len(index) > 2:
+            return None
+        if data.min() < PAIR_BASE or data.max() >= INTERNED_BASE:
+            return None
+        p = data - PAIR_BASE
+        halves = (p >> PAIR_BITS, p & PAIR_MASK)
+        if len(index) == 1:
+            return halves[index[0]]
+        return PAIR_BASE + (halves[index[0]] << PAIR_BITS) + halves[index[1]]
 
     def _halves(self, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Key and value ids of rows `(key, val)`: split in bulk when every row is a packed pair."""
@@ -311,6 +328,16 @@ class ColumnarExecutor(InProcessExecutor):
         cols = [np.concatenate([p[i] for p in parts]) if len(parts) > 1 else parts[0][i] for i in range(5)]
         if budget is not None:
             budget.charge(int(cols[0].shape[0]))
+        if isinstance(f, JoinFields) and len(f.sources) <= 2:
+            # A projection of key and values: ids move, nothing is decoded (when the output
+            # rows are ids themselves or packable pairs).
+            left, right = (cols[1], cols[2]) if new_is_left else (cols[2], cols[1])
+            picked = [{"key": cols[0], "left": left, "right": right}[s] for s in f.sources]
+            if len(picked) == 1:
+                return UpdateColumns(picked[0], cols[3], cols[4], new.dims)
+            if picked[0].min() >= 0 and picked[1].min() >= 0 and max(picked[0].max(), picked[1].max()) < PAIR_LIMIT:
+                data = PAIR_BASE + (picked[0] << PAIR_BITS) + picked[1]
+                return UpdateColumns(data, cols[3], cols[4], new.dims)
         # Only the matched pairs are decoded, for the join's function; times and diffs stay
         # columns.
         dec = self.rows.decode_many
