@@ -10,16 +10,16 @@ EvaluationError, as DuckDB raises for the same data.
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import math
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from sortedcontainers import SortedKeyList
+from sortedcontainers import SortedKeyList, SortedList
 
 from engine.canonical import canonical
-from engine.order import sort_key as engine_sort_key
 from planner.errors import EvaluationError
 from planner.ir import Agg, SortKey
 from planner.scalar import DECIMAL_CONTEXT, INT_RANGE, norm_type, row_key, sort_key
@@ -301,9 +301,31 @@ class _Desc:
         return self.k <= o.k
 
 
-def _value_key(v: Any) -> tuple[Any, Any]:
-    # SQL's order first; ties (NaN and inf) in the engine's order, the order reduce_group sees.
-    return (sort_key(v), engine_sort_key(v))
+def _value_key(v: Any) -> tuple[int, Any, int]:
+    """A total order on SQL values: ``sort_key``'s (rank, value), then a refinement that orders
+    its ties (NaN after inf, a DATE before the TIMESTAMP at its midnight) as the engine's order
+    does, which is the order reduce_group sees rows in. A flat tuple, cheap to compare."""
+    c = v.__class__
+    if c is int or c is float:
+        if v != v:
+            return 2, math.inf, 1
+        return 2, v, 0
+    if c is str:
+        return 3, v, 0
+    if v is None:
+        return 0, 0, 0
+    if c is bool:
+        return 1, int(v), 0
+    r, x = sort_key(v)
+    if isinstance(v, float) and v != v:
+        return r, x, 1
+    return r, x, 1 if isinstance(v, datetime.datetime) else 0
+
+
+def _value_entry(v: Any) -> tuple[int, Any, int, Any]:
+    """A value's entry in a sorted index. Entries are tuples so that the engine's one NaN
+    object finds itself on removal (tuple equality tries identity; ``nan == nan`` is false)."""
+    return _value_key(v) + (v,)
 
 
 class AggregateState:
@@ -317,8 +339,7 @@ class AggregateState:
         self.plan = plan
         self.rows = 0
         self.values: dict[int, dict[Any, int]] = {a: {} for a in plan.value_args}
-        self.index: dict[int, SortedKeyList] = {
-            a: SortedKeyList(key=_value_key) for a in plan.indexed_args}
+        self.index: dict[int, SortedList] = {a: SortedList() for a in plan.indexed_args}
         self.accs: list[Any] = [
             _ExactSum() if kind == "sum" else _Moments() if kind == "stat" else [0]
             for kind, *_ in plan.accs]
@@ -344,9 +365,9 @@ class AggregateState:
                 if idx is not None:
                     touched += _log2_cost(len(idx))
                     if sign > 0:
-                        idx.add(v)
+                        idx.add(_value_entry(v))
                     else:
-                        idx.remove(v)
+                        idx.remove(_value_entry(v))
                 for i in plan.distinct_feeds.get(arg, ()):
                     self._feed(i, v, v, sign)
             for i in plan.direct:
@@ -394,15 +415,14 @@ class AggregateState:
                 if not idx:
                     out.append(None)
                 elif f == "min":
-                    out.append(idx[0])
+                    out.append(idx[0][3])
                 else:
                     # the first of the values tied for the SQL maximum, as max() returns
                     top = idx[-1]
-                    pk = idx.key(top)[0]
-                    if len(idx) > 1 and idx.key(idx[-2])[0] == pk:  # e.g. inf and NaN
+                    if len(idx) > 1 and idx[-2][:2] == top[:2]:  # e.g. inf and NaN
                         read += _log2_cost(len(idx))
-                        top = idx[idx.bisect_key_left((pk,))]
-                    out.append(top)
+                        top = idx[idx.bisect_left(top[:2])]
+                    out.append(top[3])
             elif f == "count" and a.distinct:
                 assert a.arg is not None
                 counts = self.values[a.arg]
@@ -555,14 +575,28 @@ class IncrementalTopK:
         parts = [(k.col, k.desc, 0 if k.nulls_first != k.desc else 1) for k in order]
 
         def row_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
+            # Per ORDER BY key (nulls rank, value rank, value), negated for DESC (numbers by
+            # value, anything else wrapped); then topk_rows' ties: row_key, then the engine's
+            # order (the refinements of _value_key), flattened.
             ks: list[Any] = []
             for col, desc, nr in parts:
                 v = row[col]
-                k = (nr if v is None else 1 - nr, sort_key(v))
-                ks.append(_Desc(k) if desc else k)
-            # topk_rows' ties: row_key, then the engine's order its input arrives in
-            ks.append(row_key(row))
-            ks.append(engine_sort_key(row))
+                if v is None:
+                    ks += (-nr, 0, 0) if desc else (nr, 0, 0)
+                    continue
+                r, x, _ = _value_key(v)
+                if not desc:
+                    ks += (1 - nr, r, x)
+                elif r == 2 or r == 1:
+                    ks += (nr - 1, -r, -x)
+                else:
+                    ks += (nr - 1, -r, _Desc(x))
+            refine = []
+            for v in row:
+                r, x, f = _value_key(v)
+                ks += (r, x)
+                refine.append(f)
+            ks += refine
             return tuple(ks)
 
         self.row_order = row_order
