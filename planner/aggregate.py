@@ -194,6 +194,8 @@ def topk_rows(rows: Iterable[tuple[tuple[Any, ...], int]], order: tuple[SortKey,
 # statistics keep Fractions, as `_statistic` does.
 
 _FLOAT_SCALE_BITS = 1074
+# A new group's first batch larger than this builds its sorted indexes by one sort.
+BULK_BUILD = 32
 _FLOAT_SCALE = 1 << _FLOAT_SCALE_BITS
 
 
@@ -220,7 +222,8 @@ class _ExactSum:
             self.n_float += c
             if v - v == 0.0:
                 num, den = v.as_integer_ratio()
-                self.scaled += (num << (_FLOAT_SCALE_BITS + 1 - den.bit_length())) * c
+                scaled = num << (_FLOAT_SCALE_BITS + 1 - den.bit_length())
+                self.scaled += scaled if c == 1 else scaled * c
             elif v != v:
                 self.nan += c
             elif v > 0:
@@ -345,12 +348,16 @@ class AggregateState:
             for kind, *_ in plan.accs]
 
     def apply(self, changes: list[tuple[Any, int]]) -> int:
+        # Column by column: one pass over the changes per value map and per accumulator.
         plan = self.plan
-        touched = 0
-        for row, d in changes:
-            self.rows += d
-            touched += 1
-            for arg, counts in self.values.items():
+        self.rows += sum(d for _, d in changes)
+        touched = len(changes)
+        for arg, counts in self.values.items():
+            idx = self.index.get(arg)
+            feeds = plan.distinct_feeds.get(arg, ())
+            # A group's first large batch (hydration) builds its index by one sort.
+            bulk = idx is not None and not counts and len(changes) > BULK_BUILD
+            for row, d in changes:
                 v = row[arg]
                 c0 = counts.get(v, 0)
                 c1 = c0 + d
@@ -361,26 +368,35 @@ class AggregateState:
                 if v is None or (c0 == 0) == (c1 == 0):
                     continue
                 sign = 1 if c0 == 0 else -1
-                idx = self.index.get(arg)
-                if idx is not None:
+                if idx is not None and not bulk:
                     touched += _log2_cost(len(idx))
                     if sign > 0:
                         idx.add(_value_entry(v))
                     else:
                         idx.remove(_value_entry(v))
-                for i in plan.distinct_feeds.get(arg, ()):
+                for i in feeds:
                     self._feed(i, v, v, sign)
-            for i in plan.direct:
-                kind, x, y, _ = plan.accs[i]
-                p = row[x]
-                if p is None:
-                    continue
-                if y is None:
-                    self._feed(i, p, p, d)
-                else:
-                    q = row[y]
-                    if q is not None:
-                        self._feed(i, p, q, d)
+            if bulk:
+                assert idx is not None
+                idx.update([_value_entry(v) for v in counts if v is not None])
+                touched += len(idx)
+        for i in plan.direct:
+            kind, x, y, _ = plan.accs[i]
+            acc = self.accs[i]
+            if kind == "count":
+                acc[0] += sum(d for row, d in changes if row[x] is not None)
+            elif kind == "sum":
+                add = acc.add
+                for row, d in changes:
+                    p = row[x]
+                    if p is not None:
+                        add(p, d)
+            else:
+                yy = x if y is None else y
+                for row, d in changes:
+                    p, q = row[x], row[yy]
+                    if p is not None and q is not None:
+                        acc.add(p, q, d)
         return touched
 
     def _feed(self, i: int, p: Any, q: Any, c: int) -> None:
@@ -520,6 +536,17 @@ class TopKState:
 
     def apply(self, changes: list[tuple[Any, int]]) -> int:
         counts, index = self.counts, self.index
+        if not counts and len(changes) > BULK_BUILD:
+            # a group's first large batch (hydration): one sort builds the index
+            for row, d in changes:
+                c = counts.get(row, 0) + d
+                if c:
+                    counts[row] = c
+                else:
+                    del counts[row]
+            self.rows += sum(d for _, d in changes)
+            index.update(list(counts))
+            return len(changes) + len(counts)
         touched = 0
         for row, d in changes:
             self.rows += d
