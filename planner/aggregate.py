@@ -6,6 +6,13 @@ correct; this is the "basic" aggregation strategy (no accumulable/hierarchical t
 also makes MIN/MAX correct when the current extreme is deleted. A group whose SUM leaves the
 range of its SQL type, or whose ``single`` (a scalar subquery's value) has several rows, raises
 EvaluationError, as DuckDB raises for the same data.
+
+The reference strategy above is what the general reduce runs (inside WITH RECURSIVE loops,
+where times are partially ordered). Where times are totally ordered, the lowering uses the
+incremental states at the end of this module (`IncrementalAggregates`, `IncrementalTopK`):
+after any sequence of changes a state's output equals ``reduce_group`` / ``topk_rows`` of the
+group's accumulated rows (floats: exactly rounded sums, see there), at O(1) or O(log n) per
+change; tests/test_reduce_total.py checks one against the other.
 """
 
 from __future__ import annotations
