@@ -120,6 +120,16 @@ class Collection:
     def reduce_arranged(self, logic: Any, name: str = "reduce") -> Arranged:
         return self.arrange_by_key(name + ".input").reduce(logic, name)
 
+    def reduce_total(
+        self, new_state: Callable[[Any], Any], name: str = "reduce_total"
+    ) -> Collection:
+        """Per key: `(key, out)` with the multiplicities `new_state(key).output()` gives for
+        the key's accumulated values, maintained incrementally. Only for a scope whose times
+        are totally ordered (`dims == 1`); see `engine.operators.reduce_total`."""
+        from engine.operators.reduce_total import ReduceTotalOp
+
+        return Collection(ReduceTotalOp(self.scope, self.op, new_state, name))
+
     def count(self) -> Collection:
         """`(data, n)` for every record with a non-zero count n."""
         return (

@@ -6,16 +6,27 @@ correct; this is the "basic" aggregation strategy (no accumulable/hierarchical t
 also makes MIN/MAX correct when the current extreme is deleted. A group whose SUM leaves the
 range of its SQL type, or whose ``single`` (a scalar subquery's value) has several rows, raises
 EvaluationError, as DuckDB raises for the same data.
+
+The reference strategy above is what the general reduce runs (inside WITH RECURSIVE loops,
+where times are partially ordered). Where times are totally ordered, the lowering uses the
+incremental states at the end of this module (`IncrementalAggregates`, `IncrementalTopK`):
+after any sequence of changes a state's output equals ``reduce_group`` / ``topk_rows`` of the
+group's accumulated rows (floats: exactly rounded sums, see there), at O(1) or O(log n) per
+change; tests/test_reduce_total.py checks one against the other.
 """
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import math
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
+from sortedcontainers import SortedKeyList, SortedList
+
+from engine.canonical import canonical
 from planner.errors import EvaluationError
 from planner.ir import Agg, SortKey
 from planner.scalar import DECIMAL_CONTEXT, INT_RANGE, norm_type, row_key, sort_key
@@ -50,17 +61,9 @@ def reduce_group(aggs: tuple[Agg, ...], rows: Iterable[tuple[tuple[Any, ...], in
         elif not vals:
             out.append(None)
         elif a.func == "sum":
-            total = _sum(vals)
-            t = norm_type(a.type)
-            if isinstance(total, int) and t in INT_RANGE and not (
-                    INT_RANGE[t][0] <= total <= INT_RANGE[t][1]):
-                raise EvaluationError(f"integer overflow in SUM: the result {total} is out of "
-                                      f"range for {t}", a.label or None)
-            out.append(total)
+            out.append(_finish_sum(a, _sum(vals)))
         elif a.func == "avg":
-            total = _sum(vals)
-            n = sum(c for _, c in vals)
-            out.append(float(total) / n if not isinstance(total, int) else total / n)
+            out.append(_finish_avg(_sum(vals), sum(c for _, c in vals)))
         elif a.func == "min":
             out.append(min((v for v, _ in vals), key=sort_key))
         elif a.func == "max":
@@ -102,6 +105,18 @@ def _statistic(a: Agg, rows: list[tuple[tuple[Any, ...], int]]) -> Any:
         sxx += c * fp * fp
         syy += c * fq * fq
         sxy += c * fp * fq
+    return _finish_statistic(a, n, 0, sx, sy, sxx, syy, sxy)
+
+
+def _finish_statistic(a: Agg, n: int, nonfinite: int, sx: Fraction, sy: Fraction,
+                      sxx: Fraction, syy: Fraction, sxy: Fraction) -> Any:
+    """The statistic from the sums of powers of the `n` rows that count (`nonfinite` of them
+    hold an infinity or NaN, which make the result NaN)."""
+    samp = a.func.endswith("_samp")
+    if n == 0 or (samp and n == 1):
+        return None
+    if nonfinite:
+        return math.nan
     # n^2 times the population (co)variances
     cxy, cxx, cyy = n * sxy - sx * sy, n * sxx - sx * sx, n * syy - sy * sy
     div = n * (n - 1) if samp else n * n
@@ -113,6 +128,20 @@ def _statistic(a: Agg, rows: list[tuple[tuple[Any, ...], int]]) -> Any:
         return float(cxy / div)
     var = cxx / div
     return math.sqrt(var) if a.func.startswith("stddev") else float(var)
+
+
+def _finish_sum(a: Agg, total: Any) -> Any:
+    """SUM's result: the total, checked against the range of its integer type."""
+    t = norm_type(a.type)
+    if isinstance(total, int) and t in INT_RANGE and not (
+            INT_RANGE[t][0] <= total <= INT_RANGE[t][1]):
+        raise EvaluationError(f"integer overflow in SUM: the result {total} is out of "
+                              f"range for {t}", a.label or None)
+    return total
+
+
+def _finish_avg(total: Any, n: int) -> float:
+    return float(total) / n if not isinstance(total, int) else total / n
 
 
 def _sum(vals: list[tuple[Any, int]]) -> Any:
@@ -155,3 +184,456 @@ def topk_rows(rows: Iterable[tuple[tuple[Any, ...], int]], order: tuple[SortKey,
         left -= take
         out.append((r, int(take)))
     return out
+
+
+# -- incremental state per group, for reduces over totally ordered times ----------------------
+#
+# `engine.operators.reduce_total` keeps one state per group and hands it each time's changes.
+# The states below give, after any sequence of changes, exactly what `reduce_group` and
+# `topk_rows` give for the group's accumulated rows, using the same final formulas, at O(1)
+# (COUNT, SUM, AVG and the statistics: abelian sums) or O(log n) (MIN, MAX, DISTINCT through a
+# value -> count map and a sorted index; top-k: a sorted index walked to the window) per change.
+#
+# Sums are kept exactly, so removing a value leaves no residue: integers as ints, DECIMALs in
+# DECIMAL_CONTEXT (100 digits: exact for DuckDB's 38), and finite floats as integers scaled by
+# 2**1074 (every finite double is a multiple of 2**-1074), rounded once to a double at output
+# (int / int is correctly rounded, as math.fsum is); infinities and NaNs are counted. The
+# statistics keep Fractions, as `_statistic` does.
+
+_FLOAT_SCALE_BITS = 1074
+# A new group's first batch larger than this builds its sorted indexes by one sort.
+BULK_BUILD = 32
+_FLOAT_SCALE = 1 << _FLOAT_SCALE_BITS
+
+
+def _log2_cost(n: int) -> int:
+    """Records a binary search over `n` entries reads (for the work counters)."""
+    return n.bit_length() + 1
+
+
+class _ExactSum:
+    """A SUM over values that may be added and removed, exactly (see above)."""
+
+    __slots__ = ("n", "n_float", "scaled", "pinf", "ninf", "nan", "exact")
+
+    def __init__(self) -> None:
+        self.n = 0  # non-null values
+        self.n_float = 0
+        self.scaled = 0
+        self.pinf = self.ninf = self.nan = 0
+        self.exact: Any = 0
+
+    def add(self, v: Any, c: int) -> None:
+        self.n += c
+        if v.__class__ is float:
+            self.n_float += c
+            if v - v == 0.0:
+                num, den = v.as_integer_ratio()
+                scaled = num << (_FLOAT_SCALE_BITS + 1 - den.bit_length())
+                self.scaled += scaled if c == 1 else scaled * c
+            elif v != v:
+                self.nan += c
+            elif v > 0:
+                self.pinf += c
+            else:
+                self.ninf += c
+        elif isinstance(v, decimal.Decimal) or isinstance(self.exact, decimal.Decimal):
+            self.exact = DECIMAL_CONTEXT.add(self.exact, DECIMAL_CONTEXT.multiply(v, c))
+        else:
+            self.exact += v * c
+
+    def total(self) -> Any:
+        if not self.n_float:
+            return self.exact
+        if self.nan or (self.pinf and self.ninf):
+            return math.nan
+        if self.pinf:
+            return math.inf
+        if self.ninf:
+            return -math.inf
+        if self.exact:
+            value = Fraction(self.scaled, _FLOAT_SCALE) + Fraction(self.exact)
+            num, den = value.numerator, value.denominator
+        else:
+            num, den = self.scaled, _FLOAT_SCALE
+        try:
+            return num / den
+        except OverflowError:  # beyond DOUBLE's range: IEEE addition gives the infinity
+            return math.inf if num > 0 else -math.inf
+
+
+class _Moments:
+    """n, the count of non-finite values, and the sums of powers a statistic needs."""
+
+    __slots__ = ("n", "nonfinite", "sx", "sy", "sxx", "syy", "sxy")
+
+    def __init__(self) -> None:
+        self.n = self.nonfinite = 0
+        self.sx = self.sy = self.sxx = self.syy = self.sxy = Fraction(0)
+
+    def add(self, p: Any, q: Any, c: int) -> None:
+        self.n += c
+        if (p.__class__ is float and p - p != 0.0) or (q.__class__ is float and q - q != 0.0):
+            self.nonfinite += c
+            return
+        fp, fq = Fraction(p), Fraction(q)
+        self.sx += c * fp
+        self.sy += c * fq
+        self.sxx += c * fp * fp
+        self.syy += c * fq * fq
+        self.sxy += c * fp * fq
+
+
+class _Desc:
+    """A sort key in reverse order (for ORDER BY ... DESC inside a composite key)."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k: Any) -> None:
+        self.k = k
+
+    def __eq__(self, o: object) -> bool:
+        return isinstance(o, _Desc) and self.k == o.k
+
+    def __hash__(self) -> int:
+        return hash(self.k)
+
+    def __lt__(self, o: _Desc) -> bool:
+        return o.k < self.k
+
+    def __gt__(self, o: _Desc) -> bool:
+        return self.k < o.k
+
+    def __le__(self, o: _Desc) -> bool:
+        return o.k <= self.k
+
+    def __ge__(self, o: _Desc) -> bool:
+        return self.k <= o.k
+
+
+def _value_key(v: Any) -> tuple[int, Any, int]:
+    """A total order on SQL values: ``sort_key``'s (rank, value), then a refinement that orders
+    its ties (NaN after inf, a DATE before the TIMESTAMP at its midnight) as the engine's order
+    does, which is the order reduce_group sees rows in. A flat tuple, cheap to compare."""
+    c = v.__class__
+    if c is int or c is float:
+        if v != v:
+            return 2, math.inf, 1
+        return 2, v, 0
+    if c is str:
+        return 3, v, 0
+    if v is None:
+        return 0, 0, 0
+    if c is bool:
+        return 1, int(v), 0
+    r, x = sort_key(v)
+    if isinstance(v, float) and v != v:
+        return r, x, 1
+    return r, x, 1 if isinstance(v, datetime.datetime) else 0
+
+
+def _value_entry(v: Any) -> tuple[int, Any, int, Any]:
+    """A value's entry in a sorted index. Entries are tuples so that the engine's one NaN
+    object finds itself on removal (tuple equality tries identity; ``nan == nan`` is false)."""
+    return _value_key(v) + (v,)
+
+
+class AggregateState:
+    """One group's state for `aggs` (made by `IncrementalAggregates`); see `KeyState` in
+    engine.operators.reduce_total. Output: `[(row of aggregate values, 1)]`, or nothing for an
+    empty group."""
+
+    __slots__ = ("plan", "rows", "values", "index", "accs")
+
+    def __init__(self, plan: IncrementalAggregates) -> None:
+        self.plan = plan
+        self.rows = 0
+        self.values: dict[int, dict[Any, int]] = {a: {} for a in plan.value_args}
+        self.index: dict[int, SortedList] = {a: SortedList() for a in plan.indexed_args}
+        self.accs: list[Any] = [
+            _ExactSum() if kind == "sum" else _Moments() if kind == "stat" else [0]
+            for kind, *_ in plan.accs]
+
+    def apply(self, changes: list[tuple[Any, int]]) -> int:
+        # Column by column: one pass over the changes per value map and per accumulator.
+        plan = self.plan
+        self.rows += sum(d for _, d in changes)
+        touched = len(changes)
+        for arg, counts in self.values.items():
+            idx = self.index.get(arg)
+            feeds = plan.distinct_feeds.get(arg, ())
+            # A group's first large batch (hydration) builds its index by one sort.
+            bulk = idx is not None and not counts and len(changes) > BULK_BUILD
+            for row, d in changes:
+                v = row[arg]
+                c0 = counts.get(v, 0)
+                c1 = c0 + d
+                if c1:
+                    counts[v] = c1
+                else:
+                    del counts[v]
+                if v is None or (c0 == 0) == (c1 == 0):
+                    continue
+                sign = 1 if c0 == 0 else -1
+                if idx is not None and not bulk:
+                    touched += _log2_cost(len(idx))
+                    if sign > 0:
+                        idx.add(_value_entry(v))
+                    else:
+                        idx.remove(_value_entry(v))
+                for i in feeds:
+                    self._feed(i, v, v, sign)
+            if bulk:
+                assert idx is not None
+                idx.update([_value_entry(v) for v in counts if v is not None])
+                touched += len(idx)
+        for i in plan.direct:
+            kind, x, y, _ = plan.accs[i]
+            acc = self.accs[i]
+            if kind == "count":
+                acc[0] += sum(d for row, d in changes if row[x] is not None)
+            elif kind == "sum":
+                add = acc.add
+                for row, d in changes:
+                    p = row[x]
+                    if p is not None:
+                        add(p, d)
+            else:
+                yy = x if y is None else y
+                for row, d in changes:
+                    p, q = row[x], row[yy]
+                    if p is not None and q is not None:
+                        acc.add(p, q, d)
+        return touched
+
+    def _feed(self, i: int, p: Any, q: Any, c: int) -> None:
+        acc = self.accs[i]
+        kind = self.plan.accs[i][0]
+        if kind == "sum":
+            acc.add(p, c)
+        elif kind == "stat":
+            acc.add(p, q, c)
+        else:
+            acc[0] += c
+
+    def output(self) -> tuple[list[tuple[Any, int]], int]:
+        if not self.rows:
+            return [], 0
+        out: list[Any] = []
+        read = 0
+        for a, slot in zip(self.plan.aggs, self.plan.slots, strict=True):
+            f = a.func
+            if f == "count_star":
+                out.append(self.rows)
+            elif f == "single":
+                if self.rows != 1:
+                    raise EvaluationError(SUBQUERY_ROWS, a.label or None)
+                assert a.arg is not None
+                out.append(next(iter(self.values[a.arg])))
+                read += 1
+            elif f in ("min", "max"):
+                assert a.arg is not None
+                idx = self.index[a.arg]
+                read += 1
+                if not idx:
+                    out.append(None)
+                elif f == "min":
+                    out.append(idx[0][3])
+                else:
+                    # the first of the values tied for the SQL maximum, as max() returns
+                    top = idx[-1]
+                    if len(idx) > 1 and idx[-2][:2] == top[:2]:  # e.g. inf and NaN
+                        read += _log2_cost(len(idx))
+                        top = idx[idx.bisect_left(top[:2])]
+                    out.append(top[3])
+            elif f == "count" and a.distinct:
+                assert a.arg is not None
+                counts = self.values[a.arg]
+                out.append(len(counts) - (None in counts))
+            else:
+                acc = self.accs[slot]
+                read += 1
+                if f == "count":
+                    out.append(acc[0])
+                elif f in STATISTICS:
+                    out.append(_finish_statistic(a, acc.n, acc.nonfinite, acc.sx, acc.sy,
+                                                 acc.sxx, acc.syy, acc.sxy))
+                elif not acc.n:
+                    out.append(None)
+                elif f == "sum":
+                    out.append(_finish_sum(a, acc.total()))
+                elif f == "avg":
+                    out.append(_finish_avg(acc.total(), acc.n))
+                else:
+                    raise AssertionError(f)
+        return [(canonical(tuple(out)), 1)], read
+
+    def empty(self) -> bool:
+        return self.rows == 0 and not any(self.values.values())
+
+    def size(self) -> int:
+        return 1 + sum(len(v) for v in self.values.values()) + sum(
+            len(i) for i in self.index.values())
+
+
+class IncrementalAggregates:
+    """The per-group state factory for `aggs` (a plain callable for the engine): which
+    arguments need a value -> count map (DISTINCT, MIN, MAX, a scalar subquery's value), which
+    a sorted index (MIN, MAX), and one accumulator per distinct (kind, arguments, DISTINCT),
+    shared by the aggregates that read it (SUM(x) and AVG(x) share one exact sum)."""
+
+    def __init__(self, aggs: tuple[Agg, ...]) -> None:
+        self.aggs = aggs
+        value_args: set[int] = set()
+        indexed: set[int] = set()
+        accs: list[tuple[str, int, int | None, bool]] = []
+        slots: list[int] = []
+        for a in aggs:
+            slot = -1
+            if a.func in ("min", "max"):
+                assert a.arg is not None
+                value_args.add(a.arg)
+                indexed.add(a.arg)
+            elif a.func == "single":
+                assert a.arg is not None
+                value_args.add(a.arg)
+            elif a.func == "count" and a.distinct:
+                assert a.arg is not None
+                value_args.add(a.arg)
+            elif a.func != "count_star":
+                assert a.arg is not None
+                kind = "stat" if a.func in STATISTICS else "sum" if a.func in (
+                    "sum", "avg") else "count"
+                # reduce_group ignores DISTINCT for the two-argument statistics
+                distinct = a.distinct and a.arg2 is None
+                spec = (kind, a.arg, a.arg2, distinct)
+                if spec not in accs:
+                    accs.append(spec)
+                slot = accs.index(spec)
+                if distinct:
+                    value_args.add(a.arg)
+            slots.append(slot)
+        self.value_args = sorted(value_args)
+        self.indexed_args = sorted(indexed)
+        self.accs = accs
+        self.slots = slots
+        self.direct = [i for i, (_, _, _, distinct) in enumerate(accs) if not distinct]
+        feeds: dict[int, list[int]] = {}
+        for i, (_, x, _, distinct) in enumerate(accs):
+            if distinct:
+                feeds.setdefault(x, []).append(i)
+        self.distinct_feeds = feeds
+
+    def __call__(self, key: Any) -> AggregateState:
+        return AggregateState(self)
+
+
+class TopKState:
+    """One group's rows (row -> count) with a sorted index in ORDER BY order (ties broken as
+    `topk_rows` breaks them); the output is the window [offset, offset + limit), read by
+    walking the index from its start: O(log n) per change plus O(offset + limit) per output."""
+
+    __slots__ = ("plan", "counts", "index", "rows")
+
+    def __init__(self, plan: IncrementalTopK) -> None:
+        self.plan = plan
+        self.counts: dict[tuple[Any, ...], int] = {}
+        self.index = SortedKeyList(key=plan.row_order)
+        self.rows = 0
+
+    def apply(self, changes: list[tuple[Any, int]]) -> int:
+        counts, index = self.counts, self.index
+        if not counts and len(changes) > BULK_BUILD:
+            # a group's first large batch (hydration): one sort builds the index
+            for row, d in changes:
+                c = counts.get(row, 0) + d
+                if c:
+                    counts[row] = c
+                else:
+                    del counts[row]
+            self.rows += sum(d for _, d in changes)
+            index.update(list(counts))
+            return len(changes) + len(counts)
+        touched = 0
+        for row, d in changes:
+            self.rows += d
+            touched += 1
+            c0 = counts.get(row, 0)
+            c1 = c0 + d
+            if c1:
+                counts[row] = c1
+            else:
+                del counts[row]
+            if (c0 == 0) != (c1 == 0):
+                touched += _log2_cost(len(index))
+                if c0 == 0:
+                    index.add(row)
+                else:
+                    index.remove(row)
+        return touched
+
+    def output(self) -> tuple[list[tuple[Any, int]], int]:
+        plan = self.plan
+        out: list[tuple[Any, int]] = []
+        skip = plan.offset
+        left = plan.limit if plan.limit is not None else math.inf
+        read = 0
+        counts = self.counts
+        for row in self.index:
+            if left <= 0:
+                break
+            read += 1
+            cnt = counts[row]
+            if skip >= cnt:
+                skip -= cnt
+                continue
+            take = min(cnt - skip, left)
+            skip = 0
+            left -= take
+            out.append((row, int(take)))
+        return out, read
+
+    def empty(self) -> bool:
+        return not self.counts
+
+    def size(self) -> int:
+        return len(self.counts)
+
+
+class IncrementalTopK:
+    """The per-group state factory for ORDER BY `order` LIMIT `limit` OFFSET `offset`."""
+
+    def __init__(self, order: tuple[SortKey, ...], limit: int | None, offset: int) -> None:
+        self.limit = limit
+        self.offset = offset
+        parts = [(k.col, k.desc, 0 if k.nulls_first != k.desc else 1) for k in order]
+
+        def row_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
+            # Per ORDER BY key (nulls rank, value rank, value), negated for DESC (numbers by
+            # value, anything else wrapped); then topk_rows' ties: row_key, then the engine's
+            # order (the refinements of _value_key), flattened.
+            ks: list[Any] = []
+            for col, desc, nr in parts:
+                v = row[col]
+                if v is None:
+                    ks += (-nr, 0, 0) if desc else (nr, 0, 0)
+                    continue
+                r, x, _ = _value_key(v)
+                if not desc:
+                    ks += (1 - nr, r, x)
+                elif r == 2 or r == 1:
+                    ks += (nr - 1, -r, -x)
+                else:
+                    ks += (nr - 1, -r, _Desc(x))
+            refine = []
+            for v in row:
+                r, x, f = _value_key(v)
+                ks += (r, x)
+                refine.append(f)
+            ks += refine
+            return tuple(ks)
+
+        self.row_order = row_order
+
+    def __call__(self, key: Any) -> TopKState:
+        return TopKState(self)

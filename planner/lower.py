@@ -15,13 +15,14 @@ Invariants:
 from __future__ import annotations
 
 import itertools
+import os
 import weakref
 from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
 from engine.canonical import canonical
-from planner.aggregate import reduce_group, topk_rows
+from planner.aggregate import IncrementalAggregates, IncrementalTopK, reduce_group, topk_rows
 from planner.errors import PlanError
 from planner.ir import (
     ArrangeBy,
@@ -109,6 +110,21 @@ def compile_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ..
         return (proj(full),)
 
     return f
+
+
+# Executors whose payloads the driver may read record by record (reduce_total collects them).
+_LOCAL_EXECUTORS = ("inprocess", "columnar")
+
+
+def use_reduce_total(scope: Any) -> bool:
+    """Whether reduces in `scope` keep per-group incremental state (engine reduce_total): only
+    where times are totally ordered, the root scope of a one-coordinate dataflow (a view;
+    inside WITH RECURSIVE loops times are pairs and the general reduce runs). The environment
+    variable DIFFSQL_GENERAL_REDUCE=1 lowers every reduce to the general one, the reference
+    that tests and benchmarks compare against."""
+    return (scope.parent is None and scope.dims == 1
+            and os.environ.get("DIFFSQL_GENERAL_REDUCE") != "1"
+            and getattr(scope.dataflow.executor, "name", "") in _LOCAL_EXECUTORS)
 
 
 class Lowerer:
@@ -208,6 +224,10 @@ class Lowerer:
                 return c.distinct()
             kf = _getter(r.group)
             aggs = r.aggs
+            if use_reduce_total(scope):
+                red = c.map(lambda row: (kf(row), row)).reduce_total(
+                    IncrementalAggregates(aggs), "reduce")
+                return red.map(lambda kv: kv[0] + kv[1])
 
             def logic(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
                 # An aggregate can compute a NaN (inf + -inf); it must be the engine's one NaN
@@ -220,6 +240,9 @@ class Lowerer:
             c = self.lower(r.input, scope, env, env_key)
             kf = _getter(r.group)
             order, limit, offset = r.order, r.limit, r.offset
+            if use_reduce_total(scope):
+                return c.map(lambda row: (kf(row), row)).reduce_total(
+                    IncrementalTopK(order, limit, offset), "topk").map(lambda kv: kv[1])
 
             def topk(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
                 return topk_rows(vals, order, limit, offset)
