@@ -116,8 +116,8 @@ class Operator:
                 caps = list(caps)
             if not caps:
                 # Most operators hold nothing after their turn and do not change times: their
-                # reach is their input's frontier. Frontiers are never mutated once computed
-                # (every Antichain method that changes one builds a new one), so it is shared.
+                # reach is their input's frontier. No code inserts into a frontier it was
+                # handed (joins and meets build new antichains), so the object is shared.
                 return frontiers[0]
             out = Antichain(caps)
             for t in frontiers[0].elements:

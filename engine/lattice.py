@@ -136,6 +136,10 @@ class Antichain:
             if less_equal(t, s):
                 return self
             return Antichain([join(s, t)])
+        if a == b or self.dominates(other):
+            return other
+        if other.dominates(self):
+            return self
         return Antichain(join(x, y) for x in a for y in b)
 
     def is_empty(self) -> bool:
