@@ -5,6 +5,13 @@ the views they affect, in creation (`seq`) order, so a view over a view runs aft
 reads; then, under the state lock, the catalog, row counts, view contents and history are
 installed, `completed_ts = ts` is set and the updates are published to subscribers.
 
+A group of writes committed together (`server.writes`, group commit) is published in one
+engine step: each view's dataflow is fed every write's changes at that write's own timestamp
+and run once; its output, history and feeds keep one batch per timestamp, exactly as if the
+writes had been published one by one (subscribers see each timestamp's update, then its
+progress). Only the last write of a group may change the catalog (groups of more than one
+write hold DML only).
+
 Invariants:
 - a view whose dataflow fails (a recursion that exceeds its iteration limit, an evaluation
   error, anything `run_schedule` raises) is marked failed, with every view over it; the write
@@ -40,18 +47,20 @@ log = logging.getLogger("diffsql.server")
 class _Outcome:
     """What maintaining the views at one timestamp produced, to be installed."""
 
-    view_batches: dict[str, Batch] = field(default_factory=dict)
+    # Per view, its non-empty output batches in ascending timestamp order.
+    view_batches: dict[str, list[tuple[int, Batch]]] = field(default_factory=dict)
     failed: dict[str, dict[str, Any]] = field(default_factory=dict)
     rebuilt: dict[str, MaintainedView] = field(default_factory=dict)
     ran: set[str] = field(default_factory=set)  # views whose dataflow ran at ts
 
 
-def publish(state: ServerState, w: Write) -> list[dict[str, Any]]:
-    """Maintain every view at `w.ts` (after COMMIT) and install the results; return the
-    views that failed at this timestamp."""
-    table_batches: dict[str, Input] = dict(w.batches)
-    for name, files in w.loads.items():
-        table_batches[name] = TableChange(w.batches.get(name, []), tuple(files))
+def publish(state: ServerState, ws: list[Write]) -> list[list[dict[str, Any]]]:
+    """Maintain every view at the timestamps of committed writes `ws` (ascending) and install
+    the results; return, for each write, the views that failed at its timestamp (a view that
+    fails in a group is listed for each write whose changes reach it)."""
+    w = ws[-1]  # the catalog after the group
+    changes = [(x.ts, _table_batches(x)) for x in ws]
+    table_batches = {name: b for _, tb in changes for name, b in tb.items()}
     order = sorted(w.views, key=lambda n: w.views[n].seq)
     views: dict[str, MaintainedView] = {
         n: w.hydrated[n] if n in w.new_views else state.views[n] for n in order
@@ -63,9 +72,32 @@ def publish(state: ServerState, w: Write) -> list[dict[str, Any]]:
         for n, v in views.items():
             if v.running and n not in active and n not in needed and n not in w.new_views:
                 v.complete_ts = w.ts
-    outcome = _maintain(state, w, order, views, table_batches, active, needed)
-    _install(state, w, outcome)
-    return [{"name": n, "error": err} for n, err in outcome.failed.items()]
+    outcome = _maintain(state, w, changes, order, views, active, needed)
+    _install(state, ws, outcome)
+    failed = [{"name": n, "error": err} for n, err in outcome.failed.items()]
+    if len(ws) == 1:
+        return [failed]
+    # In a group, a failure is reported to the writes whose changes reach the view; one that
+    # none reaches (a failed view retried, a dependant of a failed view) to every write.
+    reached = [[_reaches(views, f["name"], tb) for f in failed] for _, tb in changes]
+    anyone = [any(r[i] for r in reached) for i in range(len(failed))]
+    return [
+        [f for i, f in enumerate(failed) if r[i] or not anyone[i]] for r in reached
+    ]
+
+
+def _table_batches(w: Write) -> dict[str, Input]:
+    """The tables' changes of write `w`: row batches, and the files of its bulk loads."""
+    batches: dict[str, Input] = dict(w.batches)
+    for name, files in w.loads.items():
+        batches[name] = TableChange(w.batches.get(name, []), tuple(files))
+    return batches
+
+
+def _reaches(views: dict[str, MaintainedView], name: str, changed: dict[str, Input]) -> bool:
+    """Whether changes to the tables `changed` reach view `name` (directly or through views)."""
+    deps = views[name].dependencies if name in views else []
+    return any(d in changed or (d in views and _reaches(views, d, changed)) for d in deps)
 
 
 def _active_views(
@@ -94,14 +126,15 @@ def _active_views(
 def _maintain(
     state: ServerState,
     w: Write,
+    changes: list[tuple[int, dict[str, Input]]],
     order: list[str],
     views: dict[str, MaintainedView],
-    table_batches: dict[str, Input],
     active: set[str],
     needed: set[str],
 ) -> _Outcome:
-    """Run the dataflows of the views at `w.ts`, in `seq` order; build new views and retried
-    failed ones afresh. Nothing readers see changes here."""
+    """Run the dataflows of the views through `w.ts`, in `seq` order, each fed `changes` (the
+    tables' changes by timestamp) in one run; build new views and retried failed ones afresh
+    at `w.ts`. Nothing readers see changes here."""
     ts = w.ts
     out_ = _Outcome()
     failed, rebuilt = out_.failed, out_.rebuilt
@@ -126,34 +159,52 @@ def _maintain(
             continue
         if not v.running or (n not in active and n not in needed):
             continue
-        inputs = {d: table_batches[d] for d in v.dependencies if d in table_batches}
+        schedule = [
+            (t, inputs)
+            for t, tb in changes
+            if (inputs := {d: tb[d] for d in v.dependencies if d in tb})
+        ]
         try:
-            out = v.run_schedule([(ts, inputs)], ts)
+            out = v.run_schedule(schedule, ts)
         except Exception as e:  # noqa: BLE001 - only this view fails
             log.warning("view %s failed at timestamp %d: %s", n, ts, e)
             failed[n] = failure(e)
             continue
         out_.ran.add(n)
-        batch = consolidate(u for b in out.values() for u in b)
-        if batch:
-            out_.view_batches[n] = batch
+        if batches := _by_write(out, [t for t, _ in changes]):
+            out_.view_batches[n] = batches
     return out_
 
 
-def _install(state: ServerState, w: Write, outcome: _Outcome) -> None:
-    """Install write `w`'s catalog, row counts and view results, advance the clock to `w.ts`
-    and publish to subscribers, all in one critical section of the state lock."""
+def _by_write(out: dict[int, Batch], stamps: list[int]) -> list[tuple[int, Batch]]:
+    """A dataflow's output by time as one consolidated, non-empty batch per write's
+    timestamp: an output time counts at the first timestamp at or after it (for one write,
+    everything counts at its timestamp)."""
+    buckets: dict[int, list[tuple[Row, int]]] = {}
+    for t, batch in out.items():
+        at = next((s for s in stamps if s >= t), stamps[-1])
+        buckets.setdefault(at, []).extend(batch)
+    batches = [(t, consolidate(buckets[t])) for t in sorted(buckets)]
+    return [(t, b) for t, b in batches if b]
+
+
+def _install(state: ServerState, ws: list[Write], outcome: _Outcome) -> None:
+    """Install the writes' catalog, row counts and view results, advance the clock to the
+    last write's timestamp and publish every timestamp to subscribers, in order, all in one
+    critical section of the state lock."""
+    w = ws[-1]
     ts = w.ts
     trimmed = w.history_since
     with state.state_lock:
         state.tables = w.tables
         for name in w.dropped_tables:
             state.row_counts.pop(name, None)
-        for name, delta in w.deltas.items():
-            if name in w.tables:
-                state.row_counts[name] = state.row_counts.get(name, 0) + sum(delta.values())
-        for name, n in w.load_counts.items():
-            state.row_counts[name] = state.row_counts.get(name, 0) + n
+        for x in ws:
+            for name, delta in x.deltas.items():
+                if name in w.tables:
+                    state.row_counts[name] = state.row_counts.get(name, 0) + sum(delta.values())
+            for name, n in x.load_counts.items():
+                state.row_counts[name] = state.row_counts.get(name, 0) + n
         for name in w.tables:
             state.row_counts.setdefault(name, 0)
         for name in w.dropped_views:
@@ -168,10 +219,11 @@ def _install(state: ServerState, w: Write, outcome: _Outcome) -> None:
             if name not in w.new_views:
                 log.info("view %s is running again from timestamp %d", name, ts)
             state.views[name] = view
-        for name, batch in outcome.view_batches.items():
+        for name, batches in outcome.view_batches.items():
             view = state.views[name]
-            apply_batch(view.contents, batch)
-            view.history.append((ts, batch))
+            for t, batch in batches:
+                apply_batch(view.contents, batch)
+                view.history.append((t, batch))
         for name, err in outcome.failed.items():
             view = state.views[name]
             was_running = view.running
@@ -191,7 +243,10 @@ def _install(state: ServerState, w: Write, outcome: _Outcome) -> None:
         state.next_seq = w.next_seq
         state.last_ts = ts
         state.completed_ts = ts
-        state.hub.publish(ts, outcome.view_batches, list(state.views))
+        names = list(state.views)
+        for x in ws:
+            at = {n: b for n, bs in outcome.view_batches.items() for t, b in bs if t == x.ts}
+            state.hub.publish(x.ts, at, names)
 
 
 def rebuild(

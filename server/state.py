@@ -73,6 +73,10 @@ class ServerState:
         self.recovery: dict[str, Any] = {}
         # The catalog's views as stored, in creation order (what recovery rebuilds).
         self.view_records: list[ViewRecord] = []
+        # DML requests waiting for group commit (`server.writes`), in arrival order; guarded
+        # by `queue_lock`, drained by the holder of the write lock.
+        self.queue_lock = threading.Lock()
+        self.write_queue: list[Any] = []
 
     # ------------------------------------------------------------------ readiness
 

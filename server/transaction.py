@@ -60,11 +60,11 @@ class Write:
     files: list[Path] = field(default_factory=list)  # every file this write made
 
     @classmethod
-    def begin(cls, state: ServerState) -> Write:
-        """A write at the next timestamp, starting from the server's current catalog (called
-        under the write lock)."""
+    def begin(cls, state: ServerState, ts: int | None = None) -> Write:
+        """A write at timestamp `ts` (default: the next one), starting from the server's
+        current catalog (called under the write lock)."""
         return cls(
-            ts=state.last_ts + 1,
+            ts=state.last_ts + 1 if ts is None else ts,
             tables=dict(state.tables),
             views={n: record(v) for n, v in state.views.items()},
             next_table_id=state.next_table_id,

@@ -13,6 +13,16 @@ A write request is one step of the server's clock. `write` reads top to bottom:
    the results are installed and published (`server.publish`). The request is acknowledged
    after that, so a later read sees the write (read-your-writes).
 
+Group commit: a request made only of INSERT, UPDATE and DELETE statements is queued, and
+whichever writer holds the write lock next commits every queued request together
+(`_commit_group`): one DuckDB transaction in which each request's statements run in arrival
+order, each request at its own timestamp (its own change log entries, results, view history
+and feed updates); one COMMIT; one engine step for all of them (`server.publish`). Each
+request keeps its all-or-nothing: if one fails, the transaction is rolled back, that request
+is answered with its error, and the others are run again without it, so the outcome is that
+of running them one by one. No request is acknowledged before the COMMIT that holds it and
+the publication of its timestamp, so nothing acknowledged is lost and reads see it.
+
 A request that changes no table, view or row takes no timestamp (feeds and `as_of` see no
 empty epochs). A write's statements run under a `Deadline` (`server.transaction`): past
 `write_timeout` the write is rolled back (408 `timeout`). Every `checkpoint_interval`
@@ -22,6 +32,8 @@ timestamps the writer checkpoints the views' history (`server.recovery.checkpoin
 from __future__ import annotations
 
 import logging
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -40,17 +52,24 @@ from server.transaction import Deadline, Write
 log = logging.getLogger("diffsql.server")
 
 
+# Requests made only of these statements may be committed in a group with others.
+GROUPABLE = frozenset({"INSERT", "UPDATE", "DELETE"})
+# The most requests one group commits (a bound on the work a leader does for others).
+MAX_GROUP = 256
+
+
 def write(state: ServerState, stmts: list[Statement]) -> dict[str, Any]:
     """Run the statements of one write request; all its writes commit atomically at one
     timestamp. Returns {"results": [...], "failed_views": [...]}: the views whose evaluation
     failed at this write (the write itself is committed)."""
     state.require_ready()
+    if all(s.kind in GROUPABLE for s in stmts):
+        return _write_grouped(state, stmts)
     with state.write_lock:
         w = Write.begin(state)
         try:
             out = _transact(state, w, stmts)
-            if state.last_ts - state.checkpoint_ts >= state.settings.checkpoint_interval:
-                checkpoint(state)
+            _maybe_checkpoint(state)
             return out
         finally:
             w.delete_files()
@@ -58,28 +77,16 @@ def write(state: ServerState, stmts: list[Statement]) -> dict[str, Any]:
 
 def _transact(state: ServerState, w: Write, stmts: list[Statement]) -> dict[str, Any]:
     """`write` under the write lock: the transaction, then maintaining the views."""
-    results: list[dict[str, Any]] = []
     deadline = Deadline(state.settings.write_timeout, state.store.conn.interrupt)
     state.store.begin()
     try:
-        for s in stmts:
-            deadline.check()
-            if s.kind == "SELECT":
-                # Inside the transaction: it sees this request's own writes, and an
-                # error in it rolls back the whole request.
-                results.append(select_in_write(state, w, s))
-            elif s.kind == "EXPLAIN":
-                results.append(explain(s, w.tables, w.views, state.settings.iteration_limit))
-            else:
-                results.append(apply(state, w, s))
-                w.trial = {}
-                w.snapshots = {}
-        deadline.check()
+        results = _statements(state, w, stmts, deadline)
         if w.changes_nothing(state):
             # A request that changes no table, view or row (`CREATE TABLE IF NOT EXISTS`
             # on an existing table, a DELETE that matches nothing) is not a transaction
             # of the history: it takes no timestamp, so feeds and `as_of` see no empty
             # epochs. Its results name the state it saw, the latest committed timestamp.
+            deadline.disarm()
             state.store.rollback()
             w.release()
             for r in results:
@@ -87,6 +94,7 @@ def _transact(state: ServerState, w: Write, stmts: list[Statement]) -> dict[str,
             return {"results": results, "failed_views": []}
         hydrate_new_views(state, w)
         append_log(state, w)
+        advance_clock(state, w)
         deadline.disarm()  # from here on the write commits, however long it takes
         deadline.check()
         state.store.commit()
@@ -95,20 +103,57 @@ def _transact(state: ServerState, w: Write, stmts: list[Statement]) -> dict[str,
         deadline.disarm()
         state.store.rollback()
         w.release()
-        if deadline.fired:
-            # Whatever the interrupted statement raised, the cause is the time limit.
-            raise Timeout(
-                f"the write exceeded the time limit of {state.settings.write_timeout:g}s "
-                "(--write-timeout) and was rolled back; nothing was applied",
-                code="timeout",
-            ) from None
-        if isinstance(e, duckdb.Error):
-            raise from_duckdb(e) from None
-        raise
+        err = _rolled_back(state, e, deadline)
+        if err is e:
+            raise
+        raise err from None
+    failed = _publish(state, [w])[0]
+    for r in results:
+        r["timestamp"] = w.ts
+    return {"results": results, "failed_views": failed}
+
+
+def _statements(
+    state: ServerState, w: Write, stmts: list[Statement], deadline: Deadline
+) -> list[dict[str, Any]]:
+    """Apply a request's statements to `w` inside the open transaction; their results."""
+    results: list[dict[str, Any]] = []
+    for s in stmts:
+        deadline.check()
+        if s.kind == "SELECT":
+            # Inside the transaction: it sees this request's own writes, and an
+            # error in it rolls back the whole request.
+            results.append(select_in_write(state, w, s))
+        elif s.kind == "EXPLAIN":
+            results.append(explain(s, w.tables, w.views, state.settings.iteration_limit))
+        else:
+            results.append(apply(state, w, s))
+            w.trial = {}
+            w.snapshots = {}
+    deadline.check()
+    return results
+
+
+def _rolled_back(state: ServerState, e: BaseException, deadline: Deadline) -> BaseException:
+    """The error to answer a rolled-back request with, for what its transaction raised."""
+    if deadline.fired:
+        # Whatever the interrupted statement raised, the cause is the time limit.
+        return Timeout(
+            f"the write exceeded the time limit of {state.settings.write_timeout:g}s "
+            "(--write-timeout) and was rolled back; nothing was applied",
+            code="timeout",
+        )
+    if isinstance(e, duckdb.Error):
+        return from_duckdb(e)
+    return e
+
+
+def _publish(state: ServerState, ws: list[Write]) -> list[list[dict[str, Any]]]:
+    """`publish` the committed writes `ws`; for each, the views that failed at it."""
     try:
-        failed = publish(state, w)
+        return publish(state, ws)
     except Exception:  # a bug after COMMIT: rebuild everything from the durable store
-        log.exception("maintaining views at timestamp %d failed; reloading", w.ts)
+        log.exception("maintaining views at timestamp %d failed; reloading", ws[-1].ts)
         reload(state)
         with state.state_lock:
             failed = [
@@ -116,15 +161,125 @@ def _transact(state: ServerState, w: Write, stmts: list[Statement]) -> dict[str,
                 for n, v in sorted(state.views.items())
                 if not v.running
             ]
-    for r in results:
-        r["timestamp"] = w.ts
-    return {"results": results, "failed_views": failed}
+        return [failed for _ in ws]
+
+
+def _maybe_checkpoint(state: ServerState) -> None:
+    if state.last_ts - state.checkpoint_ts >= state.settings.checkpoint_interval:
+        checkpoint(state)
+
+
+# ---------------------------------------------------------------------- group commit
+
+
+@dataclass(eq=False)
+class _Request:
+    """A DML request waiting to be committed by whichever writer leads its group."""
+
+    stmts: list[Statement]
+    done: threading.Event = field(default_factory=threading.Event)
+    result: dict[str, Any] | None = None
+    error: BaseException | None = None
+
+    def finish(
+        self, result: dict[str, Any] | None = None, error: BaseException | None = None
+    ) -> None:
+        self.result, self.error = result, error
+        self.done.set()
+
+
+def _write_grouped(state: ServerState, stmts: list[Statement]) -> dict[str, Any]:
+    """Group commit: queue the request; whoever holds the write lock next (its own thread,
+    or one that queued earlier) commits every queued request together (`_commit_group`)."""
+    req = _Request(stmts)
+    with state.queue_lock:
+        state.write_queue.append(req)
+    with state.write_lock:
+        while not req.done.is_set():
+            with state.queue_lock:
+                group = state.write_queue[:MAX_GROUP]
+                del state.write_queue[:MAX_GROUP]
+            _commit_group(state, group)
+            _maybe_checkpoint(state)
+    if req.error is not None:
+        raise req.error
+    assert req.result is not None
+    return req.result
+
+
+def _commit_group(state: ServerState, group: list[_Request]) -> None:
+    """Commit `group` (under the write lock). A request whose statements fail is answered
+    with its error and the others are tried again without it, from scratch, so each keeps
+    its all-or-nothing: the outcome is that of running the requests one by one, in order.
+    Every request of the group is answered, whatever happens."""
+    pending = list(group)
+    try:
+        while pending:
+            refused = _try_group(state, pending)
+            if refused is None:
+                return
+            i, err = refused
+            pending.pop(i).finish(error=err)
+    except BaseException as e:
+        err = from_duckdb(e) if isinstance(e, duckdb.Error) else e
+        for req in pending:
+            if not req.done.is_set():
+                req.finish(error=err)
+        if not isinstance(e, Exception):
+            raise
+
+
+def _try_group(
+    state: ServerState, pending: list[_Request]
+) -> tuple[int, BaseException] | None:
+    """Run every request of `pending` in one DuckDB transaction, each at its own next
+    timestamp, COMMIT once and publish once, then answer them. If request i fails, roll back
+    and return (i, its error): nothing of the group is applied."""
+    ws: list[Write] = []
+    answers: list[tuple[_Request, list[dict[str, Any]], Write | None, int]] = []
+    ts = state.last_ts
+    state.store.begin()
+    try:
+        for i, req in enumerate(pending):
+            w = Write.begin(state, ts + 1)
+            deadline = Deadline(state.settings.write_timeout, state.store.conn.interrupt)
+            try:
+                results = _statements(state, w, req.stmts, deadline)
+                deadline.disarm()
+                deadline.check()  # fired before it was disarmed: the request timed out
+            except BaseException as e:
+                deadline.disarm()
+                state.store.rollback()
+                return i, _rolled_back(state, e, deadline)
+            if w.changes_nothing(state):
+                answers.append((req, results, None, ts))  # it saw the state through ts
+            else:
+                ts += 1
+                ws.append(w)
+                answers.append((req, results, w, ts))
+        if not ws:
+            state.store.rollback()
+        else:
+            for w in ws:
+                append_log(state, w)
+            advance_clock(state, ws[-1])
+            state.store.commit()
+            state.last_ts = state.committed_ts = ts
+    except BaseException:
+        state.store.rollback()
+        raise
+    failed = dict(zip((id(w) for w in ws), _publish(state, ws), strict=True)) if ws else {}
+    for req, results, w, at in answers:
+        for r in results:
+            r["timestamp"] = at
+        req.finish({"results": results, "failed_views": failed.get(id(w), []) if w else []})
+    return None
 
 
 def append_log(state: ServerState, w: Write) -> None:
     """Append the write's row changes to the tables' change logs at `w.ts` (inside the
-    transaction, so they commit with the rows), advance the stored clock, and trim the logs
-    older than the retention horizon. COPY logged its rows already (`statements.copy`)."""
+    transaction, so they commit with the rows). COPY logged its rows already
+    (`statements.copy`)."""
     for name, delta in w.deltas.items():
         if name not in w.tables:
             continue
@@ -132,6 +287,11 @@ def append_log(state: ServerState, w: Write) -> None:
         if batch:
             state.store.append_log(w.tables[name], w.ts, batch)
             w.batches[name] = batch
+
+
+def advance_clock(state: ServerState, w: Write) -> None:
+    """Store the clock at `w.ts` (the last write of the transaction) and trim the change logs
+    older than the retention horizon, inside the transaction."""
     state.store.set_meta("last_ts", w.ts)
     state.store.set_meta("next_table_id", w.next_table_id)
     horizon = w.ts - state.settings.history_retention
