@@ -69,6 +69,7 @@ class Database(ServerState):
                 self.hub.close_all()
             recovery.checkpoint(self)  # a clean restart then replays nothing
             self.hub.shutdown()
+            self.watchdog.close()
             self.store.close()
             if self.own_loads:
                 shutil.rmtree(self.loads_dir, ignore_errors=True)

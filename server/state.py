@@ -34,6 +34,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from server.deadline import Watchdog
 from server.errors import ApiError
 from server.executors import Executor
 from server.feeds import Hub
@@ -77,6 +78,7 @@ class ServerState:
         # by `queue_lock`, drained by the holder of the write lock.
         self.queue_lock = threading.Lock()
         self.write_queue: list[Any] = []
+        self.watchdog = Watchdog()  # the writes' time limits
 
     # ------------------------------------------------------------------ readiness
 

@@ -6,15 +6,10 @@ with RETURNING), the bulk loads it wrote, the views it created. Invariant: nothi
 is visible to any reader until `server.publish` installs it after COMMIT; on rollback it is
 simply discarded (with the dataflows it built released and the files it made deleted), so the
 server's state is exactly as before the request.
-
-A write's statements run under a `Deadline`: past `write_timeout` a timer interrupts the
-writer's DuckDB connection and the write is rolled back (408 `timeout`); after COMMIT no limit
-applies (the write is durable and its views must be maintained).
 """
 
 from __future__ import annotations
 
-import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -23,7 +18,6 @@ from typing import Any
 
 from engine.sources import FileSource
 from server.catalog import record
-from server.errors import Timeout
 from server.state import ServerState
 from server.store import Row, TableRecord, ViewRecord
 from server.views import Batch, Input, MaintainedView
@@ -96,40 +90,6 @@ class Write:
         log, and the views' arrangements."""
         for path in self.files:
             path.unlink(missing_ok=True)
-
-
-class Deadline:
-    """A write's time limit: when it passes, a timer thread interrupts the writer's DuckDB
-    connection (the statement running then fails) and marks the write as timed out, so it is
-    rolled back. `disarm` (before COMMIT) and the timer exclude each other: once disarmed, an
-    interrupt can no longer hit the COMMIT or a later write."""
-
-    def __init__(self, seconds: float, interrupt: Callable[[], None]) -> None:
-        self.seconds = seconds
-        self.fired = False
-        self._armed = True
-        self._lock = threading.Lock()
-        self._interrupt = interrupt
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _fire(self) -> None:
-        with self._lock:
-            if not self._armed:
-                return
-            self.fired = True
-            self._interrupt()
-
-    def check(self) -> None:
-        """Stop between steps that DuckDB does not run (planning, computing views)."""
-        if self.fired:
-            raise Timeout("write time limit exceeded", code="timeout")
-
-    def disarm(self) -> None:
-        with self._lock:
-            self._armed = False
-        self._timer.cancel()
 
 
 def load_file(state: ServerState, w: Write, rec: TableRecord, rows: Any) -> FileSource:

@@ -24,7 +24,7 @@ of running them one by one. No request is acknowledged before the COMMIT that ho
 the publication of its timestamp, so nothing acknowledged is lost and reads see it.
 
 A request that changes no table, view or row takes no timestamp (feeds and `as_of` see no
-empty epochs). A write's statements run under a `Deadline` (`server.transaction`): past
+empty epochs). A write's statements run under a `Deadline` (`server.deadline`): past
 `write_timeout` the write is rolled back (408 `timeout`). Every `checkpoint_interval`
 timestamps the writer checkpoints the views' history (`server.recovery.checkpoint`).
 """
@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
 from server.catalog import explain
+from server.deadline import Deadline
 from server.errors import Timeout, from_duckdb
 from server.failures import error_json
 from server.hydration import hydrate_new_views
@@ -47,7 +49,8 @@ from server.recovery import checkpoint, reload
 from server.sqltext import Statement
 from server.state import ServerState
 from server.statements import apply, select_in_write
-from server.transaction import Deadline, Write
+from server.transaction import Write
+from server.views import Batch
 
 log = logging.getLogger("diffsql.server")
 
@@ -77,7 +80,7 @@ def write(state: ServerState, stmts: list[Statement]) -> dict[str, Any]:
 
 def _transact(state: ServerState, w: Write, stmts: list[Statement]) -> dict[str, Any]:
     """`write` under the write lock: the transaction, then maintaining the views."""
-    deadline = Deadline(state.settings.write_timeout, state.store.conn.interrupt)
+    deadline = state.watchdog.arm(state.settings.write_timeout, state.store.conn.interrupt)
     state.store.begin()
     try:
         results = _statements(state, w, stmts, deadline)
@@ -93,7 +96,7 @@ def _transact(state: ServerState, w: Write, stmts: list[Statement]) -> dict[str,
                 r["timestamp"] = state.last_ts
             return {"results": results, "failed_views": []}
         hydrate_new_views(state, w)
-        append_log(state, w)
+        append_log(state, [w])
         advance_clock(state, w)
         deadline.disarm()  # from here on the write commits, however long it takes
         deadline.check()
@@ -242,7 +245,9 @@ def _try_group(
     try:
         for i, req in enumerate(pending):
             w = Write.begin(state, ts + 1)
-            deadline = Deadline(state.settings.write_timeout, state.store.conn.interrupt)
+            deadline = state.watchdog.arm(
+                state.settings.write_timeout, state.store.conn.interrupt
+            )
             try:
                 results = _statements(state, w, req.stmts, deadline)
                 deadline.disarm()
@@ -260,8 +265,7 @@ def _try_group(
         if not ws:
             state.store.rollback()
         else:
-            for w in ws:
-                append_log(state, w)
+            append_log(state, ws)
             advance_clock(state, ws[-1])
             state.store.commit()
             state.last_ts = state.committed_ts = ts
@@ -276,24 +280,30 @@ def _try_group(
     return None
 
 
-def append_log(state: ServerState, w: Write) -> None:
-    """Append the write's row changes to the tables' change logs at `w.ts` (inside the
-    transaction, so they commit with the rows). COPY logged its rows already
-    (`statements.copy`)."""
-    for name, delta in w.deltas.items():
-        if name not in w.tables:
-            continue
-        batch = [(row, d) for row, d in delta.items() if d]
-        if batch:
-            state.store.append_log(w.tables[name], w.ts, batch)
-            w.batches[name] = batch
+def append_log(state: ServerState, ws: list[Write]) -> None:
+    """Append the writes' row changes to the tables' change logs, each at its write's
+    timestamp, one statement per table (inside the transaction, so they commit with the
+    rows). COPY logged its rows already (`statements.copy`)."""
+    by_table: dict[str, list[tuple[int, Batch]]] = defaultdict(list)
+    for w in ws:
+        for name, delta in w.deltas.items():
+            if name not in w.tables:
+                continue
+            batch = [(row, d) for row, d in delta.items() if d]
+            if batch:
+                w.batches[name] = batch
+                by_table[name].append((w.ts, batch))
+    tables = ws[-1].tables
+    for name, batches in by_table.items():
+        state.store.append_log_at(tables[name], batches)
 
 
 def advance_clock(state: ServerState, w: Write) -> None:
     """Store the clock at `w.ts` (the last write of the transaction) and trim the change logs
     older than the retention horizon, inside the transaction."""
     state.store.set_meta("last_ts", w.ts)
-    state.store.set_meta("next_table_id", w.next_table_id)
+    if w.next_table_id != state.next_table_id:
+        state.store.set_meta("next_table_id", w.next_table_id)
     horizon = w.ts - state.settings.history_retention
     step = max(1, state.settings.history_retention // 10)
     if horizon - state.history_since >= step:
