@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import httpx
 from server_harness import SSE, Feed, Server, multiset
 
@@ -123,3 +126,85 @@ def test_concurrent_writers_each_keep_their_timestamp_and_atomicity(tmp_path: Pa
         _check_views(s)
     finally:
         s.stop()
+
+
+def test_a_group_commits_together_and_a_failing_request_fails_alone() -> None:
+    """In process, so the group is certain: eight requests queue while the write lock is held,
+    then one writer commits them all. The one that fails part-way leaves no trace; each other
+    has its own timestamp, in queue order, and the views' history and contents equal DuckDB
+    recomputing them as of every one of those timestamps."""
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        db.execute(
+            "CREATE TABLE t (id BIGINT PRIMARY KEY, v INTEGER);"
+            "INSERT INTO t VALUES (0, 0);"
+            "CREATE VIEW total AS SELECT count(*) AS n, sum(v) AS s FROM t;"
+            "CREATE VIEW ids AS SELECT id FROM t"
+        )
+        start = db.last_ts
+        scripts = [
+            "INSERT INTO t VALUES (1, 10)",
+            "INSERT INTO t VALUES (2, 20); UPDATE t SET v = v + 1 WHERE id = 1",
+            "INSERT INTO t VALUES (3, 30); INSERT INTO t VALUES (0, 99)",  # duplicate key
+            "DELETE FROM t WHERE id = 42",  # changes nothing: takes no timestamp
+            "UPDATE t SET v = v * 2 WHERE id = 2",
+            "INSERT INTO t VALUES (4, 40), (5, 50)",
+            "DELETE FROM t WHERE id = 0",
+            "INSERT INTO t VALUES (6, 60)",
+        ]
+        outcomes: dict[int, Any] = {}
+
+        def run(i: int) -> None:
+            try:
+                outcomes[i] = db.execute(scripts[i])
+            except Exception as e:  # noqa: BLE001 - the outcome under test
+                outcomes[i] = e
+
+        threads = []
+        with db.write_lock:
+            for i in range(len(scripts)):
+                threads.append(threading.Thread(target=run, args=(i,)))
+                threads[-1].start()
+                while len(db.write_queue) < i + 1:  # queued in this order
+                    time.sleep(0.001)
+        for t in threads:
+            t.join()
+
+        assert isinstance(outcomes[2], Exception) and "Duplicate key" in str(outcomes[2])
+        stamps = {i: o["results"][0]["timestamp"] for i, o in outcomes.items() if i != 2}
+        # One timestamp per request that changed something, in queue order; the no-op request
+        # names the state it saw (the timestamp of the request before it).
+        assert [stamps[i] for i in (0, 1, 4, 5, 6, 7)] == list(range(start + 1, start + 7))
+        assert stamps[3] == stamps[1]
+        assert db.last_ts == db.completed_ts == start + 6
+        rows = sorted(tuple(r) for r in db.query("SELECT id, v FROM t")["rows"])
+        assert rows == [(1, 11), (2, 40), (4, 40), (5, 50), (6, 60)]
+        # Each view as of each timestamp equals DuckDB over the table replayed serially.
+        replay = [
+            "INSERT INTO t VALUES (1, 10)",
+            "INSERT INTO t VALUES (2, 20); UPDATE t SET v = v + 1 WHERE id = 1",
+            "UPDATE t SET v = v * 2 WHERE id = 2",
+            "INSERT INTO t VALUES (4, 40), (5, 50)",
+            "DELETE FROM t WHERE id = 0",
+            "INSERT INTO t VALUES (6, 60)",
+        ]
+        con = duckdb.connect()
+        con.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INTEGER)")
+        con.execute("INSERT INTO t VALUES (0, 0)")
+        for k, sql in enumerate(replay, start=start + 1):
+            con.execute(sql)
+            for view, q in (
+                ("total", "SELECT count(*), sum(v) FROM t"),
+                ("ids", "SELECT id FROM t"),
+            ):
+                want = sorted(tuple(r) for r in con.execute(q).fetchall())
+                got = sorted(tuple(r) for r in db.view_rows(view, k)["rows"])
+                assert got == want, (view, k)
+            # The history holds one batch per timestamp for a view the write changed.
+            assert [t for t, _ in db.views["total"].history if t == k] == [k]
+    finally:
+        db.close()
