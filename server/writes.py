@@ -19,8 +19,8 @@ whichever writer holds the write lock next commits every queued request together
 order, each request at its own timestamp (its own change log entries, results, view history
 and feed updates); one COMMIT; one engine step for all of them (`server.publish`). Each
 request keeps its all-or-nothing: if one fails, the transaction is rolled back, that request
-is answered with its error, and the others are run again without it, so the outcome is that
-of running them one by one. No request is acknowledged before the COMMIT that holds it and
+is answered with its error, and the others are run again without it (those before it, then
+those after it), so the outcome is that of running them one by one. No request is acknowledged before the COMMIT that holds it and
 the publication of its timestamp, so nothing acknowledged is lost and reads see it.
 
 A request that changes no table, view or row takes no timestamp (feeds and `as_of` see no
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -211,21 +211,26 @@ def _write_grouped(state: ServerState, stmts: list[Statement]) -> dict[str, Any]
 
 
 def _commit_group(state: ServerState, group: list[_Request]) -> None:
-    """Commit `group` (under the write lock). A request whose statements fail is answered
-    with its error and the others are tried again without it, from scratch, so each keeps
-    its all-or-nothing: the outcome is that of running the requests one by one, in order.
-    Every request of the group is answered, whatever happens."""
-    pending = list(group)
+    """Commit `group` (under the write lock). If request i fails, it is answered with its
+    error; the requests before it (which succeeded) are run again and committed as a group,
+    then the requests after it are: so each keeps its all-or-nothing, the outcome is that of
+    running the requests one by one in order, and no request runs more than twice. Every
+    request of the group is answered, whatever happens."""
+    todo: deque[list[_Request]] = deque([list(group)])
     try:
-        while pending:
+        while todo:
+            pending = todo.popleft()
+            if not pending:
+                continue
             refused = _try_group(state, pending)
-            if refused is None:
-                return
-            i, err = refused
-            pending.pop(i).finish(error=err)
+            if refused is not None:
+                i, err = refused
+                pending[i].finish(error=err)
+                todo.appendleft(pending[i + 1 :])
+                todo.appendleft(pending[:i])
     except BaseException as e:
         err = from_duckdb(e) if isinstance(e, duckdb.Error) else e
-        for req in pending:
+        for req in group:
             if not req.done.is_set():
                 req.finish(error=err)
         if not isinstance(e, Exception):

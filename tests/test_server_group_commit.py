@@ -129,8 +129,8 @@ def test_concurrent_writers_each_keep_their_timestamp_and_atomicity(tmp_path: Pa
 
 
 def test_a_group_commits_together_and_a_failing_request_fails_alone() -> None:
-    """In process, so the group is certain: eight requests queue while the write lock is held,
-    then one writer commits them all. The one that fails part-way leaves no trace; each other
+    """In process, so the group is certain: nine requests queue while the write lock is held,
+    then one writer commits them all. The two that fail part-way leave no trace; each other
     has its own timestamp, in queue order, and the views' history and contents equal DuckDB
     recomputing them as of every one of those timestamps."""
     from server.core import Database
@@ -155,6 +155,7 @@ def test_a_group_commits_together_and_a_failing_request_fails_alone() -> None:
             "INSERT INTO t VALUES (4, 40), (5, 50)",
             "DELETE FROM t WHERE id = 0",
             "INSERT INTO t VALUES (6, 60)",
+            "INSERT INTO t VALUES (7, 70); UPDATE t SET id = 1 WHERE id = 7",  # duplicate key
         ]
         outcomes: dict[int, Any] = {}
 
@@ -174,8 +175,10 @@ def test_a_group_commits_together_and_a_failing_request_fails_alone() -> None:
         for t in threads:
             t.join()
 
-        assert isinstance(outcomes[2], Exception) and "Duplicate key" in str(outcomes[2])
-        stamps = {i: o["results"][0]["timestamp"] for i, o in outcomes.items() if i != 2}
+        for failed in (2, 8):
+            assert isinstance(outcomes[failed], Exception), outcomes[failed]
+            assert "Duplicate key" in str(outcomes[failed])
+        stamps = {i: o["results"][0]["timestamp"] for i, o in outcomes.items() if i not in (2, 8)}
         # One timestamp per request that changed something, in queue order; the no-op request
         # names the state it saw (the timestamp of the request before it).
         assert [stamps[i] for i in (0, 1, 4, 5, 6, 7)] == list(range(start + 1, start + 7))
