@@ -4,8 +4,9 @@ Starts the real server (`diffsql serve`, uvicorn on 127.0.0.1, a temporary data 
 creates a table with two views over it (an aggregate and a filter), then for each client count
 runs that many threads, each POSTing single-row INSERTs to /sql for `--seconds`. Afterwards it
 checks every acknowledged row is in the table and both views equal DuckDB recomputing them
-(via /query over the same snapshot), and prints DuckDB's own figure from the same run: single-
-row INSERT + COMMIT per second into a DuckDB file on one connection.
+(via /query over the same snapshot). It then runs the same writes in process through
+`Database.execute` (no HTTP: the server's own cost), and prints DuckDB's own figure from the
+same run: single-row INSERT + COMMIT per second into a DuckDB file on one connection.
 
     python bench/http_writes.py --seconds 5 --clients 1,8
 """
@@ -105,6 +106,51 @@ def _check(url: str, acked: list[int]) -> bool:
     return ok
 
 
+def _in_process(data_dir: Path, counts: list[int], seconds: float) -> tuple[dict[int, float], bool]:
+    """The same writes through `Database.execute` in this process (no HTTP): the server's own
+    cost per write, with 1 and N writer threads."""
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(data_dir=data_dir), InProcessExecutor())
+    rates: dict[int, float] = {}
+    try:
+        db.execute(
+            "CREATE TABLE t (id BIGINT PRIMARY KEY, k INTEGER, v INTEGER);"
+            + "".join(f"CREATE VIEW {n} AS {q};" for n, q in VIEWS.items())
+        )
+        ids = itertools.count(1)
+        acked: list[int] = []
+        for n in counts:
+            done: list[list[int]] = [[] for _ in range(n)]
+            stop = time.monotonic() + seconds
+
+            def run(i: int, done: list[list[int]] = done, stop: float = stop) -> None:
+                while time.monotonic() < stop:
+                    key = next(ids)
+                    db.execute(f"INSERT INTO t VALUES ({key}, {key % 10}, {key % 100})")
+                    done[i].append(key)
+
+            began = time.monotonic()
+            threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            rates[n] = sum(len(d) for d in done) / (time.monotonic() - began)
+            acked += [k for d in done for k in d]
+            print(f"in-process writers={n} writes_per_s={rates[n]:.0f}", flush=True)
+        ok = {r[0] for r in db.query("SELECT id FROM t")["rows"]} == set(acked)
+        for name, sql in VIEWS.items():
+            got = Counter(json.dumps(r) for r in db.view_rows(name, None)["rows"])
+            want = Counter(json.dumps(r) for r in db.query(sql)["rows"])
+            ok = ok and got == want
+    finally:
+        db.close()
+    return rates, ok
+
+
 def _duckdb_rate(path: Path, seconds: float) -> float:
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, k INTEGER, v INTEGER)")
@@ -152,9 +198,12 @@ def main(argv: list[str] | None = None) -> int:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        local, local_ok = _in_process(Path(tmp) / "local", counts, args.seconds)
+        ok = ok and local_ok
         duck = _duckdb_rate(Path(tmp) / "duck.db", min(args.seconds, 3.0))
     print(f"duckdb single-row INSERT+COMMIT per s (one connection, no views): {duck:.0f}")
     rates = " ".join(f"http_writes_per_s_{n}={results[n]:.0f}" for n in counts)
+    rates += "".join(f" in_process_writes_per_s_{n}={local[n]:.0f}" for n in counts)
     print(f"summary: {rates} duckdb_commits_per_s={duck:.0f} ok={str(ok).lower()}")
     return 0 if ok else 1
 
