@@ -12,7 +12,9 @@ by its name:
   checkpointed history, checkpoints;
 - `server.queries` — snapshot queries (`/query`, SELECT in `/sql`);
 - `server.contents` — a view's rows as of a timestamp, and change feed subscriptions;
-- `server.catalog` — table and view records, names, plans, and the metadata reads.
+- `server.catalog` — table and view records, names, plans, and the metadata reads;
+- `server.deadline` (a write's time limit) and `server.failures` (how a failed view is
+  described) serve the stages above.
 
 Invariant: there is one writer (the holder of `write_lock`); everything a reader sees changes
 only under `state_lock`, at once for a whole timestamp (see `server.state`).
