@@ -211,3 +211,46 @@ def test_a_group_commits_together_and_a_failing_request_fails_alone() -> None:
             assert [t for t, _ in db.views["total"].history if t == k] == [k]
     finally:
         db.close()
+
+
+def test_a_request_that_times_out_in_a_group_fails_alone() -> None:
+    """A request of a group that passes the write time limit is rolled back alone (408
+    `timeout`); the requests queued before and after it commit, each at its own timestamp."""
+    from server.core import Database
+    from server.errors import Timeout
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(memory=True, write_timeout=0.5), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE t (id BIGINT, v BIGINT); CREATE VIEW n AS SELECT count(*) FROM t")
+        start = db.last_ts
+        scripts = [
+            "INSERT INTO t VALUES (1, 1)",
+            "INSERT INTO t VALUES (2, 2); "
+            "INSERT INTO t SELECT 3, count(*) FROM range(1000000000) a, range(1000) b",
+            "INSERT INTO t VALUES (4, 4)",
+        ]
+        outcomes: dict[int, Any] = {}
+
+        def run(i: int) -> None:
+            try:
+                outcomes[i] = db.execute(scripts[i])
+            except Exception as e:  # noqa: BLE001 - the outcome under test
+                outcomes[i] = e
+
+        threads = []
+        with db.write_lock:
+            for i in range(len(scripts)):
+                threads.append(threading.Thread(target=run, args=(i,)))
+                threads[-1].start()
+                while len(db.write_queue) < i + 1:
+                    time.sleep(0.001)
+        for t in threads:
+            t.join()
+        assert isinstance(outcomes[1], Timeout) and outcomes[1].code == "timeout"
+        assert [outcomes[i]["results"][0]["timestamp"] for i in (0, 2)] == [start + 1, start + 2]
+        assert sorted(tuple(r) for r in db.query("SELECT * FROM t")["rows"]) == [(1, 1), (4, 4)]
+        assert db.view_rows("n", None)["rows"] == [[2]]
+    finally:
+        db.close()
