@@ -280,10 +280,19 @@ class Store:
         return [canonical(tuple(r)) for r in rows]
 
     def append_log(self, rec: TableRecord, ts: int, changes: Sequence[tuple[Row, int]]) -> None:
+        self.append_log_at(rec, [(ts, changes)])
+
+    def append_log_at(
+        self, rec: TableRecord, batches: Sequence[tuple[int, Sequence[tuple[Row, int]]]]
+    ) -> None:
+        """Append (row, diff) changes at several timestamps to `rec`'s log in one statement
+        (a group commit's writes)."""
+        changes = [c for _, b in batches for c in b]
         if not changes:
             return
         types = [c["type"] for c in rec.columns]
-        params: list[list[Any]] = [[ts] * len(changes), [d for _, d in changes]]
+        stamps = [ts for ts, b in batches for _ in b]
+        params: list[list[Any]] = [stamps, [d for _, d in changes]]
         params += [[row[i] for row, _ in changes] for i in range(len(types))]
         unnests = ["UNNEST($1::BIGINT[])", "UNNEST($2::BIGINT[])"] + [
             f"UNNEST(${i + 3}::{t}[])" for i, t in enumerate(types)

@@ -1,0 +1,301 @@
+"""The catalog: table and view records, the names they may have, and their plans.
+
+Invariants: a name names at most one table or view; names are stored lower-case, contain no
+NUL byte and are at most `MAX_NAME_LENGTH` characters; a view's record names every relation it
+reads (`dependencies`), each of which exists and was created before it (lower `seq`), so
+a table or view that another view reads cannot be dropped. The planner sees the catalog only
+through `planner_catalog`, built from the records; every plan error becomes a `SqlError` with
+the statement's line and column (`compile_statement`).
+
+This module also answers the metadata reads (`GET /tables`, `GET /views`, EXPLAIN of a view),
+which read the records under the state lock.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from typing import Any
+
+from sqlglot import exp
+
+from server.errors import ApiError, Conflict, Forbidden, NotFound, SqlError
+from server.sqltext import Statement
+from server.state import ServerState
+from server.store import TableRecord, ViewRecord
+from server.views import MaintainedView
+
+# The longest table, view or column name accepted (in characters), as in PostgreSQL's
+# NAMEDATALEN spirit but generous: a view's name must fit in a URL path.
+MAX_NAME_LENGTH = 255
+
+
+def planner() -> Any:
+    """The planner package, imported on first use (it is heavy, and the engine never needs it)."""
+    import planner
+
+    return planner
+
+
+def column_dicts(columns: Any) -> list[dict[str, Any]]:
+    """A view's columns as stored: name, type (None if the planner does not know) and
+    nullability, from the planner's column objects (or dicts, or bare names)."""
+    out = []
+    for c in columns:
+        if isinstance(c, str):
+            out.append({"name": c, "type": None, "nullable": True})
+        elif isinstance(c, dict):
+            out.append(
+                {"name": c["name"], "type": c.get("type"), "nullable": c.get("nullable", True)}
+            )
+        else:
+            out.append(
+                {
+                    "name": str(c.name),
+                    "type": getattr(c, "type", None),
+                    "nullable": bool(getattr(c, "nullable", True)),
+                }
+            )
+    return out
+
+
+def infer_type(values: list[Any]) -> str:
+    """A DuckDB type for a column of untyped values (the first non-NULL value decides)."""
+    for v in values:
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            return "BOOLEAN"
+        if isinstance(v, int):
+            return "BIGINT"
+        if isinstance(v, float):
+            return "DOUBLE"
+        if isinstance(v, decimal.Decimal):
+            return "DECIMAL(38,10)"
+        if isinstance(v, datetime.datetime):
+            return "TIMESTAMP"
+        if isinstance(v, datetime.date):
+            return "DATE"
+        return "VARCHAR"
+    return "VARCHAR"
+
+
+def planner_catalog(tables: dict[str, TableRecord], views: dict[str, ViewRecord]) -> Any:
+    """The planner's view of the catalog records."""
+    p = planner()
+
+    def cols(cs: list[dict[str, Any]]) -> list[Any]:
+        return [p.Column(c["name"], c["type"] or "VARCHAR", c["nullable"]) for c in cs]
+
+    return p.Catalog(
+        tables={
+            n: p.TableSchema(n, cols(t.columns), primary_key=list(t.primary_key))
+            for n, t in tables.items()
+        },
+        views={n: p.ViewDef(n, v.sql, cols(v.columns)) for n, v in views.items()},
+    )
+
+
+def record(view: MaintainedView) -> ViewRecord:
+    """The catalog record of a maintained view."""
+    return ViewRecord(
+        view.name, view.seq, view.sql, view.columns, view.dependencies, view.created_ts
+    )
+
+
+# ---------------------------------------------------------------------- names
+
+
+def name_of(table: exp.Expression, s: Statement) -> str:
+    """The (lower-case) name a statement gives a table or view; qualified names are refused."""
+    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
+        raise SqlError("expected a table name", line=s.line, column=s.column)
+    if table.args.get("db") or table.args.get("catalog"):
+        raise Forbidden(
+            f"qualified name {table.sql()} is not allowed", line=s.line, column=s.column
+        )
+    return str(table.name).lower()
+
+
+def check_new_name(name: str, what: str, s: Statement) -> None:
+    """Refuse a name for a new table, view or column that could not be used safely: one
+    with a NUL byte (cut short by C strings and refused in URLs) or longer than
+    `MAX_NAME_LENGTH` characters (too long to address in a URL)."""
+    if "\x00" in name:
+        raise SqlError(
+            f"{what} names cannot contain NUL bytes", code="invalid_name",
+            line=s.line, column=s.column,
+        )
+    if len(name) > MAX_NAME_LENGTH:
+        raise SqlError(
+            f"{what} name is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}",
+            code="name_too_long", line=s.line, column=s.column,
+        )
+
+
+def refuse_temporary(ast: exp.Expression, what: str, s: Statement) -> None:
+    """Every table and view is durable: a TEMP one is refused rather than silently made
+    durable."""
+    props = ast.args.get("properties")
+    if props is not None and any(
+        isinstance(p, exp.TemporaryProperty) for p in props.expressions
+    ):
+        raise SqlError(
+            f"CREATE TEMP {what} is not supported: every {what.lower()} is durable; "
+            f"use CREATE {what} (and DROP {what} when done)",
+            code="unsupported", line=s.line, column=s.column,
+        )
+
+
+def drop_targets(s: Statement) -> list[exp.Expression]:
+    """The one name a DROP statement names (CASCADE and lists are refused)."""
+    if s.ast.args.get("cascade"):
+        raise SqlError(
+            "DROP ... CASCADE is not supported; drop dependent views first", code="unsupported"
+        )
+    targets = list(s.ast.args.get("tables") or [])
+    if not targets and s.ast.this is not None:
+        targets = [s.ast.this]
+    if len(targets) != 1:
+        raise SqlError("DROP takes exactly one name", code="unsupported")
+    return targets
+
+
+def dependents(views: dict[str, ViewRecord], name: str) -> list[str]:
+    """The views that read relation `name` directly."""
+    return [v.name for v in views.values() if name in v.dependencies]
+
+
+# ---------------------------------------------------------------------- plans
+
+
+def compile_statement(
+    s: Statement,
+    name: str | None,
+    tables: dict[str, TableRecord],
+    views: dict[str, ViewRecord],
+    iteration_limit: int,
+) -> Any:
+    """Plan the view (or query) of statement `s` against a catalog of tables and views."""
+    p = planner()
+    try:
+        return p.compile_view(
+            s.text,
+            planner_catalog(tables, views),
+            name=name,
+            iteration_limit=iteration_limit,
+        )
+    except p.PlanError as e:
+        line, col = s.locate(getattr(e, "line", None), getattr(e, "column", None))
+        raise SqlError(
+            str(getattr(e, "message", None) or e),
+            code=str(getattr(e, "code", None) or "plan_error"),
+            line=line,
+            column=col,
+        ) from None
+    except ApiError:
+        raise
+    except RecursionError:
+        raise SqlError(
+            "the view is too complex: nested too deeply",
+            code="too_complex",
+            line=s.line,
+            column=s.column,
+        ) from None
+    except Exception as e:  # noqa: BLE001 - a planner bug must not take the server down
+        raise SqlError(f"cannot plan view {name!r}: {e}", code="unsupported") from None
+
+
+def explain(
+    s: Statement,
+    tables: dict[str, TableRecord],
+    views: dict[str, ViewRecord],
+    iteration_limit: int,
+) -> dict[str, Any]:
+    """EXPLAIN CREATE VIEW / EXPLAIN SELECT: the plan the view would have; nothing is
+    created."""
+    inner = s.inner
+    assert inner is not None
+    name: str | None = None
+    if inner.kind == "CREATE VIEW":
+        target = inner.ast.this
+        if isinstance(target, exp.Schema):
+            target = target.this
+        name = name_of(target, inner)
+    compiled = compile_statement(inner, name, tables, views, iteration_limit)
+    return {
+        "statement": "EXPLAIN",
+        "name": name,
+        "plan": str(compiled.explain()),
+        "view_columns": column_dicts(compiled.columns),
+        "dependencies": [str(d).lower() for d in compiled.dependencies],
+    }
+
+
+# ---------------------------------------------------------------------- metadata reads
+
+
+def table_list(state: ServerState) -> list[dict[str, Any]]:
+    with state.state_lock:
+        return [_table_info(state, n) for n in sorted(state.tables)]
+
+
+def table_info(state: ServerState, name: str) -> dict[str, Any]:
+    with state.state_lock:
+        if name.lower() not in state.tables:
+            raise NotFound(f"unknown table {name!r}", code="unknown_table")
+        return _table_info(state, name.lower())
+
+
+def _table_info(state: ServerState, name: str) -> dict[str, Any]:
+    rec = state.tables[name]
+    return {
+        "name": name,
+        "columns": rec.columns,
+        "primary_key": rec.primary_key,
+        "row_count": state.row_counts.get(name, 0),
+        "created_timestamp": rec.created_ts,
+        "timestamp": state.completed_ts,
+    }
+
+
+def view_list(state: ServerState) -> list[dict[str, Any]]:
+    with state.state_lock:
+        return [_view_info(state, n) for n in sorted(state.views)]
+
+
+def view_info(state: ServerState, name: str) -> dict[str, Any]:
+    with state.state_lock:
+        if name.lower() not in state.views:
+            raise NotFound(f"unknown view {name!r}", code="unknown_view")
+        return _view_info(state, name.lower())
+
+
+def _view_info(state: ServerState, name: str) -> dict[str, Any]:
+    v = state.views[name]
+    return {
+        "name": name,
+        "sql": v.sql,
+        "columns": v.columns,
+        "dependencies": v.dependencies,
+        "status": v.status,
+        "error": v.error,
+        "created_timestamp": v.created_ts,
+        "complete_through": v.complete_ts,
+        "history_since": v.base_ts,
+        "row_count": sum(v.contents.values()) if v.running else None,
+        "arrangements": v.arrangement_summary(),
+    }
+
+
+def explain_view(state: ServerState, name: str) -> str:
+    """The plan of an existing view, as EXPLAIN prints it."""
+    if name.lower() in state.views:
+        state.require_ready()
+    with state.state_lock:
+        v = state.views.get(name.lower())
+        if v is None:
+            raise NotFound(f"unknown view {name!r}", code="unknown_view")
+        if v.compiled is None:
+            raise Conflict(f"view {name!r} has no plan: {v.error}", code="view_failed")
+        return str(v.compiled.explain())

@@ -1,0 +1,31 @@
+"""How a view's failure is described: one error object for a view whose dataflow raised.
+
+Invariant: whatever a dataflow raises (a recursion over its iteration limit, an evaluation
+error such as an overflow, a budget overrun, an engine bug) becomes the same JSON error shape
+as every other error (`code`, `message`, `line`, `column`), with a stable `code` per cause, so
+`failed_views` in a write's response and a view's `error` read the same everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def error_json(message: str | None, code: str = "view_failed") -> dict[str, Any]:
+    """The error object of a view that failed for `message`."""
+    return {"code": code, "message": message or "failed", "line": None, "column": None}
+
+
+def failure(e: BaseException) -> dict[str, Any]:
+    """The error object of a view whose evaluation failed (anything its dataflow raised)."""
+    name = type(e).__name__
+    code = getattr(e, "code", None)
+    if not isinstance(code, str) or not code:
+        code = {
+            "IterationLimitExceeded": "iteration_limit",
+            "BudgetExceeded": "budget_exceeded",
+            "EvaluationError": "evaluation_error",
+            "DataflowPoisoned": "evaluation_error",
+        }.get(name, "evaluation_error")
+    message = str(getattr(e, "message", None) or e) or name
+    return {"code": code, "message": f"{name}: {message}", "line": None, "column": None}

@@ -1,0 +1,136 @@
+"""Hydration inside a write: computing views from the transaction's own, uncommitted state.
+
+A view created by a write is computed before COMMIT (`hydrate_new_views`), so a view that
+cannot be computed (an evaluation error, a budget overrun) rejects the whole request and
+nothing of it is applied. A SELECT inside a write that reads a view the write changed, or a
+new view over another new view, needs the view's contents after the statements so far
+(`post_contents`): those are computed in throw-away dataflows fed only through input handles.
+
+Invariants: the dataflows built here import nothing, so discarding one never disturbs another
+view; the contents computed equal the view's definition evaluated over the transaction's
+tables; a new view's hydration dataflow is kept as its permanent one only when it reads tables
+alone and no other new view reads it (`Write.reusable`), the others are built again after
+COMMIT by `server.publish`, importing what they read.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from server.errors import ApiError, Conflict, SqlError
+from server.failures import failure
+from server.state import ServerState
+from server.store import Row, Store
+from server.transaction import Write, table_input
+from server.views import Input, MaintainedView, apply_batch
+
+
+def imports_of(view: MaintainedView, views: dict[str, MaintainedView]) -> dict[str, Any]:
+    """The output arrangements of the views `view` reads, for its dataflow to import."""
+    return {d: views[d].arranged for d in view.dependencies if d in views}
+
+
+def affected(w: Write, name: str) -> bool:
+    """Whether relation `name`'s contents may differ after this request's writes."""
+    if name in w.tables:
+        return name in w.written
+    rec = w.views[name]
+    return name in w.new_views or any(affected(w, d) for d in rec.dependencies)
+
+
+def post_contents(
+    state: ServerState, w: Write, name: str, trial: dict[str, Counter[Row]]
+) -> Counter[Row]:
+    """Contents of `name` after this request's statements so far (inside the
+    transaction). Views this request changes are computed in throw-away dataflows."""
+    if name in w.tables:
+        if name not in trial:
+            trial[name] = Counter(Store.read_table(state.store.conn, name))
+        return trial[name]
+    if name in w.hydrated:
+        return w.hydrated[name].contents
+    if name in trial:
+        return trial[name]
+    rec = w.views[name]
+    if name in w.new_views:
+        compiled = w.new_views[name]
+    else:
+        existing = state.views[name]
+        if not existing.running:
+            raise Conflict(f"view {name!r} has failed: {existing.error}", code="view_failed")
+        if not affected(w, name):
+            return existing.contents  # the writer is the only mutator; no copy needed
+        compiled = existing.compiled
+    tmp = MaintainedView(
+        name, rec.sql, rec.columns, rec.dependencies, w.ts, rec.seq, compiled=compiled
+    )
+    try:
+        trial[name] = hydrate_one(state, w, tmp, trial)
+    except ApiError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the engine failed evaluating the view
+        raise _cannot_compute(name, e) from None
+    finally:
+        tmp.release()
+    return trial[name]
+
+
+def hydrate_one(
+    state: ServerState, w: Write, view: MaintainedView, trial: dict[str, Counter[Row]]
+) -> Counter[Row]:
+    """Compute `view` from the post-statement contents of what it reads, in a dataflow fed
+    through input handles only (it imports nothing, so it can be discarded freely)."""
+    inputs: dict[str, Input] = {
+        d: table_input(
+            state, w, d, lambda d=d: post_contents(state, w, d, trial).items()
+        )
+        for d in view.dependencies
+    }
+    view.build(state.executor.new_dataflow(), w.ts)
+    out = view.run_schedule([(w.ts, inputs)], w.ts)
+    acc: Counter[Row] = Counter()
+    for _, b in out.items():
+        apply_batch(acc, b)
+    return acc
+
+
+def hydrate_new_views(state: ServerState, w: Write) -> None:
+    """Compute every new view before COMMIT: a view that cannot be computed is rejected
+    with the whole request."""
+    read_by_new = {d for n in w.new_views for d in w.views[n].dependencies}
+    for name, compiled in w.new_views.items():
+        rec = w.views[name]
+        view = MaintainedView(
+            rec.name,
+            rec.sql,
+            rec.columns,
+            rec.dependencies,
+            w.ts,
+            rec.seq,
+            compiled=compiled,
+            base_ts=w.ts,
+            complete_ts=w.ts,
+        )
+        try:
+            view.contents = hydrate_one(state, w, view, w.trial)
+        except ApiError:
+            view.release()
+            raise
+        except Exception as e:  # noqa: BLE001 - engine failure: reject the view
+            view.release()
+            raise _cannot_compute(name, e) from None
+        w.hydrated[name] = view
+        if name not in read_by_new and all(d in w.tables for d in rec.dependencies):
+            w.reusable.add(name)
+        else:
+            view.release()  # built again after COMMIT, importing what it reads
+
+
+def _cannot_compute(name: str, e: Exception) -> SqlError:
+    err = failure(e)
+    return SqlError(
+        f"view {name!r} cannot be computed: {err['message']}",
+        # a budget overrun keeps its own code: the remedy (raise the budget) differs
+        code="budget_exceeded" if err["code"] == "budget_exceeded" else "view_error",
+    )

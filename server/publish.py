@@ -1,0 +1,300 @@
+"""Publishing a committed write: maintain the views at its timestamp and install the results.
+
+After COMMIT (the write is durable) the tables' changes at `ts` are fed to the dataflows of
+the views they affect, in creation (`seq`) order, so a view over a view runs after the view it
+reads; then, under the state lock, the catalog, row counts, view contents and history are
+installed, `completed_ts = ts` is set and the updates are published to subscribers.
+
+A group of writes committed together (`server.writes`, group commit) is published in one
+engine step: each view's dataflow is fed every write's changes at that write's own timestamp
+and run once; its output, history and feeds keep one batch per timestamp, exactly as if the
+writes had been published one by one (subscribers see each timestamp's update, then its
+progress). Only the last write of a group may change the catalog (groups of more than one
+write hold DML only).
+
+Invariants:
+- a view whose dataflow fails (a recursion that exceeds its iteration limit, an evaluation
+  error, anything `run_schedule` raises) is marked failed, with every view over it; the write
+  still succeeds for the tables and the other views, and its response lists the views that
+  failed. A failed view is rebuilt from the current tables (`rebuild`) at the next write that
+  changes anything it reads;
+- views this write does not touch are marked complete through `ts` before any dataflow runs,
+  so reads of them do not wait for the others;
+- readers see a timestamp's results all at once: everything is installed in one critical
+  section of the state lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from server.catalog import compile_statement
+from server.failures import error_json, failure
+from server.hydration import imports_of
+from server.sqltext import parse_statement
+from server.state import ServerState
+from server.store import Row, Store
+from server.transaction import Write, table_input
+from server.views import Batch, Input, MaintainedView, TableChange, apply_batch, consolidate
+
+log = logging.getLogger("diffsql.server")
+
+
+@dataclass
+class _Outcome:
+    """What maintaining the views at one timestamp produced, to be installed."""
+
+    # Per view, its non-empty output batches in ascending timestamp order.
+    view_batches: dict[str, list[tuple[int, Batch]]] = field(default_factory=dict)
+    failed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rebuilt: dict[str, MaintainedView] = field(default_factory=dict)
+    ran: set[str] = field(default_factory=set)  # views whose dataflow ran at ts
+
+
+def publish(state: ServerState, ws: list[Write]) -> list[list[dict[str, Any]]]:
+    """Maintain every view at the timestamps of committed writes `ws` (ascending) and install
+    the results; return, for each write, the views that failed at its timestamp (a view that
+    fails in a group is listed for each write whose changes reach it)."""
+    w = ws[-1]  # the catalog after the group
+    changes = [(x.ts, _table_batches(x)) for x in ws]
+    table_batches = {name: b for _, tb in changes for name, b in tb.items()}
+    order = sorted(w.views, key=lambda n: w.views[n].seq)
+    views: dict[str, MaintainedView] = {
+        n: w.hydrated[n] if n in w.new_views else state.views[n] for n in order
+    }
+    active, needed = _active_views(w, order, views, table_batches)
+    with state.state_lock:
+        # Views this write does not touch are complete through ts already: reads of them
+        # need not wait for the dataflows below.
+        for n, v in views.items():
+            if v.running and n not in active and n not in needed and n not in w.new_views:
+                v.complete_ts = w.ts
+    outcome = _maintain(state, w, changes, order, views, active, needed)
+    _install(state, ws, outcome)
+    failed = [{"name": n, "error": err} for n, err in outcome.failed.items()]
+    if len(ws) == 1:
+        return [failed]
+    # In a group, a failure is reported to the writes whose changes reach the view; one that
+    # none reaches (a failed view retried, a dependant of a failed view) to every write.
+    reached = [[_reaches(views, f["name"], tb) for f in failed] for _, tb in changes]
+    anyone = [any(r[i] for r in reached) for i in range(len(failed))]
+    return [
+        [f for i, f in enumerate(failed) if r[i] or not anyone[i]] for r in reached
+    ]
+
+
+def _table_batches(w: Write) -> dict[str, Input]:
+    """The tables' changes of write `w`: row batches, and the files of its bulk loads."""
+    batches: dict[str, Input] = dict(w.batches)
+    for name, files in w.loads.items():
+        batches[name] = TableChange(w.batches.get(name, []), tuple(files))
+    return batches
+
+
+def _reaches(views: dict[str, MaintainedView], name: str, changed: dict[str, Input]) -> bool:
+    """Whether changes to the tables `changed` reach view `name` (directly or through views)."""
+    deps = views[name].dependencies if name in views else []
+    return any(d in changed or (d in views and _reaches(views, d, changed)) for d in deps)
+
+
+def _active_views(
+    w: Write,
+    order: list[str],
+    views: dict[str, MaintainedView],
+    table_batches: dict[str, Input],
+) -> tuple[set[str], set[str]]:
+    """The views that must run at `w.ts` (something they read changed, or they are new) and
+    the views those read, which must be complete through `w.ts` before they run."""
+    active: set[str] = set()
+    for n in order:
+        deps = views[n].dependencies
+        if n in w.new_views or any(d in table_batches or d in active for d in deps):
+            active.add(n)
+    needed: set[str] = set()
+    stack = [d for n in active for d in views[n].dependencies if d in views]
+    while stack:
+        d = stack.pop()
+        if d not in needed:
+            needed.add(d)
+            stack.extend(x for x in views[d].dependencies if x in views)
+    return active, needed
+
+
+def _maintain(
+    state: ServerState,
+    w: Write,
+    changes: list[tuple[int, dict[str, Input]]],
+    order: list[str],
+    views: dict[str, MaintainedView],
+    active: set[str],
+    needed: set[str],
+) -> _Outcome:
+    """Run the dataflows of the views through `w.ts`, in `seq` order, each fed `changes` (the
+    tables' changes by timestamp) in one run; build new views and retried failed ones afresh
+    at `w.ts`. Nothing readers see changes here."""
+    ts = w.ts
+    out_ = _Outcome()
+    failed, rebuilt = out_.failed, out_.rebuilt
+    for n in order:
+        v = views[n]
+        bad = [d for d in v.dependencies if d in failed or (d in views and d not in rebuilt
+                                                             and not views[d].running)]
+        if bad:
+            if v.running or n in w.new_views or n in active:
+                failed[n] = error_json(f"depends on failed view {bad[0]}")
+                v.release()
+            continue
+        if n in w.reusable:
+            continue  # hydrated before COMMIT, already complete through ts
+        retry = not v.running and n in active
+        if n in w.new_views or retry or any(d in rebuilt for d in v.dependencies):
+            try:
+                rebuilt[n] = rebuild(state, w, v, views, rebuilt)
+            except Exception as e:  # noqa: BLE001 - only this view fails
+                log.warning("view %s failed at timestamp %d: %s", n, ts, e)
+                failed[n] = failure(e)
+            continue
+        if not v.running or (n not in active and n not in needed):
+            continue
+        schedule = [
+            (t, inputs)
+            for t, tb in changes
+            if (inputs := {d: tb[d] for d in v.dependencies if d in tb})
+        ]
+        try:
+            out = v.run_schedule(schedule, ts)
+        except Exception as e:  # noqa: BLE001 - only this view fails
+            log.warning("view %s failed at timestamp %d: %s", n, ts, e)
+            failed[n] = failure(e)
+            continue
+        out_.ran.add(n)
+        if batches := _by_write(out, [t for t, _ in changes]):
+            out_.view_batches[n] = batches
+    return out_
+
+
+def _by_write(out: dict[int, Batch], stamps: list[int]) -> list[tuple[int, Batch]]:
+    """A dataflow's output by time as one consolidated, non-empty batch per write's
+    timestamp: an output time counts at the first timestamp at or after it (for one write,
+    everything counts at its timestamp)."""
+    buckets: dict[int, list[tuple[Row, int]]] = {}
+    for t, batch in out.items():
+        at = next((s for s in stamps if s >= t), stamps[-1])
+        buckets.setdefault(at, []).extend(batch)
+    batches = [(t, consolidate(buckets[t])) for t in sorted(buckets)]
+    return [(t, b) for t, b in batches if b]
+
+
+def _install(state: ServerState, ws: list[Write], outcome: _Outcome) -> None:
+    """Install the writes' catalog, row counts and view results, advance the clock to the
+    last write's timestamp and publish every timestamp to subscribers, in order, all in one
+    critical section of the state lock."""
+    w = ws[-1]
+    ts = w.ts
+    trimmed = w.history_since
+    with state.state_lock:
+        state.tables = w.tables
+        for name in w.dropped_tables:
+            state.row_counts.pop(name, None)
+        for x in ws:
+            for name, delta in x.deltas.items():
+                if name in w.tables:
+                    state.row_counts[name] = state.row_counts.get(name, 0) + sum(delta.values())
+            for name, n in x.load_counts.items():
+                state.row_counts[name] = state.row_counts.get(name, 0) + n
+        for name in w.tables:
+            state.row_counts.setdefault(name, 0)
+        for name in w.dropped_views:
+            dropped = state.views.pop(name, None)
+            if dropped is not None:
+                dropped.release()
+            state.hub.end_view(name, "view_dropped", f"view {name!r} was dropped")
+        for name, view in w.hydrated.items():
+            if name in w.views:
+                state.views[name] = view
+        for name, view in outcome.rebuilt.items():
+            if name not in w.new_views:
+                log.info("view %s is running again from timestamp %d", name, ts)
+            state.views[name] = view
+        for name, batches in outcome.view_batches.items():
+            view = state.views[name]
+            for t, batch in batches:
+                apply_batch(view.contents, batch)
+                view.history.append((t, batch))
+        for name, err in outcome.failed.items():
+            view = state.views[name]
+            was_running = view.running
+            view.fail(err["message"])
+            if was_running:
+                message = f"view {name!r} failed: {err['message']}"
+                state.hub.end_view(name, "view_failed", message)
+        for name, view in state.views.items():
+            if view.running:
+                view.complete_ts = ts
+                if name in outcome.ran:
+                    view.pin_at(ts)
+            if trimmed > view.base_ts:
+                view.trim(trimmed)
+        state.history_since = trimmed
+        state.next_table_id = w.next_table_id
+        state.next_seq = w.next_seq
+        state.last_ts = ts
+        state.completed_ts = ts
+        names = list(state.views)
+        for x in ws:
+            at = {n: b for n, bs in outcome.view_batches.items() for t, b in bs if t == x.ts}
+            state.hub.publish(x.ts, at, names)
+
+
+def rebuild(
+    state: ServerState,
+    w: Write,
+    old: MaintainedView,
+    views: dict[str, MaintainedView],
+    rebuilt: dict[str, MaintainedView],
+) -> MaintainedView:
+    """Build a view afresh at `w.ts` (after COMMIT): a new view, or a failed one being
+    retried. It reads the tables' committed contents and imports the arrangements of the
+    views it reads (which are complete through ts: they come earlier in `seq` order)."""
+    ts = w.ts
+    compiled = old.compiled
+    if compiled is None:
+        earlier = {n: r for n, r in w.views.items() if w.views[n].seq < old.seq}
+        compiled = compile_statement(
+            parse_statement(old.sql), old.name, w.tables, earlier,
+            state.settings.iteration_limit,
+        )
+    view = MaintainedView(
+        old.name,
+        old.sql,
+        old.columns,
+        old.dependencies,
+        old.created_ts,
+        old.seq,
+        compiled=compiled,
+        base_ts=ts,
+        complete_ts=ts,
+    )
+    sources = {d: rebuilt.get(d) or views[d] for d in old.dependencies if d in views}
+    try:
+        view.build(state.executor.new_dataflow(), ts, imports_of(view, sources))
+        inputs = {
+            d: table_input(
+                state, w, d,
+                lambda d=d: Counter(Store.read_table(state.store.conn, d)).items(),
+            )
+            for d in view.handles
+        }
+        out = view.run_schedule([(ts, inputs)], ts)
+    except BaseException:
+        view.release()
+        raise
+    acc: Counter[Row] = Counter()
+    for b in out.values():
+        apply_batch(acc, b)
+    view.contents = acc
+    old.release()
+    return view

@@ -1,0 +1,141 @@
+"""Snapshot queries: `/query`, and SELECT and EXPLAIN in a read-only `/sql` request.
+
+A query runs in a sandboxed DuckDB (`server.sandbox`) over relations taken from one snapshot:
+DuckDB's MVCC snapshot of the tables paired with the views' contents at the same
+`completed_ts`. Invariant: the snapshot is taken under the write lock (between two writes), so
+every relation a query reads is at the same timestamp, the one its result names; reads never
+block on the engine's work except to take it (they wait for a write in progress).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from server.catalog import explain, infer_type, record
+from server.errors import Conflict, Forbidden, SqlError
+from server.sandbox import Relation, check_relations, run_query
+from server.sqltext import Statement, parse_script
+from server.state import ServerState
+from server.store import Row, Store
+from server.values import row_to_json
+
+
+def view_relation(columns: list[dict[str, Any]], contents: Counter[Row]) -> Relation:
+    """A view's contents as a relation for the sandbox (untyped columns typed by value)."""
+    rows = list(contents.elements())
+    cols = []
+    for i, c in enumerate(columns):
+        t = c["type"] or infer_type([r[i] for r in rows])
+        cols.append((c["name"], t))
+    return Relation(cols, rows)
+
+
+@contextmanager
+def snapshot(state: ServerState, names: list[str]) -> Iterator[tuple[int, dict[str, Relation]]]:
+    """Relations `names` as of one timestamp: DuckDB tables and view contents."""
+    with state.write_lock:
+        cur = state.store.cursor()
+    try:
+        with state.write_lock:
+            ts = state.completed_ts
+            cur.execute("BEGIN TRANSACTION READ ONLY")
+            cur.execute("SELECT value FROM diffsql.meta WHERE key = 'last_ts'").fetchall()
+            rels: dict[str, Relation] = {}
+            with state.state_lock:
+                for n in names:
+                    view = state.views.get(n)
+                    if view is None:
+                        continue
+                    if not view.running:
+                        raise Conflict(
+                            f"view {n!r} has failed: {view.error}", code="view_failed"
+                        )
+                    rels[n] = view_relation(view.columns, view.contents)
+                tables = {n: state.tables[n] for n in names if n in state.tables}
+        for n, rec in tables.items():
+            rels[n] = Relation(
+                [(c["name"], c["type"]) for c in rec.columns], Store.read_table(cur, n)
+            )
+        cur.execute("COMMIT")
+        yield ts, rels
+    finally:
+        cur.close()
+
+
+def run_select(state: ServerState, s: Statement, rels: dict[str, Relation]) -> dict[str, Any]:
+    """Run SELECT `s` over `rels` in the sandbox, under the query limits."""
+    settings = state.settings
+    res = run_query(
+        s.text,
+        rels,
+        timeout=settings.query_timeout,
+        memory_limit=settings.query_memory_limit,
+        max_rows=settings.max_result_rows,
+        max_bytes=settings.max_result_bytes,
+        line=s.line,
+        column=s.column,
+    )
+    return {
+        "statement": "SELECT",
+        "columns": res.columns,
+        "rows": [row_to_json(r) for r in res.rows],
+        "rowcount": len(res.rows),
+    }
+
+
+def read_many(state: ServerState, stmts: list[Statement]) -> list[dict[str, Any]]:
+    """A read-only request: SELECTs over one snapshot, and EXPLAINs."""
+    with state.state_lock:
+        tables = dict(state.tables)
+        records = {n: record(v) for n, v in state.views.items()}
+    selects = iter(select_many(state, [s for s in stmts if s.kind == "SELECT"]))
+    limit = state.settings.iteration_limit
+    return [
+        next(selects) if s.kind == "SELECT" else explain(s, tables, records, limit)
+        for s in stmts
+    ]
+
+
+def select_many(state: ServerState, stmts: list[Statement]) -> list[dict[str, Any]]:
+    """Run SELECTs over one snapshot."""
+    if not stmts:
+        return []
+    with state.state_lock:
+        known = list(state.tables) + list(state.views)
+    used_by = [check_relations(s.ast, known, line=s.line, column=s.column) for s in stmts]
+    names = sorted({n for used in used_by for n in used})
+    out: list[dict[str, Any]] = []
+    with snapshot(state, names) as (ts, rels):
+        for s, used in zip(stmts, used_by, strict=True):
+            res = run_select(state, s, {n: rels[n] for n in used})
+            out.append({**res, "timestamp": ts})
+    return out
+
+
+def query(state: ServerState, sql: str) -> dict[str, Any]:
+    """POST /query: one read-only SELECT over a consistent snapshot."""
+    try:
+        stmts = parse_script(sql, 1) if sql.strip() else []
+    except SqlError as e:
+        if e.code != "unsupported":
+            raise
+        raise Forbidden(
+            "only a single read-only SELECT is allowed in /query: " + e.message,
+            line=e.line,
+            column=e.column,
+        ) from None
+    if len(stmts) != 1:
+        raise SqlError("expected exactly one SELECT statement", code="syntax_error")
+    s = stmts[0]
+    if s.kind != "SELECT":
+        raise Forbidden(
+            f"{s.kind} is not allowed in a read-only query; use POST /sql",
+            line=s.line,
+            column=s.column,
+        )
+    state.require_ready()
+    r = select_many(state, [s])[0]
+    return {"columns": r["columns"], "rows": r["rows"], "timestamp": r["timestamp"]}

@@ -1,0 +1,391 @@
+"""The statements of a write, each applied inside the write's DuckDB transaction.
+
+`apply` runs one statement of a write request against the `Write` (see `server.transaction`):
+DDL (CREATE/DROP TABLE/VIEW) changes the write's provisional catalog and the store's catalog
+tables; DML (INSERT/UPDATE/DELETE) runs in DuckDB with RETURNING, so the rows each statement
+changed are captured as a delta of the table; COPY reads the file as Arrow (`server.bulkload`),
+lets DuckDB cast and store the rows, logs them and writes the rows as stored to a Parquet file
+that views are fed after COMMIT (`Write.loads`). A SELECT inside a write reads the state after
+the statements before it.
+
+Invariant: a statement changes only the write's transaction and the `Write`; an error in any of
+them raises (with the statement's line and column) and the caller rolls everything back.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from engine.canonical import canonical
+from server import bulkload
+from server.catalog import (
+    check_new_name,
+    column_dicts,
+    compile_statement,
+    dependents,
+    drop_targets,
+    name_of,
+    refuse_temporary,
+)
+from server.errors import ApiError, Conflict, NotFound, SqlError, from_duckdb
+from server.hydration import post_contents
+from server.queries import run_select, view_relation
+from server.sandbox import Relation, check_relations
+from server.sqltext import Statement
+from server.state import ServerState
+from server.store import Store, TableRecord, ViewRecord
+from server.transaction import Write, load_file
+from server.values import normalize_type, quote_ident
+
+
+def apply(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
+    """Apply write statement `s` (not a SELECT or EXPLAIN) to `w`; return its result."""
+    handler = {
+        "CREATE TABLE": create_table,
+        "DROP TABLE": drop_table,
+        "CREATE VIEW": create_view,
+        "DROP VIEW": drop_view,
+        "INSERT": dml,
+        "UPDATE": dml,
+        "DELETE": dml,
+        "COPY": copy,
+    }[s.kind]
+    try:
+        return handler(state, w, s)
+    except ApiError as e:
+        if e.line is None:
+            e.line, e.column = s.line, s.column
+        raise
+    except duckdb.Error as e:
+        raise from_duckdb(e, line=s.line, column=s.column) from None
+
+
+# ---------------------------------------------------------------------- DDL
+
+
+def create_table(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
+    ast = s.ast
+    if ast.expression is not None:
+        raise SqlError("CREATE TABLE ... AS SELECT is not supported", code="unsupported")
+    if ast.args.get("replace"):
+        raise SqlError("CREATE OR REPLACE TABLE is not supported", code="unsupported")
+    refuse_temporary(ast, "TABLE", s)
+    schema = ast.this
+    if not isinstance(schema, exp.Schema):
+        raise SqlError("CREATE TABLE needs a column list", code="syntax_error")
+    name = name_of(schema.this, s)
+    check_new_name(name, "table", s)
+    if name in w.tables or name in w.views:
+        if ast.args.get("exists") and name in w.tables:
+            return {"statement": "CREATE TABLE", "name": name, "created": False}
+        kind = "table" if name in w.tables else "view"
+        raise Conflict(f"a {kind} named {name!r} already exists", code="already_exists")
+    columns: list[dict[str, Any]] = []
+    pk: list[str] = []
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            cname = str(item.name).lower()  # names are case-insensitive; stored lower-case
+            check_new_name(cname, "column", s)
+            if any(c["name"] == cname for c in columns):
+                raise SqlError(f"duplicate column {cname!r}", code="duplicate_column")
+            kind = item.args.get("kind")
+            if kind is None:
+                raise SqlError(f"column {cname!r} needs a type", code="syntax_error")
+            col = {"name": cname, "type": normalize_type(kind.sql("duckdb")), "nullable": True}
+            for con in item.args.get("constraints") or []:
+                ck = con.args.get("kind")
+                if isinstance(ck, exp.NotNullColumnConstraint) and not ck.args.get(
+                    "allow_null"
+                ):
+                    col["nullable"] = False
+                elif isinstance(ck, exp.PrimaryKeyColumnConstraint):
+                    if pk:
+                        raise SqlError("more than one PRIMARY KEY", code="syntax_error")
+                    pk.append(cname)
+                else:
+                    raise SqlError(
+                        f"unsupported column constraint {con.sql('duckdb')!r}; "
+                        "supported: NOT NULL, PRIMARY KEY",
+                        code="unsupported",
+                    )
+            columns.append(col)
+        elif isinstance(item, exp.PrimaryKey):
+            if pk:
+                raise SqlError("more than one PRIMARY KEY", code="syntax_error")
+            pk = [str(e.name).lower() for e in item.expressions]
+        else:
+            raise SqlError(
+                f"unsupported table element {item.sql('duckdb')!r}", code="unsupported"
+            )
+    if not columns:
+        raise SqlError("a table needs at least one column", code="syntax_error")
+    by_lower = {c["name"].lower(): c for c in columns}
+    for k in pk:
+        if k.lower() not in by_lower:
+            raise SqlError(f"PRIMARY KEY column {k!r} is not a column", code="unknown_column")
+        by_lower[k.lower()]["nullable"] = False
+    pk = [by_lower[k.lower()]["name"] for k in pk]
+    rec = TableRecord(name, w.next_table_id, columns, pk, w.ts)
+    w.next_table_id += 1
+    state.store.create_table(rec)
+    w.tables[name] = rec
+    return {"statement": "CREATE TABLE", "name": name, "created": True}
+
+
+def drop_table(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
+    name = name_of(drop_targets(s)[0], s)
+    if name not in w.tables:
+        if name in w.views:
+            raise SqlError(f"{name!r} is a view; use DROP VIEW", code="wrong_object_type")
+        if s.ast.args.get("exists"):
+            return {"statement": "DROP TABLE", "name": name, "dropped": False}
+        raise SqlError(f"unknown table {name!r}", code="unknown_table")
+    deps = dependents(w.views, name)
+    if deps:
+        raise Conflict(
+            f"cannot drop table {name!r}: views {', '.join(deps)} depend on it",
+            code="dependent_objects",
+        )
+    state.store.drop_table(w.tables.pop(name))
+    w.deltas.pop(name, None)
+    w.loads.pop(name, None)
+    w.load_counts.pop(name, None)
+    w.written.discard(name)
+    w.dropped_tables.append(name)
+    return {"statement": "DROP TABLE", "name": name, "dropped": True}
+
+
+def create_view(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
+    """Plan the view and record it; it is computed (hydrated) before COMMIT by
+    `server.hydration.hydrate_new_views`."""
+    ast = s.ast
+    if ast.args.get("replace"):
+        raise SqlError("CREATE OR REPLACE VIEW is not supported", code="unsupported")
+    refuse_temporary(ast, "VIEW", s)
+    target = ast.this
+    if isinstance(target, exp.Schema):  # CREATE VIEW v(c1, c2): the planner renames
+        target = target.this
+    name = name_of(target, s)
+    check_new_name(name, "view", s)
+    if name in w.tables or name in w.views:
+        if ast.args.get("exists") and name in w.views:
+            return {"statement": "CREATE VIEW", "name": name, "created": False}
+        kind = "table" if name in w.tables else "view"
+        raise Conflict(f"a {kind} named {name!r} already exists", code="already_exists")
+    compiled = compile_statement(s, name, w.tables, w.views, state.settings.iteration_limit)
+    deps = [str(d).lower() for d in compiled.dependencies]
+    for d in deps:
+        if d not in w.tables and d not in w.views:
+            raise SqlError(f"unknown table or view {d!r}", code="unknown_table")
+    rec = ViewRecord(name, w.next_seq, s.text, column_dicts(compiled.columns), deps, w.ts)
+    w.next_seq += 1
+    state.store.create_view(rec)
+    w.views[name] = rec
+    w.new_views[name] = compiled
+    return {"statement": "CREATE VIEW", "name": name, "created": True}
+
+
+def drop_view(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
+    name = name_of(drop_targets(s)[0], s)
+    if name not in w.views:
+        if name in w.tables:
+            raise SqlError(f"{name!r} is a table; use DROP TABLE", code="wrong_object_type")
+        if s.ast.args.get("exists"):
+            return {"statement": "DROP VIEW", "name": name, "dropped": False}
+        raise NotFound(f"unknown view {name!r}", code="unknown_view", status=400)
+    deps = dependents(w.views, name)
+    if deps:
+        raise Conflict(
+            f"cannot drop view {name!r}: views {', '.join(deps)} depend on it",
+            code="dependent_objects",
+        )
+    del w.views[name]
+    state.store.drop_view(name)
+    if name in w.new_views:
+        del w.new_views[name]
+    else:
+        w.dropped_views.append(name)
+    return {"statement": "DROP VIEW", "name": name, "dropped": True}
+
+
+# ---------------------------------------------------------------------- DML
+
+
+def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
+    """INSERT, UPDATE or DELETE: run in DuckDB, the changed rows captured with RETURNING
+    into the table's delta (an UPDATE also reads the old rows it matches first)."""
+    ast = s.ast
+    target = ast.this.this if isinstance(ast.this, exp.Schema) else ast.this
+    name = name_of(target, s)
+    if name in w.views:
+        raise SqlError(f"{name!r} is a view; views are read-only", code="read_only_view")
+    if name not in w.tables:
+        raise SqlError(f"unknown table {name!r}", code="unknown_table")
+    if ast.args.get("returning"):
+        raise SqlError("RETURNING is not supported", code="unsupported")
+    if isinstance(ast, exp.Insert):
+        conflict = ast.args.get("conflict")
+        if ast.args.get("alternative") or (
+            conflict is not None
+            and not conflict.args.get("doing_nothing")
+            and "NOTHING" not in conflict.sql("duckdb").upper()
+        ):
+            raise SqlError(
+                "INSERT OR REPLACE / ON CONFLICT DO UPDATE is not supported; "
+                "use UPDATE, or ON CONFLICT DO NOTHING",
+                code="unsupported",
+            )
+    used = check_relations(
+        ast,
+        list(w.tables) + list(w.views),
+        root_allowed=(type(ast),),
+        line=s.line,
+        column=s.column,
+    )
+    read_views = [u for u in used if u in w.views]
+    if read_views:
+        raise SqlError(
+            f"reading views ({', '.join(read_views)}) inside {s.kind} is not supported; "
+            "read the view in a separate request",
+            code="unsupported",
+        )
+    con = state.store.conn
+    delta = w.deltas[name]
+    returning = exp.Returning(expressions=[exp.Star()])
+    if s.kind == "UPDATE":
+        alias = target.alias_or_name
+        old_q = f"SELECT {quote_ident(alias)}.rowid FROM {target.sql('duckdb')}"
+        with_ = ast.args.get("with_") or ast.args.get("with")
+        if with_ is not None:  # the FROM and WHERE may name its CTEs
+            old_q = f"{with_.sql('duckdb')} {old_q}"
+        frm = ast.args.get("from_") or ast.args.get("from")
+        if frm is not None:
+            old_q += f", {frm.this.sql('duckdb')}"
+        where = ast.args.get("where")
+        if where is not None:
+            old_q += f" WHERE {where.this.sql('duckdb')}"
+        old = con.execute(
+            f"SELECT * FROM main.{quote_ident(name)} WHERE rowid IN ({old_q})"
+        ).fetchall()
+        stmt = ast.copy()
+        stmt.set("returning", returning)
+        new = con.execute(stmt.sql("duckdb")).fetchall()
+        for r in old:
+            delta[canonical(tuple(r))] -= 1
+        for r in new:
+            delta[canonical(tuple(r))] += 1
+        count = len(new)
+    else:
+        stmt = ast.copy()
+        stmt.set("returning", returning)
+        rows = con.execute(stmt.sql("duckdb")).fetchall()
+        sign = 1 if s.kind == "INSERT" else -1
+        for r in rows:
+            delta[canonical(tuple(r))] += sign
+        count = len(rows)
+    w.written.add(name)
+    return {"statement": s.kind, "rowcount": count}
+
+
+# ---------------------------------------------------------------------- COPY
+
+
+def copy(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
+    """COPY <table> [(columns)] FROM '<path>' [(options)]: a bulk load. The rows go from the
+    file (as Arrow) into DuckDB and its change log; views are fed the Parquet file of the rows
+    as stored after COMMIT, so the rows of a load never pass through this process one by one."""
+    ast = s.ast
+    if not ast.args.get("kind"):
+        raise SqlError(
+            "COPY ... TO is not supported: the server writes no files; read a view with "
+            "GET /views/{name}/rows or query with POST /query",
+            code="unsupported",
+        )
+    target = ast.this
+    listed: list[str] | None = None
+    if isinstance(target, exp.Schema):
+        listed = [str(e.name).lower() for e in target.expressions]
+        target = target.this
+    name = name_of(target, s)
+    if name in w.views:
+        raise SqlError(f"{name!r} is a view; views are read-only", code="read_only_view")
+    if name not in w.tables:
+        raise SqlError(f"unknown table {name!r}", code="unknown_table")
+    spec = bulkload.parse_copy(ast)
+    if state.import_root is None:
+        raise ApiError(
+            "COPY FROM is disabled: the server has no import directory (it keeps no data "
+            "directory); start it with --import-dir",
+            code="import_disabled",
+            status=403,
+        )
+    master = state.settings.spark_master or "local"
+    if state.settings.executor == "spark" and state.own_loads and not master.startswith("local"):
+        # Load files would sit on this host's disk, where the cluster's workers cannot read
+        # them after COMMIT: refuse before anything is applied.
+        raise ApiError(
+            "COPY FROM on a Spark cluster needs a data directory the workers share (the "
+            "server keeps none: it runs with --memory)",
+            code="import_disabled",
+            status=403,
+        )
+    rec = w.tables[name]
+    names = [c["name"] for c in rec.columns]
+    columns = listed if listed is not None else names
+    for c in columns:
+        if c not in names:
+            raise SqlError(f"table {name!r} has no column {c!r}", code="unknown_column")
+    if len(set(columns)) != len(columns):
+        raise SqlError("a column is named twice in the COPY column list",
+                       code="duplicate_column")
+    stored = []
+    for path in bulkload.resolve_paths(state.import_root, spec.path):
+        data = bulkload.read_file(spec, path, state.import_root)
+        shown = os.path.relpath(path, state.import_root)
+        if data.num_columns == 0 and data.num_rows == 0:
+            continue  # an empty CSV file
+        if data.num_columns != len(columns):
+            raise SqlError(
+                f"{shown!r} has {data.num_columns} columns but COPY into {name!r} expects "
+                f"{len(columns)} ({', '.join(columns)}); columns match by position",
+                code="column_count_mismatch",
+            )
+        if data.num_rows == 0:
+            continue
+        try:
+            stored.append(state.store.insert_arrow(rec, data, columns))
+        except duckdb.Error as e:
+            err = from_duckdb(e, line=s.line, column=s.column)
+            err.message = f"COPY {name} from {shown!r}: {err.message}"
+            raise err from None
+    count = sum(t.num_rows for t in stored)
+    if count:
+        import pyarrow as pa
+
+        rows = pa.concat_tables(stored) if len(stored) > 1 else stored[0]
+        state.store.append_log_arrow(rec, w.ts, rows)
+        w.loads[name].append(load_file(state, w, rec, rows))
+        w.load_counts[name] += count
+        w.written.add(name)
+    return {"statement": "COPY", "rowcount": count}
+
+
+# ---------------------------------------------------------------------- SELECT
+
+
+def select_in_write(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
+    """A SELECT of a write request, over the state after the statements before it (inside
+    the transaction: an error in it rolls back the whole request)."""
+    used = check_relations(s.ast, list(w.tables) + list(w.views), line=s.line, column=s.column)
+    rels: dict[str, Relation] = {}
+    for u in used:
+        if u in w.tables:
+            cols = [(c["name"], c["type"]) for c in w.tables[u].columns]
+            rels[u] = Relation(cols, Store.read_table(state.store.conn, u))
+        else:
+            rels[u] = view_relation(w.views[u].columns, post_contents(state, w, u, w.trial))
+    return run_select(state, s, rels)

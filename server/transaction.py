@@ -1,0 +1,121 @@
+"""One write's transaction: its provisional catalog and row changes, its files, its deadline.
+
+A `Write` is everything a write request has done inside its DuckDB transaction and not yet
+published: the catalog as its statements left it, the row deltas each table received (captured
+with RETURNING), the bulk loads it wrote, the views it created. Invariant: nothing in a `Write`
+is visible to any reader until `server.publish` installs it after COMMIT; on rollback it is
+simply discarded (with the dataflows it built released and the files it made deleted), so the
+server's state is exactly as before the request.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.sources import FileSource
+from server.catalog import record
+from server.state import ServerState
+from server.store import Row, TableRecord, ViewRecord
+from server.views import Batch, Input, MaintainedView
+
+
+@dataclass
+class Write:
+    """Provisional state of one write request (discarded on rollback)."""
+
+    ts: int
+    tables: dict[str, TableRecord]
+    views: dict[str, ViewRecord]
+    next_table_id: int
+    next_seq: int
+    history_since: int
+    deltas: dict[str, Counter[Row]] = field(default_factory=lambda: defaultdict(Counter))
+    new_views: dict[str, Any] = field(default_factory=dict)  # name -> compiled
+    hydrated: dict[str, MaintainedView] = field(default_factory=dict)
+    dropped_views: list[str] = field(default_factory=list)
+    dropped_tables: list[str] = field(default_factory=list)
+    written: set[str] = field(default_factory=set)
+    batches: dict[str, Batch] = field(default_factory=dict)
+    # Contents after the statements so far (tables read in the transaction, views computed in
+    # throw-away dataflows); reset by every write statement.
+    trial: dict[str, Counter[Row]] = field(default_factory=dict)
+    # New views whose hydration dataflow becomes their permanent one (they read only tables
+    # and no other new view reads them); the others are built again after COMMIT.
+    reusable: set[str] = field(default_factory=set)
+    # Bulk loads: per table, the Parquet files of rows it loaded (at ts, diff +1) and how many.
+    loads: dict[str, list[FileSource]] = field(default_factory=lambda: defaultdict(list))
+    load_counts: Counter[str] = field(default_factory=Counter)
+    # Parquet snapshots of loaded tables, for views built in this write; reset like `trial`.
+    snapshots: dict[str, Input] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)  # every file this write made
+
+    @classmethod
+    def begin(cls, state: ServerState, ts: int | None = None) -> Write:
+        """A write at timestamp `ts` (default: the next one), starting from the server's
+        current catalog (called under the write lock)."""
+        return cls(
+            ts=state.last_ts + 1 if ts is None else ts,
+            tables=dict(state.tables),
+            views={n: record(v) for n, v in state.views.items()},
+            next_table_id=state.next_table_id,
+            next_seq=state.next_seq,
+            history_since=state.history_since,
+        )
+
+    def changes_nothing(self, state: ServerState) -> bool:
+        """Whether the statements so far changed no catalog entry and no row."""
+        return (
+            self.tables.keys() == state.tables.keys()
+            and all(self.tables[n] is state.tables[n] for n in self.tables)
+            and self.views.keys() == state.views.keys()
+            and not self.new_views
+            and not self.dropped_views
+            and not self.dropped_tables
+            and not any(self.load_counts.values())
+            and not any(d for delta in self.deltas.values() for d in delta.values())
+        )
+
+    def release(self) -> None:
+        """Release the dataflows this write built (on rollback)."""
+        for view in self.hydrated.values():
+            view.release()
+
+    def delete_files(self) -> None:
+        """Delete every file this write made. Called when the write is over: every dataflow
+        that reads a load file has run (or was dropped), so its rows are in the store, its
+        log, and the views' arrangements."""
+        for path in self.files:
+            path.unlink(missing_ok=True)
+
+
+def load_file(state: ServerState, w: Write, rec: TableRecord, rows: Any) -> FileSource:
+    """Write Arrow table `rows` (typed as the store holds `rec`'s rows) to a Parquet file
+    that dataflows load. Columns are named c0..cn-1: any table column name is safe there,
+    and Spark reads them back by position and type, not by a name it might misparse."""
+    import pyarrow.parquet as pq
+
+    names = tuple(f"c{i}" for i in range(len(rec.columns)))
+    path = state.loads_dir / f"{w.ts}-{rec.table_id}-{next(state.load_seq)}.parquet"
+    w.files.append(path)  # deleted when the write is over, even if writing it failed
+    pq.write_table(rows.rename_columns(list(names)), path)
+    return FileSource((str(path),), "parquet", columns=names)
+
+
+def table_input(
+    state: ServerState, w: Write, name: str, rows: Callable[[], Iterable[tuple[Row, int]]]
+) -> Input:
+    """The contents of relation `name` (in this write's transaction), as an input of a
+    view built in this write: a Parquet snapshot when `name` is a table the write
+    bulk-loaded (so, on Spark, its rows never pass through this process), else `rows()`."""
+    if name not in w.loads:
+        return list(rows())
+    src = w.snapshots.get(name)
+    if src is None:
+        table = state.store.read_arrow(name)
+        src = load_file(state, w, w.tables[name], table) if table.num_rows else []
+        w.snapshots[name] = src
+    return src

@@ -1,0 +1,316 @@
+"""The write path: parse -> DuckDB transaction -> change log -> COMMIT -> engine -> publish.
+
+A write request is one step of the server's clock. `write` reads top to bottom:
+1. under the write lock, `Write.begin` takes the next timestamp `ts` and the current catalog;
+2. `store.begin()`; each statement is applied inside the DuckDB transaction
+   (`server.statements`), capturing each statement's row deltas with RETURNING; a SELECT sees
+   the statements before it;
+3. new views are computed against the transaction's own, uncommitted state
+   (`server.hydration`);
+4. the deltas are appended to the change log (`append_log`) and the transaction COMMITs.
+   Any error before COMMIT rolls everything back: nothing of the request is applied;
+5. after COMMIT (the write is durable) every affected view's dataflow runs at epoch `ts` and
+   the results are installed and published (`server.publish`). The request is acknowledged
+   after that, so a later read sees the write (read-your-writes).
+
+Group commit: a request made only of INSERT, UPDATE and DELETE statements is queued, and
+whichever writer holds the write lock next commits every queued request together
+(`_commit_group`): one DuckDB transaction in which each request's statements run in arrival
+order, each request at its own timestamp (its own change log entries, results, view history
+and feed updates); one COMMIT; one engine step for all of them (`server.publish`). Each
+request keeps its all-or-nothing: if one fails, the transaction is rolled back, that request
+is answered with its error, and the others are run again without it (those before it, then
+those after it), so the outcome is that of running them one by one. No request is acknowledged before the COMMIT that holds it and
+the publication of its timestamp, so nothing acknowledged is lost and reads see it.
+
+A request that changes no table, view or row takes no timestamp (feeds and `as_of` see no
+empty epochs). A write's statements run under a `Deadline` (`server.deadline`): past
+`write_timeout` the write is rolled back (408 `timeout`). Every `checkpoint_interval`
+timestamps the writer checkpoints the views' history (`server.recovery.checkpoint`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from server.catalog import explain
+from server.deadline import Deadline
+from server.errors import Timeout, from_duckdb
+from server.failures import error_json
+from server.hydration import hydrate_new_views
+from server.publish import publish
+from server.recovery import checkpoint, reload
+from server.sqltext import Statement
+from server.state import ServerState
+from server.statements import apply, select_in_write
+from server.transaction import Write
+from server.views import Batch
+
+log = logging.getLogger("diffsql.server")
+
+
+# Requests made only of these statements may be committed in a group with others.
+GROUPABLE = frozenset({"INSERT", "UPDATE", "DELETE"})
+# The most requests one group commits (a bound on the work a leader does for others).
+MAX_GROUP = 256
+
+
+def write(state: ServerState, stmts: list[Statement]) -> dict[str, Any]:
+    """Run the statements of one write request; all its writes commit atomically at one
+    timestamp. Returns {"results": [...], "failed_views": [...]}: the views whose evaluation
+    failed at this write (the write itself is committed)."""
+    state.require_ready()
+    if all(s.kind in GROUPABLE for s in stmts):
+        return _write_grouped(state, stmts)
+    with state.write_lock:
+        w = Write.begin(state)
+        try:
+            out = _transact(state, w, stmts)
+            _maybe_checkpoint(state)
+            return out
+        finally:
+            w.delete_files()
+
+
+def _transact(state: ServerState, w: Write, stmts: list[Statement]) -> dict[str, Any]:
+    """`write` under the write lock: the transaction, then maintaining the views."""
+    deadline = state.watchdog.arm(state.settings.write_timeout, state.store.conn.interrupt)
+    state.store.begin()
+    try:
+        results = _statements(state, w, stmts, deadline)
+        if w.changes_nothing(state):
+            # A request that changes no table, view or row (`CREATE TABLE IF NOT EXISTS`
+            # on an existing table, a DELETE that matches nothing) is not a transaction
+            # of the history: it takes no timestamp, so feeds and `as_of` see no empty
+            # epochs. Its results name the state it saw, the latest committed timestamp.
+            deadline.disarm()
+            state.store.rollback()
+            w.release()
+            for r in results:
+                r["timestamp"] = state.last_ts
+            return {"results": results, "failed_views": []}
+        hydrate_new_views(state, w)
+        append_log(state, [w])
+        advance_clock(state, w)
+        deadline.disarm()  # from here on the write commits, however long it takes
+        deadline.check()
+        state.store.commit()
+        state.last_ts = state.committed_ts = w.ts
+    except BaseException as e:
+        deadline.disarm()
+        state.store.rollback()
+        w.release()
+        err = _rolled_back(state, e, deadline)
+        if err is e:
+            raise
+        raise err from None
+    failed = _publish(state, [w])[0]
+    for r in results:
+        r["timestamp"] = w.ts
+    return {"results": results, "failed_views": failed}
+
+
+def _statements(
+    state: ServerState, w: Write, stmts: list[Statement], deadline: Deadline
+) -> list[dict[str, Any]]:
+    """Apply a request's statements to `w` inside the open transaction; their results."""
+    results: list[dict[str, Any]] = []
+    for s in stmts:
+        deadline.check()
+        if s.kind == "SELECT":
+            # Inside the transaction: it sees this request's own writes, and an
+            # error in it rolls back the whole request.
+            results.append(select_in_write(state, w, s))
+        elif s.kind == "EXPLAIN":
+            results.append(explain(s, w.tables, w.views, state.settings.iteration_limit))
+        else:
+            results.append(apply(state, w, s))
+            w.trial = {}
+            w.snapshots = {}
+    deadline.check()
+    return results
+
+
+def _rolled_back(state: ServerState, e: BaseException, deadline: Deadline) -> BaseException:
+    """The error to answer a rolled-back request with, for what its transaction raised."""
+    if deadline.fired:
+        # Whatever the interrupted statement raised, the cause is the time limit.
+        return Timeout(
+            f"the write exceeded the time limit of {state.settings.write_timeout:g}s "
+            "(--write-timeout) and was rolled back; nothing was applied",
+            code="timeout",
+        )
+    if isinstance(e, duckdb.Error):
+        return from_duckdb(e)
+    return e
+
+
+def _publish(state: ServerState, ws: list[Write]) -> list[list[dict[str, Any]]]:
+    """`publish` the committed writes `ws`; for each, the views that failed at it."""
+    try:
+        return publish(state, ws)
+    except Exception:  # a bug after COMMIT: rebuild everything from the durable store
+        log.exception("maintaining views at timestamp %d failed; reloading", ws[-1].ts)
+        reload(state)
+        with state.state_lock:
+            failed = [
+                {"name": n, "error": error_json(v.error)}
+                for n, v in sorted(state.views.items())
+                if not v.running
+            ]
+        return [failed for _ in ws]
+
+
+def _maybe_checkpoint(state: ServerState) -> None:
+    if state.last_ts - state.checkpoint_ts >= state.settings.checkpoint_interval:
+        checkpoint(state)
+
+
+# ---------------------------------------------------------------------- group commit
+
+
+@dataclass(eq=False)
+class _Request:
+    """A DML request waiting to be committed by whichever writer leads its group."""
+
+    stmts: list[Statement]
+    done: threading.Event = field(default_factory=threading.Event)
+    result: dict[str, Any] | None = None
+    error: BaseException | None = None
+
+    def finish(
+        self, result: dict[str, Any] | None = None, error: BaseException | None = None
+    ) -> None:
+        self.result, self.error = result, error
+        self.done.set()
+
+
+def _write_grouped(state: ServerState, stmts: list[Statement]) -> dict[str, Any]:
+    """Group commit: queue the request; whoever holds the write lock next (its own thread,
+    or one that queued earlier) commits every queued request together (`_commit_group`)."""
+    req = _Request(stmts)
+    with state.queue_lock:
+        state.write_queue.append(req)
+    with state.write_lock:
+        while not req.done.is_set():
+            with state.queue_lock:
+                group = state.write_queue[:MAX_GROUP]
+                del state.write_queue[:MAX_GROUP]
+            _commit_group(state, group)
+            _maybe_checkpoint(state)
+    if req.error is not None:
+        raise req.error
+    assert req.result is not None
+    return req.result
+
+
+def _commit_group(state: ServerState, group: list[_Request]) -> None:
+    """Commit `group` (under the write lock). If request i fails, it is answered with its
+    error; the requests before it (which succeeded) are run again and committed as a group,
+    then the requests after it are: so each keeps its all-or-nothing, the outcome is that of
+    running the requests one by one in order, and no request runs more than twice. Every
+    request of the group is answered, whatever happens."""
+    todo: deque[list[_Request]] = deque([list(group)])
+    try:
+        while todo:
+            pending = todo.popleft()
+            if not pending:
+                continue
+            refused = _try_group(state, pending)
+            if refused is not None:
+                i, err = refused
+                pending[i].finish(error=err)
+                todo.appendleft(pending[i + 1 :])
+                todo.appendleft(pending[:i])
+    except BaseException as e:
+        err = from_duckdb(e) if isinstance(e, duckdb.Error) else e
+        for req in group:
+            if not req.done.is_set():
+                req.finish(error=err)
+        if not isinstance(e, Exception):
+            raise
+
+
+def _try_group(
+    state: ServerState, pending: list[_Request]
+) -> tuple[int, BaseException] | None:
+    """Run every request of `pending` in one DuckDB transaction, each at its own next
+    timestamp, COMMIT once and publish once, then answer them. If request i fails, roll back
+    and return (i, its error): nothing of the group is applied."""
+    ws: list[Write] = []
+    answers: list[tuple[_Request, list[dict[str, Any]], Write | None, int]] = []
+    ts = state.last_ts
+    state.store.begin()
+    try:
+        for i, req in enumerate(pending):
+            w = Write.begin(state, ts + 1)
+            deadline = state.watchdog.arm(
+                state.settings.write_timeout, state.store.conn.interrupt
+            )
+            try:
+                results = _statements(state, w, req.stmts, deadline)
+                deadline.disarm()
+                deadline.check()  # fired before it was disarmed: the request timed out
+            except BaseException as e:
+                deadline.disarm()
+                state.store.rollback()
+                return i, _rolled_back(state, e, deadline)
+            if w.changes_nothing(state):
+                answers.append((req, results, None, ts))  # it saw the state through ts
+            else:
+                ts += 1
+                ws.append(w)
+                answers.append((req, results, w, ts))
+        if not ws:
+            state.store.rollback()
+        else:
+            append_log(state, ws)
+            advance_clock(state, ws[-1])
+            state.store.commit()
+            state.last_ts = state.committed_ts = ts
+    except BaseException:
+        state.store.rollback()
+        raise
+    failed = dict(zip((id(w) for w in ws), _publish(state, ws), strict=True)) if ws else {}
+    for req, results, w, at in answers:
+        for r in results:
+            r["timestamp"] = at
+        req.finish({"results": results, "failed_views": failed.get(id(w), []) if w else []})
+    return None
+
+
+def append_log(state: ServerState, ws: list[Write]) -> None:
+    """Append the writes' row changes to the tables' change logs, each at its write's
+    timestamp, one statement per table (inside the transaction, so they commit with the
+    rows). COPY logged its rows already (`statements.copy`)."""
+    by_table: dict[str, list[tuple[int, Batch]]] = defaultdict(list)
+    for w in ws:
+        for name, delta in w.deltas.items():
+            if name not in w.tables:
+                continue
+            batch = [(row, d) for row, d in delta.items() if d]
+            if batch:
+                w.batches[name] = batch
+                by_table[name].append((w.ts, batch))
+    tables = ws[-1].tables
+    for name, batches in by_table.items():
+        state.store.append_log_at(tables[name], batches)
+
+
+def advance_clock(state: ServerState, w: Write) -> None:
+    """Store the clock at `w.ts` (the last write of the transaction) and trim the change logs
+    older than the retention horizon, inside the transaction."""
+    state.store.set_meta("last_ts", w.ts)
+    if w.next_table_id != state.next_table_id:
+        state.store.set_meta("next_table_id", w.next_table_id)
+    horizon = w.ts - state.settings.history_retention
+    step = max(1, state.settings.history_retention // 10)
+    if horizon - state.history_since >= step:
+        state.store.trim_logs(w.tables.values(), horizon)
+        w.history_since = horizon

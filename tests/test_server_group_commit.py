@@ -1,0 +1,256 @@
+"""Group commit over HTTP: concurrent writers are committed together, each request keeping its
+own timestamp and its all-or-nothing.
+
+Eight clients write at once: single-row INSERTs, UPDATEs of their own rows, and requests that
+fail part-way (an INSERT then a duplicate primary key). Afterwards every acknowledged request
+is in the table and no refused one is, every acknowledged change has a timestamp of its own,
+each view as of each such timestamp shows that write and not before it, a change feed read
+across the whole run adds up to the view, every view equals DuckDB recomputing it, and all of
+that survives a SIGKILL and restart.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+from server_harness import SSE, Feed, Server, multiset
+
+VIEWS = {
+    "per_writer": "SELECT w, count(*) AS n, sum(v) AS s FROM t GROUP BY w",
+    "rows": "SELECT id, w, v FROM t WHERE v >= 0",
+    "joined": "SELECT t.id, t.v, o.name FROM t JOIN owner o ON t.w = o.w",
+}
+WRITERS = 8
+REQUESTS = 40
+
+
+def _check_views(s: Server) -> None:
+    for name, sql in VIEWS.items():
+        assert multiset(s.rows(name)["rows"]) == multiset(s.query(sql)["rows"]), name
+
+
+def test_concurrent_writers_each_keep_their_timestamp_and_atomicity(tmp_path: Path) -> None:
+    s = Server(tmp_path / "data").start()
+    try:
+        s.sql(
+            "CREATE TABLE t (id BIGINT PRIMARY KEY, w INTEGER, v INTEGER);"
+            "CREATE TABLE owner (w INTEGER, name VARCHAR);"
+            + "".join(f"INSERT INTO owner VALUES ({w}, 'writer {w}');" for w in range(WRITERS))
+            + "".join(f"CREATE VIEW {n} AS {q};" for n, q in VIEWS.items())
+        )
+        start_ts = s.rows("per_writer")["timestamp"]
+        feed_source = SSE(s, "per_writer", since=start_ts)
+        expected: list[dict[int, int]] = [{} for _ in range(WRITERS)]
+        acked: list[list[tuple[str, int, int]]] = [[] for _ in range(WRITERS)]  # kind, id, ts
+        refused: list[list[int]] = [[] for _ in range(WRITERS)]
+        problems: list[str] = []
+
+        def writer(w: int) -> None:
+            with httpx.Client(base_url=s.url, timeout=60) as http:
+                for k in range(REQUESTS):
+                    key = w * 1000 + k
+                    if k % 7 == 6:
+                        # Fails on its second statement: its first must not be applied.
+                        sql = (
+                            f"INSERT INTO t VALUES ({key}, {w}, {k});"
+                            f"INSERT INTO t VALUES ({w * 1000}, {w}, 0)"
+                        )
+                    elif k % 5 == 4 and expected[w]:
+                        key = max(expected[w])
+                        sql = f"UPDATE t SET v = v + 1 WHERE id = {key}"
+                    else:
+                        sql = f"INSERT INTO t VALUES ({key}, {w}, {k})"
+                    r = http.post("/sql", json={"sql": sql})
+                    if k % 7 == 6:
+                        if r.status_code // 100 != 4:
+                            problems.append(f"{sql}: {r.status_code} {r.text}")
+                        refused[w].append(key)
+                        continue
+                    if r.status_code != 200:
+                        problems.append(f"{sql}: {r.status_code} {r.text}")
+                        continue
+                    ts = r.json()["results"][0]["timestamp"]
+                    if sql.startswith("UPDATE"):
+                        expected[w][key] += 1
+                        acked[w].append(("update", key, ts))
+                    else:
+                        expected[w][key] = k
+                        acked[w].append(("insert", key, ts))
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not problems, problems[:3]
+
+        # Every acknowledged request is in the table, exactly; no refused one is.
+        want = {(key, w, v) for w in range(WRITERS) for key, v in expected[w].items()}
+        got = {tuple(r) for r in s.query("SELECT id, w, v FROM t")["rows"]}
+        assert got == want
+        assert not {key for keys in refused for key in keys} & {r[0] for r in got}
+        _check_views(s)
+
+        # Each acknowledged change has a timestamp of its own, in each writer's order.
+        stamps = [ts for a in acked for _, _, ts in a]
+        assert len(stamps) == len(set(stamps)) == sum(len(e) for e in acked) > 0
+        for a in acked:
+            assert [ts for _, _, ts in a] == sorted(ts for _, _, ts in a)
+        # As of its timestamp a view shows an insert; as of the timestamp before, it does not.
+        for a in acked:
+            for kind, key, ts in [x for x in a if x[0] == "insert"][:3]:
+                at = {r[0] for r in s.rows("rows", as_of=ts)["rows"]}
+                before = {r[0] for r in s.rows("rows", as_of=ts - 1)["rows"]}
+                assert key in at and key not in before, (kind, key, ts)
+
+        # The change feed delivers every timestamp's update once, in order, adding up to the view.
+        final = s.rows("per_writer")["timestamp"]
+        feed = Feed()
+        feed.read_until(feed_source, final)
+        feed_source.close()
+        assert feed.seen == sorted(set(feed.seen))
+        view = Counter(json.dumps(r) for r in s.rows("per_writer")["rows"])
+        assert feed.contents == view
+
+        # All of it is durable.
+        s.kill()
+        s.start()
+        assert {tuple(r) for r in s.query("SELECT id, w, v FROM t")["rows"]} == want
+        _check_views(s)
+    finally:
+        s.stop()
+
+
+def test_a_group_commits_together_and_a_failing_request_fails_alone() -> None:
+    """In process, so the group is certain: nine requests queue while the write lock is held,
+    then one writer commits them all. The two that fail part-way leave no trace; each other
+    has its own timestamp, in queue order, and the views' history and contents equal DuckDB
+    recomputing them as of every one of those timestamps."""
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        db.execute(
+            "CREATE TABLE t (id BIGINT PRIMARY KEY, v INTEGER);"
+            "INSERT INTO t VALUES (0, 0);"
+            "CREATE VIEW total AS SELECT count(*) AS n, sum(v) AS s FROM t;"
+            "CREATE VIEW ids AS SELECT id FROM t"
+        )
+        start = db.last_ts
+        scripts = [
+            "INSERT INTO t VALUES (1, 10)",
+            "INSERT INTO t VALUES (2, 20); UPDATE t SET v = v + 1 WHERE id = 1",
+            "INSERT INTO t VALUES (3, 30); INSERT INTO t VALUES (0, 99)",  # duplicate key
+            "DELETE FROM t WHERE id = 42",  # changes nothing: takes no timestamp
+            "UPDATE t SET v = v * 2 WHERE id = 2",
+            "INSERT INTO t VALUES (4, 40), (5, 50)",
+            "DELETE FROM t WHERE id = 0",
+            "INSERT INTO t VALUES (6, 60)",
+            "INSERT INTO t VALUES (7, 70); UPDATE t SET id = 1 WHERE id = 7",  # duplicate key
+        ]
+        outcomes: dict[int, Any] = {}
+
+        def run(i: int) -> None:
+            try:
+                outcomes[i] = db.execute(scripts[i])
+            except Exception as e:  # noqa: BLE001 - the outcome under test
+                outcomes[i] = e
+
+        threads = []
+        with db.write_lock:
+            for i in range(len(scripts)):
+                threads.append(threading.Thread(target=run, args=(i,)))
+                threads[-1].start()
+                while len(db.write_queue) < i + 1:  # queued in this order
+                    time.sleep(0.001)
+        for t in threads:
+            t.join()
+
+        for failed in (2, 8):
+            assert isinstance(outcomes[failed], Exception), outcomes[failed]
+            assert "Duplicate key" in str(outcomes[failed])
+        stamps = {i: o["results"][0]["timestamp"] for i, o in outcomes.items() if i not in (2, 8)}
+        # One timestamp per request that changed something, in queue order; the no-op request
+        # names the state it saw (the timestamp of the request before it).
+        assert [stamps[i] for i in (0, 1, 4, 5, 6, 7)] == list(range(start + 1, start + 7))
+        assert stamps[3] == stamps[1]
+        assert db.last_ts == db.completed_ts == start + 6
+        rows = sorted(tuple(r) for r in db.query("SELECT id, v FROM t")["rows"])
+        assert rows == [(1, 11), (2, 40), (4, 40), (5, 50), (6, 60)]
+        # Each view as of each timestamp equals DuckDB over the table replayed serially.
+        replay = [
+            "INSERT INTO t VALUES (1, 10)",
+            "INSERT INTO t VALUES (2, 20); UPDATE t SET v = v + 1 WHERE id = 1",
+            "UPDATE t SET v = v * 2 WHERE id = 2",
+            "INSERT INTO t VALUES (4, 40), (5, 50)",
+            "DELETE FROM t WHERE id = 0",
+            "INSERT INTO t VALUES (6, 60)",
+        ]
+        con = duckdb.connect()
+        con.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INTEGER)")
+        con.execute("INSERT INTO t VALUES (0, 0)")
+        for k, sql in enumerate(replay, start=start + 1):
+            con.execute(sql)
+            for view, q in (
+                ("total", "SELECT count(*), sum(v) FROM t"),
+                ("ids", "SELECT id FROM t"),
+            ):
+                want = sorted(tuple(r) for r in con.execute(q).fetchall())
+                got = sorted(tuple(r) for r in db.view_rows(view, k)["rows"])
+                assert got == want, (view, k)
+            # The history holds one batch per timestamp for a view the write changed.
+            assert [t for t, _ in db.views["total"].history if t == k] == [k]
+    finally:
+        db.close()
+
+
+def test_a_request_that_times_out_in_a_group_fails_alone() -> None:
+    """A request of a group that passes the write time limit is rolled back alone (408
+    `timeout`); the requests queued before and after it commit, each at its own timestamp."""
+    from server.core import Database
+    from server.errors import Timeout
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(memory=True, write_timeout=0.5), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE t (id BIGINT, v BIGINT); CREATE VIEW n AS SELECT count(*) FROM t")
+        start = db.last_ts
+        scripts = [
+            "INSERT INTO t VALUES (1, 1)",
+            "INSERT INTO t VALUES (2, 2); "
+            "INSERT INTO t SELECT 3, count(*) FROM range(1000000000) a, range(1000) b",
+            "INSERT INTO t VALUES (4, 4)",
+        ]
+        outcomes: dict[int, Any] = {}
+
+        def run(i: int) -> None:
+            try:
+                outcomes[i] = db.execute(scripts[i])
+            except Exception as e:  # noqa: BLE001 - the outcome under test
+                outcomes[i] = e
+
+        threads = []
+        with db.write_lock:
+            for i in range(len(scripts)):
+                threads.append(threading.Thread(target=run, args=(i,)))
+                threads[-1].start()
+                while len(db.write_queue) < i + 1:
+                    time.sleep(0.001)
+        for t in threads:
+            t.join()
+        assert isinstance(outcomes[1], Timeout) and outcomes[1].code == "timeout"
+        assert [outcomes[i]["results"][0]["timestamp"] for i in (0, 2)] == [start + 1, start + 2]
+        assert sorted(tuple(r) for r in db.query("SELECT * FROM t")["rows"]) == [(1, 1), (4, 4)]
+        assert db.view_rows("n", None)["rows"] == [[2]]
+    finally:
+        db.close()
