@@ -195,10 +195,8 @@ def main() -> int:
 
     df, edges_in, roots_in, cap = build(args.executor)
     t0 = time.perf_counter()
-    for e in edges:
-        edges_in.insert(e)
-    for r in roots:
-        roots_in.insert(r)
+    edges_in.insert_many(edges)
+    roots_in.insert_many(roots)
     edges_in.advance_to(1)
     roots_in.advance_to(1)
     df.run()

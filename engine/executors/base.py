@@ -46,6 +46,9 @@ class Executor(Protocol):
     def from_updates(self, updates: Updates) -> Any:
         """A payload holding `updates`."""
 
+    def from_rows(self, rows: list[Any], time: Time, diff: int) -> Any:
+        """A payload holding `(row, time, diff)` for every row (a bulk insert at one time)."""
+
     def collect(self, payload: Any) -> Updates:
         """The updates of a payload, in this process."""
 

@@ -128,6 +128,14 @@ class ColumnarExecutor(InProcessExecutor):
         cols = self._columns(updates)
         return updates if cols is None else cols
 
+    def from_rows(self, rows: list[Any], time: Time, diff: int) -> Any:
+        # One encoding pass over the rows (pairs of small ints at C speed), no tuple per update.
+        n = len(rows)
+        dims = len(time)
+        return UpdateColumns(
+            self._encode(rows), np.full(n, pack(time, dims), I64), np.full(n, diff, I64), dims
+        )
+
     def read(self, source: Any, time: Time) -> Any:
         return self.from_updates(super().read(source, time))
 

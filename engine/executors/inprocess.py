@@ -28,6 +28,9 @@ class InProcessExecutor:
     def from_updates(self, updates: Updates) -> Updates:
         return updates
 
+    def from_rows(self, rows: list[Any], time: Time, diff: int) -> Updates:
+        return [(d, time, diff) for d in rows]
+
     def collect(self, payload: Updates) -> Updates:
         return payload
 

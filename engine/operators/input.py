@@ -9,6 +9,7 @@ and the operators process them together.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,6 +18,8 @@ from engine.dataflow import Operator, Scope
 from engine.lattice import Antichain, Time
 from engine.sources import FileSource
 
+_INT = {int}
+_TUPLE = {tuple}
 
 class InputOp(Operator):
     def __init__(self, scope: Scope, name: str) -> None:
@@ -26,6 +29,8 @@ class InputOp(Operator):
         self.buffer_lower = Antichain()
         # Bulk sources, each read by the executor as one payload at its time.
         self.loads: list[tuple[FileSource, Time]] = []
+        # Bulk inserts (`InputHandle.insert_many`): rows sharing one time and diff.
+        self.bulk: list[tuple[list[Any], Time, int]] = []
 
     def capabilities(self) -> Iterable[Time]:
         yield from self.frontier.elements
@@ -34,7 +39,7 @@ class InputOp(Operator):
             yield t
 
     def has_messages(self) -> bool:
-        return bool(self.buffer) or bool(self.loads)
+        return bool(self.buffer) or bool(self.loads) or bool(self.bulk)
 
     def activate(self, frontiers: list[Antichain]) -> None:
         if self.loads:
@@ -43,10 +48,14 @@ class InputOp(Operator):
                 payload = self.dataflow.executor.read(source, t)
                 if not self.dataflow.executor.is_empty(payload):
                     self.send(payload, [t])
-        if self.buffer:
-            out, lower = self.buffer, self.buffer_lower
-            self.buffer, self.buffer_lower = [], Antichain()
-            self.send(self.dataflow.executor.from_updates(out), lower.elements)
+        if self.buffer or self.bulk:
+            out, lower, bulk = self.buffer, self.buffer_lower, self.bulk
+            self.buffer, self.buffer_lower, self.bulk = [], Antichain(), []
+            ex = self.dataflow.executor
+            if out:
+                self.send(ex.from_updates(out), lower.elements)
+            for rows, t, diff in bulk:
+                self.send(ex.from_rows(rows, t, diff), [t])
 
 
 class InputHandle:
@@ -92,6 +101,25 @@ class InputHandle:
         t = self._current_time()
         for data, diff in updates:
             self.update_at(data, t, diff)
+
+    def insert_many(self, rows: Iterable[Any], diff: int = 1) -> None:
+        """Send `(row, now, diff)` for every row: `insert` in bulk, one payload for the batch
+        (an executor that holds columns encodes it in one pass)."""
+        if not isinstance(diff, int) or isinstance(diff, bool):
+            raise TypeError("diff must be an int, got %r" % (diff,))
+        rows = list(rows)
+        if not rows or not diff:
+            return
+        t = self._current_time()
+        # Rows of exact ints (or tuples of them, one level deep) hold no NaN: checked at C speed.
+        kinds = set(map(type, rows))
+        if not (
+            kinds <= _INT
+            or (kinds <= _TUPLE and set(map(type, itertools.chain.from_iterable(rows))) <= _INT)
+        ):
+            rows = [canonical(r) for r in rows]
+        self.op.bulk.append((rows, t, diff))
+        self.op.buffer_lower.insert(t)
 
     def load(self, source: FileSource) -> None:
         """Send every row of `source` at the current time (with the source's diffs).

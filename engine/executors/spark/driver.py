@@ -300,6 +300,9 @@ class SparkExecutor:
             return updates
         return self._to_spark(updates)
 
+    def from_rows(self, rows: list[Any], time: Time, diff: int) -> Any:
+        return self.from_updates([(d, time, diff) for d in rows])
+
     def collect(self, payload: Any) -> Updates:
         if isinstance(payload, SparkPayload):
             return self._to_local(payload)
