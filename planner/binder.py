@@ -492,9 +492,7 @@ class Binder:
             rel, names, types = b.rel, b.names, b.types
             qual = alias.name.lower() if alias is not None and alias.name else None
         elif isinstance(t, exp.Unnest):
-            name, at = self.typed_name(t)
-            raise self.err("unsupported", f"table function {name} is not supported (views have "
-                           "no LIST type to unnest)", at)
+            return self.bind_unnest(t, Constant(((),), 0), [], outer)
         else:
             raise self.err("unsupported", f"unsupported FROM item {t.key.upper()}", t)
         if col_aliases:
@@ -524,19 +522,7 @@ class Binder:
                 raw = [None, raw[0]]
             raw += [None] * (3 - len(raw))
         ctx = ExprCtx(self, base, base_scope, outer)
-        args: list[Scalar] = []
-        for k, x in enumerate(raw):
-            if x is None:
-                args.append(Lit(0 if k == 0 else 1, "BIGINT"))
-                continue
-            s, ty = ctx.bind(x)
-            if family(ty) not in ("int", "null"):
-                raise self.err("type_error", f"{func} needs integer arguments, got {ty}", x)
-            args.append(s)
-        n = base.arity
-        rel: Rel = FlatMap(ctx.rel, func, tuple(args), 1)
-        if ctx.rel.arity != n:  # subqueries in the arguments: keep only base and the series
-            rel = Mfp(rel, (), (), tuple(range(n)) + (ctx.rel.arity,))
+        rel = self.flat_map(ctx, base.arity, func, self.series_args(ctx, func, raw))
         alias = t.args.get("alias")
         qual = alias.name.lower() if alias is not None and alias.name else func
         name = func
@@ -546,6 +532,74 @@ class Binder:
                                "column", alias)
             name = alias.columns[0].name.lower()
         return rel, base_scope + [SCol(qual, name, "BIGINT")]
+
+    def series_args(self, ctx: ExprCtx, func: str,
+                    raw: list[exp.Expression | None]) -> list[Scalar]:
+        """(start, stop, step) of generate_series/range bound in ``ctx``; None is a default."""
+        args: list[Scalar] = []
+        for k, x in enumerate(raw):
+            if x is None:
+                args.append(Lit(0 if k == 0 else 1, "BIGINT"))
+                continue
+            s, ty = ctx.bind(x)
+            if family(ty) not in ("int", "null"):
+                raise self.err("type_error", f"{func} needs integer arguments, got {ty}", x)
+            args.append(s)
+        return args
+
+    def flat_map(self, ctx: ExprCtx, n: int, func: str, args: list[Scalar]) -> Rel:
+        """FlatMap over ``ctx``'s relation, cut back to its base columns plus the new one
+        (subqueries in the arguments extend ``ctx.rel`` with columns nobody reads after)."""
+        rel: Rel = FlatMap(ctx.rel, func, tuple(args), 1)
+        if ctx.rel.arity != n:
+            rel = Mfp(rel, (), (), tuple(range(n)) + (ctx.rel.arity,))
+        return rel
+
+    def bind_unnest(self, t: exp.Unnest, base: Rel, base_scope: list[SCol],
+                    outer: Params | None) -> tuple[Rel, list[SCol]]:
+        """``unnest(list)`` in FROM: a FlatMap appending one row per list element to each row
+        of ``base`` (earlier FROM items, LATERAL as in DuckDB). Views have no LIST type, so the
+        list is what can be written without one: a list literal ``[e1, ...]`` (or
+        ``list_value(...)``) whose elements are any scalar expressions, or a
+        ``generate_series``/``range`` call, which DuckDB evaluates to a list."""
+        name, at = self.typed_name(t)
+        if len(t.expressions) != 1 or t.args.get("offset"):
+            raise self.err("unsupported", f"{name} takes exactly one list argument here "
+                           "(no several lists, WITH ORDINALITY or named options)", at)
+        arg = t.expressions[0]
+        ctx = ExprCtx(self, base, base_scope, outer)
+        if isinstance(arg, exp.GenerateSeries):
+            func = "range" if arg.args.get("is_end_exclusive") else "generate_series"
+            raw = [arg.args.get("start"), arg.args.get("end"), arg.args.get("step")]
+            rel = self.flat_map(ctx, base.arity, func, self.series_args(ctx, func, raw))
+            ty = "BIGINT"
+        elif isinstance(arg, exp.Array):
+            vals: list[BB] = []
+            for x in arg.expressions:
+                if isinstance(x, exp.Array):
+                    raise self.err("unsupported", "unnest of a nested list is not supported "
+                                   "(views have no LIST type)", x)
+                vals.append(ctx.bind(x))
+            vals = [ctx.literal_to(v, [w[1] for w in vals], arg) for v in vals]
+            vals = _fit_int_literals(vals)
+            u = ctx.unify_or_fail([ty for _, ty in vals], arg)
+            ty = "INTEGER" if u == "NULL" else u
+            rel = self.flat_map(ctx, base.arity, "unnest", [_cast(s, st, u) for s, st in vals])
+        elif isinstance(arg, exp.Null):
+            raise self.err("type_error", f"{name} needs a list, got NULL", at)
+        else:
+            raise self.err("unsupported", f"{name}({_sql(arg)}) is not supported: views have "
+                           "no LIST type, so unnest takes a list literal [...] or "
+                           "generate_series/range", arg)
+        alias = t.args.get("alias")
+        qual = alias.name.lower() if alias is not None and alias.name else "unnest"
+        col = qual
+        if alias is not None and alias.columns:
+            if len(alias.columns) > 1:
+                raise self.err("type_error", f"{len(alias.columns)} column aliases for 1 "
+                               "column", alias)
+            col = alias.columns[0].name.lower()
+        return rel, base_scope + [SCol(qual, col, ty)]
 
     def bind_from(self, sel: exp.Select, outer: Params | None) -> tuple[Rel, list[SCol]]:
         frm = A(sel, "from")
@@ -571,13 +625,17 @@ class Binder:
 
     def bind_join(self, left: Rel, lscope: list[SCol], j: exp.Join,
                   outer: Params | None) -> tuple[Rel, list[SCol]]:
-        if isinstance(j.this, exp.Table) and _table_function(j.this) is not None:
+        if isinstance(j.this, exp.Unnest) or (
+                isinstance(j.this, exp.Table) and _table_function(j.this) is not None):
             # a table function after other FROM items may use their columns (LATERAL)
             if j.args.get("side") or j.args.get("using") or (j.args.get("kind") or "").upper() \
                     not in ("", "CROSS", "INNER"):
                 raise self.err("unsupported", "only inner and cross joins with a table "
                                "function are supported", j)
-            rel, scope = self.bind_table_function(j.this, left, lscope, outer)
+            if isinstance(j.this, exp.Unnest):
+                rel, scope = self.bind_unnest(j.this, left, lscope, outer)
+            else:
+                rel, scope = self.bind_table_function(j.this, left, lscope, outer)
             on = j.args.get("on")
             if on is not None:
                 ctx = ExprCtx(self, rel, scope, outer)
