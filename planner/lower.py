@@ -42,6 +42,7 @@ from planner.ir import (
     Union,
     scalar_cols,
 )
+from planner.mfp_kernel import keyed_mfp
 from planner.scalar import compile_scalar, family
 from planner.table_functions import compile_flat_map
 
@@ -112,8 +113,9 @@ def compile_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ..
 
 
 class Lowerer:
-    def __init__(self, df: Any, sources: dict[str, Any]) -> None:
+    def __init__(self, df: Any, sources: dict[str, Any], fuse: bool = True) -> None:
         self.df = df
+        self.fuse = fuse  # generated keyed-MFP kernels; False lowers every node as written
         self.sources = sources
         self.memo: dict[tuple[Any, ...], Any] = {}
         self.entered: dict[tuple[int, int], tuple[Any, Any]] = {}
@@ -159,6 +161,21 @@ class Lowerer:
         return out
 
     def arrange(self, a: ArrangeBy, scope: Any, env: dict[str, Any], env_key: int) -> Any:
+        if isinstance(a.input, Mfp) and self.fuse:
+            # filter, project and key in one generated function per row (planner.mfp_kernel)
+            m = a.input
+            kernel = keyed_mfp(m, a.keys)
+            if kernel is not None:
+                src = self.lower(m.input, scope, env, env_key)
+                fkey = (id(src), (m, a.keys))
+                hit = self.arranged.get(fkey)
+                if hit is not None:
+                    return hit[1]
+                name = (m.input.name if isinstance(m.input, Get) else "plan") + ".mfp.by" + \
+                    "".join(f"_{k}" for k in a.keys)
+                arr = src.flat_map(kernel).arrange_by_key(name)
+                self.arranged[fkey] = (src, arr)
+                return arr
         c = self.lower(a.input, scope, env, env_key)
         cache = self.shared if isinstance(a.input, Get) and not a.input.local and \
             c.scope.parent is None else self.arranged
