@@ -89,9 +89,17 @@ class InputHandle:
 
     def send(self, updates: Iterable[tuple[Any, int]]) -> None:
         """Send many `(data, diff)` pairs at the current time."""
-        t = self._current_time()
+        t = self._current_time()  # the frontier's one element: beyond the frontier
+        buffer = self.op.buffer
+        n = len(buffer)
+        # update_at's checks, hoisted out of the per-row loop (a bulk load sends many rows)
         for data, diff in updates:
-            self.update_at(data, t, diff)
+            if diff.__class__ is not int and (not isinstance(diff, int) or isinstance(diff, bool)):
+                raise TypeError("diff must be an int, got %r" % (diff,))
+            if diff:
+                buffer.append((canonical(data), t, diff))
+        if len(buffer) > n:
+            self.op.buffer_lower.insert(t)
 
     def load(self, source: FileSource) -> None:
         """Send every row of `source` at the current time (with the source's diffs).
