@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 NAN: float = math.nan
-_NESTED = frozenset((float, tuple))
+NEEDS_CANONICAL = frozenset((float, tuple))  # the types canonical() looks into
 
 
 def canonical(data: Any) -> Any:
@@ -27,7 +27,7 @@ def canonical(data: Any) -> Any:
     if cls is float:
         return NAN if data != data else data
     if cls is tuple:
-        if _NESTED.isdisjoint(map(type, data)):
+        if NEEDS_CANONICAL.isdisjoint(map(type, data)):
             return data  # the common row: no float or tuple inside (one C-level scan)
         for i, v in enumerate(data):
             c = canonical(v) if v.__class__ is tuple or v.__class__ is float else v

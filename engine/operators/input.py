@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from engine.canonical import canonical
+from engine.canonical import NEEDS_CANONICAL, canonical
 from engine.dataflow import Operator, Scope
 from engine.lattice import Antichain, Time
 from engine.sources import FileSource
@@ -92,12 +92,15 @@ class InputHandle:
         t = self._current_time()  # the frontier's one element: beyond the frontier
         buffer = self.op.buffer
         n = len(buffer)
+        plain = NEEDS_CANONICAL.isdisjoint  # a row of no float or tuple is canonical already
         # update_at's checks, hoisted out of the per-row loop (a bulk load sends many rows)
         for data, diff in updates:
             if diff.__class__ is not int and (not isinstance(diff, int) or isinstance(diff, bool)):
                 raise TypeError("diff must be an int, got %r" % (diff,))
             if diff:
-                buffer.append((canonical(data), t, diff))
+                if data.__class__ is not tuple or not plain(map(type, data)):
+                    data = canonical(data)
+                buffer.append((data, t, diff))
         if len(buffer) > n:
             self.op.buffer_lower.insert(t)
 
