@@ -123,3 +123,21 @@ def test_inside_a_loop_the_delta_join_is_binary() -> None:
     world = World(23)
     v = _variants(sql)
     _replay(world, [v["delta"]], batches=6, per_run=1)
+
+
+def test_a_runaway_delta_join_exceeds_the_work_budget() -> None:
+    """Half joins charge their outputs to the run's budget, as binary joins do."""
+    sql = "SELECT e1.src, e2.src, e3.src FROM e e1, e e2, e e3"
+    cv = compile_view(sql, catalog())
+    assert any(isinstance(n, DeltaJoin) for n in walk(cv.plan))
+    df = engine.Dataflow()
+    handles, sources = {}, {}
+    for name in SCHEMAS:
+        handles[name], sources[name] = df.new_input(name)
+    cv.build(df, sources).capture()
+    df.budget = engine.Budget(work=5_000)
+    handles["e"].send([((i, i + 1), 1) for i in range(40)])  # 64,000 output rows
+    for h in handles.values():
+        h.advance_to(1)
+    with pytest.raises(engine.BudgetExceeded):
+        df.run()

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from engine.budget import CHECK_EVERY
 from engine.dataflow import Operator
 from engine.lattice import Antichain, Time
 from engine.operators.arrange import Arranged
@@ -77,9 +78,13 @@ class HalfJoinOp(Operator):
         if ready:
             batches = self.reader.batches()
             key, f, strict = self.key, self.f, self.strict
+            # a join's outputs are charged to the run's budget as they are produced (see
+            # engine/budget.py), so a runaway delta join fails like a runaway binary join
+            budget = self.dataflow.budget
             for t in ready:
                 t0 = t[0]
                 out: list[tuple[Any, Time, int]] = []
+                charged = 0
                 for d, r in pending.pop(t):
                     k = key(d)
                     for b in batches:
@@ -89,6 +94,11 @@ class HalfJoinOp(Operator):
                         for w, s, q in entries:
                             if s[0] < t0 or (not strict and s[0] == t0):
                                 out.append((f(d, w), t, r * q))
+                    if budget is not None and len(out) - charged >= CHECK_EVERY:
+                        budget.charge(len(out) - charged)
+                        charged = len(out)
+                if budget is not None:
+                    budget.charge(len(out) - charged)
                 if out:
                     self.send(out, [t])
         earliest = [t[0] for t in pending] + [t[0] for t in frontiers[0].elements]
