@@ -224,9 +224,11 @@ class Lowerer:
             right = self.arrange(ra, scope, env, env_key)
             return left.join_map(right, lambda k, a, b: a + b)
         if isinstance(r, DeltaJoin):
-            if scope.parent is None and scope.dims == 1:
+            if scope.parent is None and scope.dims == 1 and \
+                    getattr(self.df.executor, "name", "") == "inprocess":
                 return self.delta_join(r, scope, env, env_key)
-            # partially ordered times (loops): the left-deep binary join
+            # partially ordered times (loops), or an executor whose batches half joins cannot
+            # read (engine/operators/half_join.py): the left-deep binary join
             return self.lower(left_deep(r), scope, env, env_key)
         if isinstance(r, Reduce):
             c = self.lower(r.input, scope, env, env_key)

@@ -19,7 +19,9 @@ until the arrangement's frontier has passed t, so the arrangement is complete th
 Invariant: the output accumulated through any time t equals the stream through t joined with
 the arrangement as it was through t (strict: before the update's own time) - which is what the
 delta-join sum needs. Only valid for times of one coordinate (a root scope with ``dims == 1``):
-with partially ordered times "before t" is not a prefix, and the telescoping fails.
+with partially ordered times "before t" is not a prefix, and the telescoping fails. It reads
+the in-process executor's batches directly (there is no half-join kernel in the executor
+boundary yet), so other executors get the binary plan.
 
 Compaction: this reader lets the trace advance times only to ``m - 1``, where ``m`` is the
 earliest time a stream update may still have; for every later ``t`` both ``s <= t`` and
@@ -47,6 +49,9 @@ class HalfJoinOp(Operator):
             raise ValueError("half join inputs must be in the same scope")
         if scope.parent is not None or scope.dims != 1:
             raise ValueError("a half join needs totally ordered times (a root scope, dims == 1)")
+        if getattr(scope.dataflow.executor, "name", "") != "inprocess":
+            # it reads the in-process executor's batches (key -> entries) directly
+            raise ValueError("a half join needs the in-process executor")
         Operator.__init__(self, scope, name, [stream])
         self.queues.append([])
         self.inputs.append(arranged.op)
