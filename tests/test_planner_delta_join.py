@@ -31,6 +31,15 @@ VIEWS = [
     " JOIN e e2 ON e2.src = t.a AND e2.dst = e1.dst WHERE t.flag",
     # a cycle in the join graph and NULL keys (SQL equality never matches NULL)
     "SELECT t.id, u.id FROM t, u, e WHERE t.a = e.src AND u.a = e.dst AND t.id = u.id",
+    # inputs of no columns, a shared CTE, keys over expressions, a residual filter, and a delta
+    # join inside a correlated subquery
+    "SELECT count(*) FROM t, u, e WHERE t.a = 1",
+    "WITH x AS (SELECT * FROM e WHERE src > 2) SELECT x1.src, x3.dst FROM x x1, x x2, x x3"
+    " WHERE x1.dst = x2.src AND x2.dst = x3.src",
+    "SELECT t.id, u.id, e.src FROM t, u, e WHERE t.a + 1 = u.a AND u.id = e.src + e.dst"
+    " AND t.c > u.m",
+    "SELECT t.id, (SELECT count(*) FROM u, e e1, e e2 WHERE u.a = e1.src AND e1.dst = e2.src"
+    " AND e2.dst = t.a) FROM t",
 ]
 
 
