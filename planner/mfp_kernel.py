@@ -97,7 +97,9 @@ def keyed_mfp(m: Mfp, keys: tuple[int, ...]) -> KeyedRows | None:
     for c in conds:
         lines.append(f"    if not {c}: return ()")
     key = [m.project[k] for k in keys]
-    lines.append(f"    return (({_tuple(key)}, {_tuple(m.project)}),)")
+    # keeping every column in order: the row itself, not a copy
+    out = "row" if m.project == tuple(range(m.input.arity)) else _tuple(m.project)
+    lines.append(f"    return (({_tuple(key)}, {out}),)")
     ns: dict[str, Any] = {f"c{i}": v for i, v in enumerate(consts)}
     exec(compile("\n".join(lines), "<keyed_mfp>", "exec"), ns)  # noqa: S102 - our own text
     kernel: KeyedRows = ns["kernel"]
