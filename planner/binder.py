@@ -411,6 +411,7 @@ class Binder:
     # ------------------------------------------------------------ FROM
 
     def bind_table(self, t: exp.Expression, outer: Params | None) -> tuple[Rel, list[SCol]]:
+        t = _lateral_table_function(t) or t
         alias = t.args.get("alias")
         col_aliases = [c.name.lower() for c in alias.columns] if alias is not None and \
             alias.args.get("columns") else []
@@ -563,6 +564,8 @@ class Binder:
         ``list_value(...)``) whose elements are any scalar expressions, or a
         ``generate_series``/``range`` call, which DuckDB evaluates to a list."""
         name, at = self.typed_name(t)
+        if name.lower() != "unnest":  # LATERAL unnest(...): positioned at LATERAL
+            name = "unnest"
         if len(t.expressions) != 1 or t.args.get("offset"):
             raise self.err("unsupported", f"{name} takes exactly one list argument here "
                            "(no several lists, WITH ORDINALITY or named options)", at)
@@ -610,6 +613,13 @@ class Binder:
         items = [frm.this, *frm.expressions] if frm.expressions else [frm.this]
         rel, scope = self.bind_table(items[0], outer)
         for extra in items[1:]:
+            tf = _lateral_table_function(extra)
+            if isinstance(tf, exp.Unnest):
+                rel, scope = self.bind_unnest(tf, rel, scope, outer)
+                continue
+            if isinstance(tf, exp.Table):
+                rel, scope = self.bind_table_function(tf, rel, scope, outer)
+                continue
             if _lateral(extra) is not None:
                 rel, scope = self.bind_lateral(rel, scope, extra, "", None, outer)
                 continue
@@ -625,17 +635,18 @@ class Binder:
 
     def bind_join(self, left: Rel, lscope: list[SCol], j: exp.Join,
                   outer: Params | None) -> tuple[Rel, list[SCol]]:
-        if isinstance(j.this, exp.Unnest) or (
-                isinstance(j.this, exp.Table) and _table_function(j.this) is not None):
+        this = _lateral_table_function(j.this) or j.this
+        if isinstance(this, exp.Unnest) or (
+                isinstance(this, exp.Table) and _table_function(this) is not None):
             # a table function after other FROM items may use their columns (LATERAL)
             if j.args.get("side") or j.args.get("using") or (j.args.get("kind") or "").upper() \
                     not in ("", "CROSS", "INNER"):
                 raise self.err("unsupported", "only inner and cross joins with a table "
                                "function are supported", j)
-            if isinstance(j.this, exp.Unnest):
-                rel, scope = self.bind_unnest(j.this, left, lscope, outer)
+            if isinstance(this, exp.Unnest):
+                rel, scope = self.bind_unnest(this, left, lscope, outer)
             else:
-                rel, scope = self.bind_table_function(j.this, left, lscope, outer)
+                rel, scope = self.bind_table_function(this, left, lscope, outer)
             on = j.args.get("on")
             if on is not None:
                 ctx = ExprCtx(self, rel, scope, outer)
@@ -2150,6 +2161,27 @@ def _typed_name(sql: str, start: int) -> tuple[str, int] | None:
         if m2:
             return m2.group(0), at
     return word, at
+
+
+def _lateral_table_function(t: exp.Expression) -> exp.Expression | None:
+    """``LATERAL unnest(...)`` / ``LATERAL generate_series(...)``: the table function as a
+    plain FROM item (table functions in FROM are lateral anyway), or None."""
+    if not isinstance(t, exp.Lateral):
+        return None
+    fn = t.this
+    alias = t.args.get("alias")
+    if isinstance(fn, exp.Unnest):
+        out = exp.Unnest(expressions=list(fn.expressions), alias=alias,
+                         offset=fn.args.get("offset") or t.args.get("ordinality"))
+    elif isinstance(fn, exp.GenerateSeries) or (
+            isinstance(fn, exp.Anonymous) and str(fn.this).lower() in TABLE_FUNCTIONS):
+        if t.args.get("ordinality"):
+            return None  # refused by _lateral, naming LATERAL
+        out = exp.Table(this=fn, alias=alias)
+    else:
+        return None
+    out.meta.update(t.meta)
+    return out
 
 
 def _lateral(t: exp.Expression) -> exp.Expression | None:

@@ -47,6 +47,9 @@ REFUSALS = [
     ("SELECT * FROM t LEFT JOIN unnest([1]) u(x) ON t.a = u.x", "unsupported",
      "only inner and cross joins with a table function are supported", 1, 17),
     ("SELECT * FROM unnest([1, 'a'])", "type_error", "cannot convert 'a' to INTEGER", 1, 23),
+    ("SELECT t.id FROM t, LATERAL unnest([1]) WITH ORDINALITY", "unsupported",
+     "unnest takes exactly one list argument here (no several lists, WITH ORDINALITY or "
+     "named options)", 1, 21),
     ("SELECT a, count(*) FROM t GROUP BY GROUPING SETS ((a), ())", "unsupported",
      "GROUPING SETS is not supported", 1, 36),
     ("SELECT a, count(*) FROM t GROUP BY CUBE (a)", "unsupported", "CUBE is not supported",

@@ -64,6 +64,8 @@ VIEWS = [
     "SELECT x % 3, count(*) FROM u, unnest(range(u.a)) AS r(x) GROUP BY x % 3",
     "SELECT unnest, count(*) FROM t, unnest([b, 'x']) GROUP BY unnest",
     "SELECT * FROM unnest([1, 2.5, NULL]) AS z(x), (SELECT count(*) FROM t WHERE a > 2)",
+    "SELECT t.id, u.x, g.k FROM t CROSS JOIN LATERAL unnest([t.a, 1]) AS u(x),"
+    " LATERAL generate_series(u.x, 3) AS g(k)",
     # DECIMAL typing through COALESCE, CASE, arithmetic
     "SELECT id, coalesce(m, 0), CASE WHEN a > 1 THEN 1 ELSE 2.5 END, m * a, m + 1.005,"
     " round(m, 1), floor(m), greatest(m, a) FROM u",
