@@ -16,6 +16,10 @@ and *predicates* over the concatenation of the leaves' columns, then rebuilds it
   cross product happens only when no remaining leaf shares an equality with the joined set;
 - every other conjunct applies right after the join that brings in the last leaf it reads.
 
+``plan_delta_joins`` (the last rewrite) then turns a left-deep join of three or more inputs
+into a ``DeltaJoin`` where that avoids arranging large intermediate results (see its
+docstring); ``left_deep`` is the way back, used inside loops and as the tests' reference.
+
 Invariant: the rebuilt plan denotes the same multiset. Inner joins and filters commute, so any
 order of the leaves gives the same rows up to a permutation of columns, which the final
 projection undoes. Outer joins are never flattened (the binder writes them as a union of an inner

@@ -5,7 +5,12 @@ Invariants:
   (a Let value, a CTE, a repeated subtree) is one dataflow fragment; each (collection, key)
   arrangement is built once per dataflow, and arrangements of source collections are shared
   between all views built in the same Dataflow.
-- Rows are tuples everywhere; keyed operators see ``(key_tuple, row)`` pairs.
+- Rows are tuples everywhere; keyed operators see ``(key_tuple, row)`` pairs. An arranged
+  Mfp is filtered, projected and keyed by one generated kernel (planner.mfp_kernel) when it
+  can be; ``Lowerer(fuse=False)`` lowers it as written (the reference).
+- A DeltaJoin is a delta join (one path of half joins per input, reading only base
+  arrangements) where times are totally ordered: the root scope with one time coordinate, on
+  the in-process executor. Elsewhere it is its left-deep binary join (planner.joins.left_deep).
 - LetRec follows the naive evaluator's semantics exactly (planner.naive): one Variable per
   binding, starting empty; a binding reads the *current* iteration's result of earlier bindings
   and the Variable (previous iteration) of itself and later ones. Hence naive and engine
