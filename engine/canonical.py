@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 NAN: float = math.nan
+NEEDS_CANONICAL = frozenset((float, tuple))  # the types canonical() looks into
 
 
 def canonical(data: Any) -> Any:
@@ -26,6 +27,8 @@ def canonical(data: Any) -> Any:
     if cls is float:
         return NAN if data != data else data
     if cls is tuple:
+        if NEEDS_CANONICAL.isdisjoint(map(type, data)):
+            return data  # the common row: no float or tuple inside (one C-level scan)
         for i, v in enumerate(data):
             c = canonical(v) if v.__class__ is tuple or v.__class__ is float else v
             if c is not v:

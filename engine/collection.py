@@ -22,6 +22,7 @@ from engine import reducers
 from engine.dataflow import Dataflow, Operator, Scope
 from engine.operators.arrange import Arrangement, ArrangeOp, AsCollectionOp, ImportOp
 from engine.operators.capture import Capture, CaptureOp, Probe, ProbeOp
+from engine.operators.half_join import HalfJoinOp
 from engine.operators.input import InputHandle, InputOp
 from engine.operators.iterate import ConsolidateOp, EnterOp, FeedbackOp, LeaveOp, VariableOp
 from engine.operators.join import JoinOp
@@ -282,6 +283,13 @@ def join_arranged(
 ) -> Collection:
     right = other if isinstance(other, Arranged) else other.arrange_by_key("join.right")
     return Collection(JoinOp(left, right, f))
+
+
+def half_join(stream: Any, arranged: Arrangement, key: Callable[[Any], Any],
+              f: Callable[[Any, Any], Any], strict: bool, name: str = "half_join") -> Any:
+    """The collection of ``f(d, w)`` for each stream record ``d`` and arrangement value ``w``
+    under ``key(d)`` at a time not after (``strict``: before) the stream update's."""
+    return Collection(HalfJoinOp(stream.op, arranged, key, f, strict, name))
 
 
 # The graph layer builds inputs through this module (see `Dataflow.input_factory`).

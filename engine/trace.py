@@ -87,18 +87,22 @@ def build_batch(
     since: Antichain,
 ) -> Batch:
     """Index `(key, val, time, diff)` updates by key and consolidate them into a batch."""
-    acc: dict[Any, dict[tuple[Any, Time], int]] = {}
+    # One flat dict over (key, val, time), then grouping by key: cheaper than a dict per key
+    # (most keys of a large batch hold one entry).
+    acc: dict[tuple[Any, Any, Time], int] = {}
+    get = acc.get
     for k, v, t, r in updates:
-        d = acc.get(k)
-        if d is None:
-            d = acc[k] = {}
-        vt = (v, t)
-        d[vt] = d.get(vt, 0) + r
+        kvt = (k, v, t)
+        acc[kvt] = get(kvt, 0) + r
     out: dict[Any, list[Entry]] = {}
-    for k, d in acc.items():
-        lst = [(v, t, r) for (v, t), r in d.items() if r]
-        if lst:
-            out[k] = lst
+    oget = out.get
+    for (k, v, t), r in acc.items():
+        if r:
+            lst = oget(k)
+            if lst is None:
+                out[k] = [(v, t, r)]
+            else:
+                lst.append((v, t, r))
     return Batch(out, lower, upper, since)
 
 

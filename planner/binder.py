@@ -411,6 +411,7 @@ class Binder:
     # ------------------------------------------------------------ FROM
 
     def bind_table(self, t: exp.Expression, outer: Params | None) -> tuple[Rel, list[SCol]]:
+        t = _lateral_table_function(t) or t
         alias = t.args.get("alias")
         col_aliases = [c.name.lower() for c in alias.columns] if alias is not None and \
             alias.args.get("columns") else []
@@ -492,9 +493,7 @@ class Binder:
             rel, names, types = b.rel, b.names, b.types
             qual = alias.name.lower() if alias is not None and alias.name else None
         elif isinstance(t, exp.Unnest):
-            name, at = self.typed_name(t)
-            raise self.err("unsupported", f"table function {name} is not supported (views have "
-                           "no LIST type to unnest)", at)
+            return self.bind_unnest(t, Constant(((),), 0), [], outer)
         else:
             raise self.err("unsupported", f"unsupported FROM item {t.key.upper()}", t)
         if col_aliases:
@@ -524,19 +523,7 @@ class Binder:
                 raw = [None, raw[0]]
             raw += [None] * (3 - len(raw))
         ctx = ExprCtx(self, base, base_scope, outer)
-        args: list[Scalar] = []
-        for k, x in enumerate(raw):
-            if x is None:
-                args.append(Lit(0 if k == 0 else 1, "BIGINT"))
-                continue
-            s, ty = ctx.bind(x)
-            if family(ty) not in ("int", "null"):
-                raise self.err("type_error", f"{func} needs integer arguments, got {ty}", x)
-            args.append(s)
-        n = base.arity
-        rel: Rel = FlatMap(ctx.rel, func, tuple(args), 1)
-        if ctx.rel.arity != n:  # subqueries in the arguments: keep only base and the series
-            rel = Mfp(rel, (), (), tuple(range(n)) + (ctx.rel.arity,))
+        rel = self.flat_map(ctx, base.arity, func, self.series_args(ctx, func, raw))
         alias = t.args.get("alias")
         qual = alias.name.lower() if alias is not None and alias.name else func
         name = func
@@ -547,6 +534,76 @@ class Binder:
             name = alias.columns[0].name.lower()
         return rel, base_scope + [SCol(qual, name, "BIGINT")]
 
+    def series_args(self, ctx: ExprCtx, func: str,
+                    raw: list[exp.Expression | None]) -> list[Scalar]:
+        """(start, stop, step) of generate_series/range bound in ``ctx``; None is a default."""
+        args: list[Scalar] = []
+        for k, x in enumerate(raw):
+            if x is None:
+                args.append(Lit(0 if k == 0 else 1, "BIGINT"))
+                continue
+            s, ty = ctx.bind(x)
+            if family(ty) not in ("int", "null"):
+                raise self.err("type_error", f"{func} needs integer arguments, got {ty}", x)
+            args.append(s)
+        return args
+
+    def flat_map(self, ctx: ExprCtx, n: int, func: str, args: list[Scalar]) -> Rel:
+        """FlatMap over ``ctx``'s relation, cut back to its base columns plus the new one
+        (subqueries in the arguments extend ``ctx.rel`` with columns nobody reads after)."""
+        rel: Rel = FlatMap(ctx.rel, func, tuple(args), 1)
+        if ctx.rel.arity != n:
+            rel = Mfp(rel, (), (), tuple(range(n)) + (ctx.rel.arity,))
+        return rel
+
+    def bind_unnest(self, t: exp.Unnest, base: Rel, base_scope: list[SCol],
+                    outer: Params | None) -> tuple[Rel, list[SCol]]:
+        """``unnest(list)`` in FROM: a FlatMap appending one row per list element to each row
+        of ``base`` (earlier FROM items, LATERAL as in DuckDB). Views have no LIST type, so the
+        list is what can be written without one: a list literal ``[e1, ...]`` (or
+        ``list_value(...)``) whose elements are any scalar expressions, or a
+        ``generate_series``/``range`` call, which DuckDB evaluates to a list."""
+        name, at = self.typed_name(t)
+        if name.lower() != "unnest":  # LATERAL unnest(...): positioned at LATERAL
+            name = "unnest"
+        if len(t.expressions) != 1 or t.args.get("offset"):
+            raise self.err("unsupported", f"{name} takes exactly one list argument here "
+                           "(no several lists, WITH ORDINALITY or named options)", at)
+        arg = t.expressions[0]
+        ctx = ExprCtx(self, base, base_scope, outer)
+        if isinstance(arg, exp.GenerateSeries):
+            func = "range" if arg.args.get("is_end_exclusive") else "generate_series"
+            raw = [arg.args.get("start"), arg.args.get("end"), arg.args.get("step")]
+            rel = self.flat_map(ctx, base.arity, func, self.series_args(ctx, func, raw))
+            ty = "BIGINT"
+        elif isinstance(arg, exp.Array):
+            vals: list[BB] = []
+            for x in arg.expressions:
+                if isinstance(x, exp.Array):
+                    raise self.err("unsupported", "unnest of a nested list is not supported "
+                                   "(views have no LIST type)", x)
+                vals.append(ctx.bind(x))
+            vals = [ctx.literal_to(v, [w[1] for w in vals], arg) for v in vals]
+            vals = _fit_int_literals(vals)
+            u = ctx.unify_or_fail([ty for _, ty in vals], arg)
+            ty = "INTEGER" if u == "NULL" else u
+            rel = self.flat_map(ctx, base.arity, "unnest", [_cast(s, st, u) for s, st in vals])
+        elif isinstance(arg, exp.Null):
+            raise self.err("type_error", f"{name} needs a list, got NULL", at)
+        else:
+            raise self.err("unsupported", f"{name}({_sql(arg)}) is not supported: views have "
+                           "no LIST type, so unnest takes a list literal [...] or "
+                           "generate_series/range", arg)
+        alias = t.args.get("alias")
+        qual = alias.name.lower() if alias is not None and alias.name else "unnest"
+        col = qual
+        if alias is not None and alias.columns:
+            if len(alias.columns) > 1:
+                raise self.err("type_error", f"{len(alias.columns)} column aliases for 1 "
+                               "column", alias)
+            col = alias.columns[0].name.lower()
+        return rel, base_scope + [SCol(qual, col, ty)]
+
     def bind_from(self, sel: exp.Select, outer: Params | None) -> tuple[Rel, list[SCol]]:
         frm = A(sel, "from")
         if frm is None:
@@ -556,6 +613,13 @@ class Binder:
         items = [frm.this, *frm.expressions] if frm.expressions else [frm.this]
         rel, scope = self.bind_table(items[0], outer)
         for extra in items[1:]:
+            tf = _lateral_table_function(extra)
+            if isinstance(tf, exp.Unnest):
+                rel, scope = self.bind_unnest(tf, rel, scope, outer)
+                continue
+            if isinstance(tf, exp.Table):
+                rel, scope = self.bind_table_function(tf, rel, scope, outer)
+                continue
             if _lateral(extra) is not None:
                 rel, scope = self.bind_lateral(rel, scope, extra, "", None, outer)
                 continue
@@ -571,13 +635,18 @@ class Binder:
 
     def bind_join(self, left: Rel, lscope: list[SCol], j: exp.Join,
                   outer: Params | None) -> tuple[Rel, list[SCol]]:
-        if isinstance(j.this, exp.Table) and _table_function(j.this) is not None:
+        this = _lateral_table_function(j.this) or j.this
+        if isinstance(this, exp.Unnest) or (
+                isinstance(this, exp.Table) and _table_function(this) is not None):
             # a table function after other FROM items may use their columns (LATERAL)
             if j.args.get("side") or j.args.get("using") or (j.args.get("kind") or "").upper() \
                     not in ("", "CROSS", "INNER"):
                 raise self.err("unsupported", "only inner and cross joins with a table "
                                "function are supported", j)
-            rel, scope = self.bind_table_function(j.this, left, lscope, outer)
+            if isinstance(this, exp.Unnest):
+                rel, scope = self.bind_unnest(this, left, lscope, outer)
+            else:
+                rel, scope = self.bind_table_function(this, left, lscope, outer)
             on = j.args.get("on")
             if on is not None:
                 ctx = ExprCtx(self, rel, scope, outer)
@@ -2092,6 +2161,27 @@ def _typed_name(sql: str, start: int) -> tuple[str, int] | None:
         if m2:
             return m2.group(0), at
     return word, at
+
+
+def _lateral_table_function(t: exp.Expression) -> exp.Expression | None:
+    """``LATERAL unnest(...)`` / ``LATERAL generate_series(...)``: the table function as a
+    plain FROM item (table functions in FROM are lateral anyway), or None."""
+    if not isinstance(t, exp.Lateral):
+        return None
+    fn = t.this
+    alias = t.args.get("alias")
+    if isinstance(fn, exp.Unnest):
+        out = exp.Unnest(expressions=list(fn.expressions), alias=alias,
+                         offset=fn.args.get("offset") or t.args.get("ordinality"))
+    elif isinstance(fn, exp.GenerateSeries) or (
+            isinstance(fn, exp.Anonymous) and str(fn.this).lower() in TABLE_FUNCTIONS):
+        if t.args.get("ordinality"):
+            return None  # refused by _lateral, naming LATERAL
+        out = exp.Table(this=fn, alias=alias)
+    else:
+        return None
+    out.meta.update(t.meta)
+    return out
 
 
 def _lateral(t: exp.Expression) -> exp.Expression | None:

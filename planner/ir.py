@@ -17,6 +17,7 @@ Relations (the Materialize-style physical vocabulary):
   FlatMap(input, func, args)  a table function appending columns (one row per output)
   Join(left, right, keys)     rows l+r where l[a] == r[b] for each (a, b) in keys; key equality is
                        Python equality, so NULL matches NULL: SQL joins filter NULL keys first
+  DeltaJoin(inputs, keys)     a many-way join lowered as a delta join (no intermediate arrangements)
   Reduce(input, group, aggs)  group-by columns then one column per aggregate; no aggs = DISTINCT
   TopK(input, group, order, limit, offset)   rows per group, ordered, sliced
   Negate / Threshold (keep rows with positive count) / Union (multiset sum)
@@ -161,6 +162,50 @@ class Join:
 
 
 @dataclass(frozen=True)
+class DeltaJoin:
+    """``inputs`` side by side (their columns concatenated), rows where ``#a == #b`` for each
+    key pair of concatenated columns (Python equality, as ``Join.keys``).
+
+    Lowered as a delta join where times are totally ordered (see engine/operators/half_join.py):
+    one path per input, which looks each change of that input up in the other inputs'
+    arrangements, in ``paths()`` order; input ``i``'s path sees inputs before it in ``inputs``
+    strictly before its time and inputs after it through its time. Elsewhere (in loops) it is
+    the left-deep binary join of ``inputs`` in order (``planner.joins.left_deep``)."""
+
+    inputs: tuple[Rel, ...]
+    keys: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def arity(self) -> int:
+        return sum(r.arity for r in self.inputs)
+
+    def owners(self) -> list[tuple[int, int]]:
+        """(input, column of that input) of each concatenated column."""
+        return [(i, c) for i, r in enumerate(self.inputs) for c in range(r.arity)]
+
+    def paths(self) -> list[list[int]]:
+        """Per input, the order its path visits the inputs: always next an input sharing a key
+        with those visited (the one earliest in ``inputs``), a cross product only when none
+        does. ``inputs`` starts with the most filtered input, so paths head towards it."""
+        own = self.owners()
+        adj: dict[int, set[int]] = {i: set() for i in range(len(self.inputs))}
+        for a, b in self.keys:
+            ia, ib = own[a][0], own[b][0]
+            if ia != ib:
+                adj[ia].add(ib)
+                adj[ib].add(ia)
+        out = []
+        for i in range(len(self.inputs)):
+            path = [i]
+            while len(path) < len(self.inputs):
+                rest = [j for j in range(len(self.inputs)) if j not in path]
+                linked = [j for j in rest if adj[j] & set(path)]
+                path.append(min(linked or rest))
+            out.append(path)
+        return out
+
+
+@dataclass(frozen=True)
 class Agg:
     func: str  # count_star, count, sum, avg, min, max, single (a scalar subquery's value)
     arg: int | None
@@ -261,14 +306,14 @@ class LetRec:
         return self.body.arity
 
 
-Rel = (Get | Constant | Mfp | FlatMap | Join | Reduce | TopK | Negate | Threshold | Union
+Rel = (Get | Constant | Mfp | FlatMap | Join | DeltaJoin | Reduce | TopK | Negate | Threshold | Union
        | ArrangeBy | Let | LetRec)
 
 REL_CHILD_FIELDS = ("input", "left", "right", "value", "body")
 
 
 def children(r: Rel) -> list[Rel]:
-    if isinstance(r, Union):
+    if isinstance(r, (Union, DeltaJoin)):
         return list(r.inputs)
     if isinstance(r, LetRec):
         return [*r.values, r.body]
@@ -278,6 +323,8 @@ def children(r: Rel) -> list[Rel]:
 def with_children(r: Rel, kids: list[Rel]) -> Rel:
     if isinstance(r, Union):
         return Union(tuple(kids))
+    if isinstance(r, DeltaJoin):
+        return DeltaJoin(tuple(kids), r.keys)
     if isinstance(r, LetRec):
         return LetRec(r.ids, tuple(kids[:-1]), kids[-1], r.limit)
     names = [f.name for f in fields(r) if f.name in REL_CHILD_FIELDS]
@@ -384,6 +431,10 @@ def _line(r: Rel) -> str:
         if not r.keys:
             return "Join cross"
         return "Join on=(" + ", ".join(f"#{a} = #{b + r.left.arity}" for a, b in r.keys) + ")"
+    if isinstance(r, DeltaJoin):
+        paths = "; ".join(" > ".join(f"%{i}" for i in p) for p in r.paths())
+        return ("DeltaJoin on=(" + ", ".join(f"#{a} = #{b}" for a, b in r.keys) + ")"
+                f" paths=({paths})")
     if isinstance(r, Reduce):
         if not r.aggs:
             return f"Reduce distinct group={_cols(r.group)}"

@@ -16,6 +16,10 @@ and *predicates* over the concatenation of the leaves' columns, then rebuilds it
   cross product happens only when no remaining leaf shares an equality with the joined set;
 - every other conjunct applies right after the join that brings in the last leaf it reads.
 
+``plan_delta_joins`` (the last rewrite) then turns a left-deep join of three or more inputs
+into a ``DeltaJoin`` where that avoids arranging large intermediate results (see its
+docstring); ``left_deep`` is the way back, used inside loops and as the tests' reference.
+
 Invariant: the rebuilt plan denotes the same multiset. Inner joins and filters commute, so any
 order of the leaves gives the same rows up to a permutation of columns, which the final
 projection undoes. Outer joins are never flattened (the binder writes them as a union of an inner
@@ -29,8 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.ir import (
+    ArrangeBy,
     Call,
     Col,
+    DeltaJoin,
     Join,
     Lit,
     Mfp,
@@ -39,6 +45,7 @@ from planner.ir import (
     children,
     map_cols,
     scalar_cols,
+    transform_up,
     with_children,
 )
 
@@ -260,3 +267,106 @@ def order_joins(r: Rel) -> Rel:
     if not kids:
         return r
     return with_children(r, [order_joins(k) for k in kids])
+
+
+# ---------------------------------------------------------------- delta joins
+
+
+def _binary_tree(r: Rel) -> bool:
+    """r is an inner binary join, possibly under arrangements and maps-free Mfps."""
+    while isinstance(r, ArrangeBy) or (isinstance(r, Mfp) and not r.map):
+        r = r.input
+    return isinstance(r, Join)
+
+
+def _flatten_binary(r: Rel, inputs: list[Rel], keys: list[tuple[int, int]],
+                    filters: list[Scalar], crosses: list[bool], choose: str) -> list[int]:
+    """Inputs, key pairs and filters (over the concatenated input columns) of a binary join
+    tree, in place; returns r's columns as concatenated columns."""
+    if isinstance(r, ArrangeBy) and _binary_tree(r.input):
+        return _flatten_binary(r.input, inputs, keys, filters, crosses, choose)
+    if isinstance(r, Mfp) and not r.map and _binary_tree(r.input):
+        cols = _flatten_binary(r.input, inputs, keys, filters, crosses, choose)
+        filters.extend(map_cols(p, lambda i: cols[i]) for p in r.filter)
+        return [cols[i] for i in r.project]
+    if isinstance(r, Join):
+        lo = _flatten_binary(r.left, inputs, keys, filters, crosses, choose)
+        ro = _flatten_binary(r.right, inputs, keys, filters, crosses, choose)
+        keys.extend((lo[a], ro[b]) for a, b in r.keys)
+        crosses.append(not r.keys)
+        return lo + ro
+    while isinstance(r, ArrangeBy):  # an input's arrangement for the binary plan
+        r = r.input
+    base = sum(x.arity for x in inputs)
+    inputs.append(plan_delta_joins(r, choose))
+    return [base + i for i in range(r.arity)]
+
+
+def _selective(r: Rel) -> bool:
+    """r filters its rows by something other than the NOT NULL checks join keys add."""
+    if not isinstance(r, Mfp):
+        return False
+    return any(not (isinstance(p, Call) and p.func == "not" and isinstance(p.args[0], Call)
+                    and p.args[0].func == "is_null") for p in r.filter)
+
+
+def plan_delta_joins(r: Rel, choose: str = "auto") -> Rel:
+    """Every binary join tree of three or more inputs that is better as a delta join becomes a
+    ``DeltaJoin`` of its inputs (in the tree's left-deep order) under one Mfp for its
+    filters and projection. ``choose`` is "auto", "delta" (every such tree) or "binary".
+
+    "auto" picks the delta join when the left-deep plan would arrange intermediate results
+    that are likely larger than the inputs: when it has a cross product, or when no input is
+    filtered (otherwise the join starts from the filtered input and its intermediate results
+    stay small, while a delta join arranges each middle input once per neighbour)."""
+    if choose != "binary" and _binary_tree(r):
+        inputs: list[Rel] = []
+        keys: list[tuple[int, int]] = []
+        filters: list[Scalar] = []
+        crosses: list[bool] = []
+        cols = _flatten_binary(r, inputs, keys, filters, crosses, choose)
+        if len(inputs) >= 3 and (choose == "delta" or any(crosses) or
+                                 not any(_selective(x) for x in inputs)):
+            dj = DeltaJoin(tuple(inputs), tuple(keys))
+            return Mfp(dj, (), tuple(filters), tuple(cols))
+        return _in_leaves(r, choose)  # the tree stays binary: so do its parts
+    kids = children(r)
+    if not kids:
+        return r
+    return with_children(r, [plan_delta_joins(k, choose) for k in kids])
+
+
+def _in_leaves(r: Rel, choose: str) -> Rel:
+    """plan_delta_joins applied to the inputs of a binary join tree, not to its subtrees."""
+    if isinstance(r, Join) or ((isinstance(r, ArrangeBy) or (isinstance(r, Mfp) and not r.map))
+                               and _binary_tree(r.input)):
+        return with_children(r, [_in_leaves(k, choose) for k in children(r)])
+    if isinstance(r, ArrangeBy):
+        return ArrangeBy(plan_delta_joins(r.input, choose), r.keys)
+    return plan_delta_joins(r, choose)
+
+
+def left_deep(r: DeltaJoin) -> Rel:
+    """The binary join of r's inputs in order, each step keyed by the key pairs it closes
+    (the reference plan, and the plan inside loops)."""
+    own = r.owners()
+    offs = [sum(x.arity for x in r.inputs[:i]) for i in range(len(r.inputs))]
+    cur: Rel = r.inputs[0]
+    for j in range(1, len(r.inputs)):
+        step = []
+        for a, b in r.keys:
+            (ia, _), (ib, _) = own[a], own[b]
+            if ia == j and ib < j:
+                a, b = b, a
+                ia, ib = ib, ia
+            if ib == j and ia < j:
+                step.append((a, b - offs[j]))
+        kl = tuple(a for a, _ in step)
+        kr = tuple(b for _, b in step)
+        cur = Join(ArrangeBy(cur, kl), ArrangeBy(r.inputs[j], kr), tuple(step))
+    return cur
+
+
+def as_binary(r: Rel) -> Rel:
+    """r with every DeltaJoin replaced by its left-deep binary join (the reference plan)."""
+    return transform_up(r, lambda n: left_deep(n) if isinstance(n, DeltaJoin) else n)

@@ -5,7 +5,12 @@ Invariants:
   (a Let value, a CTE, a repeated subtree) is one dataflow fragment; each (collection, key)
   arrangement is built once per dataflow, and arrangements of source collections are shared
   between all views built in the same Dataflow.
-- Rows are tuples everywhere; keyed operators see ``(key_tuple, row)`` pairs.
+- Rows are tuples everywhere; keyed operators see ``(key_tuple, row)`` pairs. An arranged
+  Mfp is filtered, projected and keyed by one generated kernel (planner.mfp_kernel) when it
+  can be; ``Lowerer(fuse=False)`` lowers it as written (the reference).
+- A DeltaJoin is a delta join (one path of half joins per input, reading only base
+  arrangements) where times are totally ordered: the root scope with one time coordinate, on
+  the in-process executor. Elsewhere it is its left-deep binary join (planner.joins.left_deep).
 - LetRec follows the naive evaluator's semantics exactly (planner.naive): one Variable per
   binding, starting empty; a binding reads the *current* iteration's result of earlier bindings
   and the Variable (previous iteration) of itself and later ones. Hence naive and engine
@@ -22,6 +27,7 @@ from operator import itemgetter
 from typing import Any
 
 from engine.canonical import canonical
+from engine.collection import half_join
 from planner.aggregate import IncrementalAggregates, IncrementalTopK, reduce_group, topk_rows
 from planner.errors import PlanError
 from planner.ir import (
@@ -29,6 +35,7 @@ from planner.ir import (
     Call,
     Col,
     Constant,
+    DeltaJoin,
     FlatMap,
     Get,
     Join,
@@ -43,6 +50,8 @@ from planner.ir import (
     Union,
     scalar_cols,
 )
+from planner.joins import left_deep
+from planner.mfp_kernel import keyed_mfp
 from planner.scalar import compile_scalar, family
 from planner.table_functions import compile_flat_map
 
@@ -128,8 +137,9 @@ def use_reduce_total(scope: Any) -> bool:
 
 
 class Lowerer:
-    def __init__(self, df: Any, sources: dict[str, Any]) -> None:
+    def __init__(self, df: Any, sources: dict[str, Any], fuse: bool = True) -> None:
         self.df = df
+        self.fuse = fuse  # generated keyed-MFP kernels; False lowers every node as written
         self.sources = sources
         self.memo: dict[tuple[Any, ...], Any] = {}
         self.entered: dict[tuple[int, int], tuple[Any, Any]] = {}
@@ -174,9 +184,27 @@ class Lowerer:
         self.memo[key] = (scope, out)
         return out
 
-    def arrange(self, a: ArrangeBy, scope: Any, env: dict[str, Any], env_key: int) -> Any:
+    def arrange(self, a: ArrangeBy, scope: Any, env: dict[str, Any], env_key: int,
+                shared: bool = True) -> Any:
+        if isinstance(a.input, Mfp) and self.fuse:
+            # filter, project and key in one generated function per row (planner.mfp_kernel)
+            m = a.input
+            kernel = keyed_mfp(m, a.keys)
+            if kernel is not None:
+                src = self.lower(m.input, scope, env, env_key)
+                fkey = (id(src), (m, a.keys))
+                hit = self.arranged.get(fkey)
+                if hit is not None:
+                    return hit[1]
+                name = (m.input.name if isinstance(m.input, Get) else "plan") + ".mfp.by" + \
+                    "".join(f"_{k}" for k in a.keys)
+                arr = src.flat_map(kernel).arrange_by_key(name)
+                self.arranged[fkey] = (src, arr)
+                return arr
         c = self.lower(a.input, scope, env, env_key)
-        cache = self.shared if isinstance(a.input, Get) and not a.input.local and \
+        # A half join must see the history of every arrangement it reads (one shared with
+        # another view may be compacted already): it asks for one of its own (shared=False).
+        cache = self.shared if shared and isinstance(a.input, Get) and not a.input.local and \
             c.scope.parent is None else self.arranged
         key = (id(c), a.keys)
         hit = cache.get(key)
@@ -216,6 +244,13 @@ class Lowerer:
             left = self.arrange(la, scope, env, env_key)
             right = self.arrange(ra, scope, env, env_key)
             return left.join_map(right, lambda k, a, b: a + b)
+        if isinstance(r, DeltaJoin):
+            if scope.parent is None and scope.dims == 1 and \
+                    getattr(self.df.executor, "name", "") == "inprocess":
+                return self.delta_join(r, scope, env, env_key)
+            # partially ordered times (loops), or an executor whose batches half joins cannot
+            # read (engine/operators/half_join.py): the left-deep binary join
+            return self.lower(left_deep(r), scope, env, env_key)
         if isinstance(r, Reduce):
             c = self.lower(r.input, scope, env, env_key)
             if not r.aggs:
@@ -266,6 +301,35 @@ class Lowerer:
             return self.letrec(r, scope, env)
         raise AssertionError(type(r).__name__)
 
+    def delta_join(self, r: DeltaJoin, scope: Any, env: dict[str, Any], env_key: int) -> Any:
+        """One path per input (``r.paths()``): its changes, half-joined with each other input's
+        arrangement by the keys that link it to the inputs visited so far (strictly before
+        the change's time for inputs earlier in ``r.inputs``), then permuted to r's column
+        order. Only base inputs are arranged, each once per distinct key."""
+        own = r.owners()
+        offs = [sum(x.arity for x in r.inputs[:i]) for i in range(len(r.inputs))]
+        outs = []
+        for i, path in enumerate(r.paths()):
+            stream = self.lower(r.inputs[i], scope, env, env_key)
+            layout = [(i, c) for c in range(r.inputs[i].arity)]
+            for j in path[1:]:
+                at = {g: n for n, g in enumerate(layout)}
+                pairs = []
+                for a, b in r.keys:
+                    if own[b][0] == j and own[a] in at:
+                        pairs.append((at[own[a]], b - offs[j]))
+                    elif own[a][0] == j and own[b] in at:
+                        pairs.append((at[own[b]], a - offs[j]))
+                arr = self.arrange(ArrangeBy(r.inputs[j], tuple(b for _, b in pairs)), scope,
+                                   env, env_key, shared=False)
+                stream = half_join(stream, arr, _getter(tuple(a for a, _ in pairs)),
+                                   _concat, strict=j < i, name=f"delta.{i}.{j}")
+                layout += [(j, c) for c in range(r.inputs[j].arity)]
+            at = {g: n for n, g in enumerate(layout)}
+            perm = tuple(at[g] for g in own)
+            outs.append(stream if perm == tuple(range(len(perm))) else stream.map(_getter(perm)))
+        return outs[0].concat(*outs[1:])
+
     def letrec(self, r: LetRec, scope: Any, env: dict[str, Any]) -> Any:
         from engine import Variable
 
@@ -283,6 +347,10 @@ class Lowerer:
         for i, res in zip(r.ids, results, strict=True):
             env_b[i] = res.leave()
         return self.lower(r.body, scope, env_b, next(self.env_ids))
+
+
+def _concat(row: tuple[Any, ...], other: tuple[Any, ...]) -> tuple[Any, ...]:
+    return row + other
 
 
 def lower(plan: Rel, df: Any, sources: dict[str, Any]) -> Any:

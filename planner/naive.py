@@ -19,6 +19,7 @@ from planner.errors import PlanError
 from planner.ir import (
     ArrangeBy,
     Constant,
+    DeltaJoin,
     FlatMap,
     Get,
     Join,
@@ -32,6 +33,7 @@ from planner.ir import (
     TopK,
     Union,
 )
+from planner.joins import left_deep
 from planner.lower import compile_mfp
 from planner.table_functions import compile_flat_map
 
@@ -77,6 +79,8 @@ def _eval(r: Rel, sources: dict[str, Bag], env: dict[str, Bag]) -> Bag:
         return _clean(out)
     if isinstance(r, ArrangeBy):
         return _eval(r.input, sources, env)
+    if isinstance(r, DeltaJoin):
+        return _eval(left_deep(r), sources, env)
     if isinstance(r, Join):
         left = _eval(r.left, sources, env)
         right = _eval(r.right, sources, env)

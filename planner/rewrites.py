@@ -35,7 +35,7 @@ from planner.ir import (
     transform_up,
     with_children,
 )
-from planner.joins import order_joins
+from planner.joins import order_joins, plan_delta_joins
 
 
 def _identity(n: int) -> tuple[int, ...]:
@@ -313,6 +313,7 @@ RULES: tuple[Rule, ...] = (
     fuse_mfps,
     fold_constants,
     arrange_join_inputs,
+    plan_delta_joins,
 )
 
 

@@ -87,3 +87,15 @@ def test_bulk_refuses_bad_diffs_and_ignores_nothing() -> None:
     h.advance_to(1)
     df.run()
     assert cap.current() == {}
+
+
+def test_send_is_all_or_nothing() -> None:
+    df = Dataflow()
+    h, xs = df.new_input("xs")
+    cap = xs.capture()
+    with pytest.raises(TypeError):
+        h.send([(1, 1), (2, 1), (3, "x")])  # type: ignore[list-item]
+    h.send([(4, 1)])
+    h.advance_to(1)
+    df.run()
+    assert cap.current() == {4: 1}

@@ -23,6 +23,8 @@ CASES = {
     "join_order": "SELECT t1.id, t2.id, u1.s FROM u u2, t t1, e, t t2, u u1 "
                   "WHERE t1.a = e.src AND e.dst = t2.a AND t2.id = u1.id AND u1.a = u2.a "
                   "AND u2.s = 'x' AND t1.c > t2.c",
+    "delta_join": "SELECT e1.src, e3.dst, t.id FROM e e1, e e2, e e3, t "
+                  "WHERE e1.dst = e2.src AND e2.dst = e3.src AND e3.dst = t.a",
     "group_by_having": "SELECT a, count(*), sum(c) FROM t GROUP BY a HAVING count(*) > 1",
     "global_aggregate": "SELECT count(*), max(c) FROM t",
     "exists_correlated": "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a)",

@@ -34,6 +34,22 @@ REFUSALS = [
      "aggregate function bool_or is not supported", 2, 2),
     ("SELECT unnest(b) FROM t", "unsupported",
      "function or construct unnest is not supported", 1, 8),
+    ("SELECT * FROM t, unnest(t.b) AS u(x)", "unsupported",
+     "unnest(t.b) is not supported: views have no LIST type, so unnest takes a list literal "
+     "[...] or generate_series/range", 1, 25),
+    ("SELECT *\n  FROM unnest([[1, 2], [3]])", "unsupported",
+     "unnest of a nested list is not supported (views have no LIST type)", 2, 17),
+    ("SELECT * FROM UNNEST(NULL)", "type_error", "UNNEST needs a list, got NULL", 1, 15),
+    ("SELECT * FROM unnest([1], [2])", "unsupported", "unnest takes exactly one list argument "
+     "here (no several lists, WITH ORDINALITY or named options)", 1, 15),
+    ("SELECT * FROM unnest([1, 2]) AS u(x, y)", "type_error", "2 column aliases for 1 column",
+     1, 33),
+    ("SELECT * FROM t LEFT JOIN unnest([1]) u(x) ON t.a = u.x", "unsupported",
+     "only inner and cross joins with a table function are supported", 1, 17),
+    ("SELECT * FROM unnest([1, 'a'])", "type_error", "cannot convert 'a' to INTEGER", 1, 23),
+    ("SELECT t.id FROM t, LATERAL unnest([1]) WITH ORDINALITY", "unsupported",
+     "unnest takes exactly one list argument here (no several lists, WITH ORDINALITY or "
+     "named options)", 1, 21),
     ("SELECT a, count(*) FROM t GROUP BY GROUPING SETS ((a), ())", "unsupported",
      "GROUPING SETS is not supported", 1, 36),
     ("SELECT a, count(*) FROM t GROUP BY CUBE (a)", "unsupported", "CUBE is not supported",

@@ -1,6 +1,6 @@
 """Oracle for the SQL surface added for issues #9 and #13: SELECT-list aliases used later in the
 SELECT list and in WHERE, DuckDB's further string functions, the statistical aggregates,
-subqueries in JOIN ... ON, table functions in FROM and DECIMAL result typing, each as a maintained view under random INSERT/UPDATE/DELETE batches,
+subqueries in JOIN ... ON, table functions in FROM (unnest included) and DECIMAL result typing, each as a maintained view under random INSERT/UPDATE/DELETE batches,
 equal to DuckDB after every batch, and the same changes whatever the batching.
 """
 
@@ -52,6 +52,20 @@ VIEWS = [
     "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM generate_series(1, t.a) s(k) WHERE k = 2)",
     "SELECT id, r FROM t JOIN range(0, 3) AS x(r) ON t.a = r",
     "SELECT r % 3, count(*) FROM u, range(u.a, 7, 2) AS x(r) GROUP BY r % 3",
+    # unnest of list literals and of generate_series/range in FROM: lateral to earlier FROM
+    # items, in correlated subqueries, joined, aggregated, with NULL elements
+    "SELECT t.id, u.x FROM t, unnest([t.a, t.id % 4, NULL, 3]) AS u(x) WHERE u.x IS DISTINCT"
+    " FROM 2",
+    "SELECT t.id, v.v FROM t CROSS JOIN unnest([t.c, t.a * 1.5]) v",
+    "SELECT id, (SELECT sum(x) FROM unnest([t.a, t.id, 2]) AS s(x)) FROM t",
+    "SELECT id FROM t WHERE a IN (SELECT * FROM unnest([t.id % 5, 1]))",
+    "SELECT u.id, w.x FROM u JOIN unnest([1, 2, 5]) AS w(x) ON u.a = w.x",
+    "SELECT t.id, g.k FROM t, unnest(generate_series(0, t.a, 2)) AS g(k)",
+    "SELECT x % 3, count(*) FROM u, unnest(range(u.a)) AS r(x) GROUP BY x % 3",
+    "SELECT unnest, count(*) FROM t, unnest([b, 'x']) GROUP BY unnest",
+    "SELECT * FROM unnest([1, 2.5, NULL]) AS z(x), (SELECT count(*) FROM t WHERE a > 2)",
+    "SELECT t.id, u.x, g.k FROM t CROSS JOIN LATERAL unnest([t.a, 1]) AS u(x),"
+    " LATERAL generate_series(u.x, 3) AS g(k)",
     # DECIMAL typing through COALESCE, CASE, arithmetic
     "SELECT id, coalesce(m, 0), CASE WHEN a > 1 THEN 1 ELSE 2.5 END, m * a, m + 1.005,"
     " round(m, 1), floor(m), greatest(m, a) FROM u",
@@ -79,7 +93,7 @@ def test_incremental_matches_duckdb_after_every_batch(group: int) -> None:
 
 
 BATCHED = [VIEWS[0], VIEWS[3], VIEWS[5], VIEWS[9], VIEWS[10], VIEWS[14], VIEWS[16], VIEWS[18],
-           VIEWS[20], VIEWS[23]]
+           VIEWS[20], VIEWS[23], VIEWS[24], VIEWS[26], VIEWS[30]]
 
 
 @pytest.mark.parametrize("sql", BATCHED)

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
-from engine.canonical import canonical
+from engine.canonical import NEEDS_CANONICAL, canonical
 from engine.dataflow import Operator, Scope
 from engine.lattice import Antichain, Time
 from engine.sources import FileSource
@@ -98,9 +98,26 @@ class InputHandle:
 
     def send(self, updates: Iterable[tuple[Any, int]]) -> None:
         """Send many `(data, diff)` pairs at the current time."""
-        t = self._current_time()
-        for data, diff in updates:
-            self.update_at(data, t, diff)
+        t = self._current_time()  # the frontier's one element: beyond the frontier
+        buffer = self.op.buffer
+        n = len(buffer)
+        plain = NEEDS_CANONICAL.isdisjoint  # a row of no float or tuple is canonical already
+        # update_at's checks, hoisted out of the per-row loop (a bulk load sends many rows)
+        try:
+            for data, diff in updates:
+                if diff.__class__ is not int and (not isinstance(diff, int) or isinstance(diff, bool)):
+                    raise TypeError("diff must be an int, got %r" % (diff,))
+                if diff:
+                    if data.__class__ is not tuple or not plain(map(type, data)):
+                        data = canonical(data)
+                    buffer.append((data, t, diff))
+        except BaseException:
+            # All or nothing: rows buffered before the bad one would otherwise be sent without
+            # the capability that `buffer_lower` holds for them.
+            del buffer[n:]
+            raise
+        if len(buffer) > n:
+            self.op.buffer_lower.insert(t)
 
     def insert_many(self, rows: Iterable[Any], diff: int = 1) -> None:
         """Send `(row, now, diff)` for every row: `insert` in bulk, one payload for the batch
