@@ -465,18 +465,22 @@ def _round(x: Any, n: int = 0) -> Any:
     return round_double(x, n)
 
 
-def _std_round(y: float) -> float:
-    """C's std::round: to the nearest integer, halves away from zero (exact for doubles)."""
-    a = abs(y)
-    if not math.isfinite(a) or a >= 2.0 ** 52:
-        return y  # already integral (or inf/nan, which the caller treats)
-    f = float(math.floor(a))
-    return math.copysign(f + 1.0 if a - f >= 0.5 else f, y)
+def _nearest_half_away(exact: decimal.Decimal, sign: float) -> float:
+    """The integer nearest ``exact``, halves away from zero, as a double carrying ``sign``
+    (so a negative value that rounds to zero stays -0.0, as std::round gives it)."""
+    r = exact.to_integral_value(rounding=decimal.ROUND_HALF_UP, context=_EXACT)
+    return math.copysign(float(r), sign)
+
+
+# Wide enough that a double times or over a power of ten up to 10^308 is exact.
+_EXACT = decimal.Context(prec=1200, Emax=999999, Emin=-999999)
 
 
 def round_double(x: float, n: int = 0) -> float:
-    """DuckDB's round(DOUBLE, n): std::round(x * 10^n) / 10^n in binary floating point, so
-    round(1.005, 2) is 1.0 (1.005 * 100 is 100.49999999999999), not the decimal 1.01."""
+    """DuckDB's round(DOUBLE, n) (DuckDB 2): x * 10^n rounded to an integer, halves away from
+    zero, decided on the exact product rather than the rounded one, then divided back in
+    floating point. So round(-483.445, 2) is -483.44 (the double is -483.44499999999999...),
+    and round(1.005, 2) is 1.0; beyond 2^52 the product is already integral."""
     if math.isnan(x) or math.isinf(x):
         return x
     try:
@@ -484,10 +488,22 @@ def round_double(x: float, n: int = 0) -> float:
     except OverflowError:
         m = math.inf
     if n >= 0:
-        r = _std_round(x * m) / m
+        p = x * m
+        if math.isinf(p) or math.isnan(p):
+            return x
+        if abs(p) < 2.0 ** 52:
+            p = _nearest_half_away(decimal.Decimal(x) * decimal.Decimal(m), p)
+        r = p / m
         return x if math.isinf(r) or math.isnan(r) else r
-    r = _std_round(x / m) * m
-    return 0.0 if math.isinf(r) or math.isnan(r) else r
+    if math.isinf(m):
+        return 0.0
+    q = x / m
+    if abs(q) < 2.0 ** 52:
+        q = _nearest_half_away(_EXACT.divide(decimal.Decimal(x), decimal.Decimal(m)), q)
+    r = q * m
+    if math.isinf(r):
+        return x
+    return 0.0 if math.isnan(r) else r
 
 
 def _floor(x: Any) -> Any:
@@ -834,8 +850,7 @@ def _checked_int(func: str, fn: Callable[..., Any], t: str) -> Callable[..., Any
 
     def g2(a: Any, b: Any) -> Any:
         v = fn(a, b)
-        # MIN % -1 is 0 mathematically, but DuckDB computes it through the overflowing MIN / -1
-        if v is not None and (not lo <= v <= hi or (func == "mod" and b == -1 and a == lo)):
+        if v is not None and not lo <= v <= hi:  # MIN % -1 is 0 (DuckDB 2), not an overflow
             raise overflow(a, b)
         return v
     return g2

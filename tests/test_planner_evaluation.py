@@ -115,7 +115,6 @@ OVERFLOWS = [
     ("SELECT -i FROM k", "-i"),
     ("SELECT abs(i) FROM k", "ABS(i)"),
     ("SELECT i // -1 FROM k", "i // -1"),
-    ("SELECT i % -1 FROM k", "i % -1"),
     ("SELECT h + 1 FROM k", "h + 1"),
     ("SELECT ub + 1 FROM k", "ub + 1"),
     ("SELECT 1 FROM k WHERE i * 2 < 5", "i * 2"),
@@ -154,6 +153,8 @@ def test_values_near_the_limits_match_duckdb() -> None:
     data = {"k": EXTREME_K + SMALL_K}
     _assert_matches_duckdb("SELECT b - 1, i + 1, s - 1, ti - 1, h - 1, ub - 1, -b, abs(b),"
                            " i // 2, i % 7, b * 1 FROM k", data)
+    # MIN % -1 is 0 (DuckDB 2 does not compute it through the overflowing MIN // -1)
+    _assert_matches_duckdb("SELECT i % -1, b % -1, ti % -1, s % -1, h % -1 FROM k", data)
     # SUM of BIGINT is a HUGEINT: beyond 2^63 is no overflow
     _assert_matches_duckdb("SELECT sum(b), sum(i), sum(ti) FROM"
                            " (SELECT * FROM k UNION ALL SELECT * FROM k) q", data)
