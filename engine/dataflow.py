@@ -91,6 +91,15 @@ class Operator:
         self.index = self.dataflow._register(self)
         # True when `summary` is the identity (the operator never changes times).
         self._identity = type(self).summary is Operator.summary
+        # True when the operator never holds capabilities (it sends only while consuming its
+        # queues): progress tracking and the scheduler skip it whenever its queues are empty.
+        cls = type(self)
+        self._stateless = (cls.capabilities is Operator.capabilities
+                           and cls.has_messages is Operator.has_messages)
+        # Both, and not woken by frontiers: with one input (inputs can be added after
+        # construction, so the scheduler counts them) and nothing queued, it has nothing to do
+        # and its reach is its input's frontier.
+        self._passthrough = self._identity and self._stateless and not self.needs_frontier
 
     # -- progress ------------------------------------------------------------------------------
     def summary(self, t: Time) -> Time | None:
@@ -219,6 +228,13 @@ class Dataflow:
         budget = self.budget
         try:
             for op in self.ops:
+                if op._passthrough and len(op.queues) == 1 and not op.queues[0]:
+                    # Idle and stateless: nothing to run, and it sends at most what its input
+                    # may (the general path below computes the same, at a call per operator).
+                    reach[op.index] = reach[op.inputs[0].index]
+                    if budget is not None:
+                        budget.charge()
+                    continue
                 frontiers = [reach[src.index] for src in op.inputs]
                 if op.has_messages():
                     op.last_frontiers = frontiers

@@ -36,6 +36,8 @@ class Node(Protocol):
 
     # True when `summary` is the identity.
     _identity: bool
+    # True when the operator holds no capabilities (its pointstamps are its queues' times).
+    _stateless: bool
 
 
 def compute_reach(ops: Sequence[Node]) -> dict[int, Antichain]:
@@ -45,6 +47,8 @@ def compute_reach(ops: Sequence[Node]) -> dict[int, Antichain]:
     lists: dict[int, list[Time]] = {op.index: [] for op in ops}
     work = []
     for op in ops:
+        if op._stateless and not any(op.queues):
+            continue  # holds nothing and has nothing queued: no pointstamps
         for t in op.pointstamps():
             work.append((op, t))
     while work:
