@@ -94,8 +94,10 @@ def reachable(edges: set[tuple[int, int]]) -> set[int]:
 def test_recursive_view_on_standalone_cluster(cluster: str, tmp_path: Path) -> None:
     # Arrangements as Parquet levels in a directory the cluster shares (same host, same path).
     levels = tmp_path / "levels"
+    # Each iteration of the loop is several Spark jobs on the cluster: creating the view takes
+    # about a minute here, so the write time limit is raised to the client's (README: Spark).
     server = Server(tmp_path / "data", "--executor", "spark", "--spark-master", cluster,
-                    "--spark-levels", str(levels))
+                    "--spark-levels", str(levels), "--write-timeout", "300")
     server.data_dir.mkdir()
     try:
         server.start(timeout=120)
