@@ -191,10 +191,11 @@ class Collection:
         return result.leave()
 
     # -- outputs -----------------------------------------------------------------------------
-    def capture(self, history: bool = True, drain: bool = True) -> Capture:
-        """Record this collection's updates (`history`), its accumulated current contents and
-        its frontier; with `drain`, also queue final updates for `Capture.drain`."""
-        return Capture(CaptureOp(self.scope, self.op, history, None, drain))
+    def capture(self, history: bool = True, drain: bool = True, current: bool = True) -> Capture:
+        """Record this collection's updates (`history`), its accumulated contents (`current`)
+        and its frontier; with `drain`, also queue final updates for `Capture.drain`. A caller
+        that keeps the contents itself passes `current=False` and holds no second copy."""
+        return Capture(CaptureOp(self.scope, self.op, history, None, drain, current))
 
     def subscribe(
         self, callback: Callable[[list[tuple[Any, Any, int]], Any], None], history: bool = False

@@ -133,8 +133,8 @@ class MaintainedView:
             sources[dep] = coll
         out = self.compiled.build(dataflow, sources)
         self.arranged = out.arrange_by_self(f"view:{self.name}")
-        # The view keeps its own history; the capture need not.
-        self.capture = self.arranged.as_collection(_row).capture(history=False)
+        # The view keeps its own history and contents; the capture need not.
+        self.capture = self.arranged.as_collection(_row).capture(history=False, current=False)
         self.pin = self.arranged.trace.new_reader("server")
 
     def run_schedule(

@@ -45,3 +45,27 @@ def test_subscribe_stream_accumulates_to_the_collection() -> None:
         want = {(n, c): 1 for n, c in distinct_by_len.items()}
         assert {d: c for d, c in acc.items() if c} == want
         assert not frontiers[-1].less_equal((epoch,)), "the frontier must show the epoch complete"
+
+
+def test_capture_without_contents_still_drains_every_update() -> None:
+    """`capture(current=False)` (the server's: a view keeps its own contents) keeps no second
+    copy, refuses `current()`, and drains the same final updates as a full capture."""
+    import pytest
+
+    df = Dataflow()
+    handle, xs = df.new_input("xs")
+    pairs = xs.map(lambda x: (x % 3, x))
+    lean = pairs.capture(history=False, current=False)
+    full = pairs.capture(history=False)
+    for epoch, batch in enumerate([[1, 2, 3], [4], [5, 6]]):
+        for x in batch:
+            handle.insert(x)
+        if epoch == 2:
+            handle.remove(1)
+        handle.advance_to(epoch + 1)
+        df.run()
+        assert lean.drain() == full.drain() != []
+    assert lean.op.state == {}
+    with pytest.raises(ValueError, match="current=False"):
+        lean.current()
+    assert full.current() == {(x % 3, x): 1 for x in [2, 3, 4, 5, 6]}

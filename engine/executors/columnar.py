@@ -227,6 +227,37 @@ class ColumnarExecutor(InProcessExecutor):
             return empty, u
         return u.take(~beyond), u.take(beyond)
 
+    # -- accumulations (engine.operators.capture) -----------------------------------------------
+    def accumulate(self, acc: list[tuple[np.ndarray, np.ndarray]] | None,
+                   payload: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Add `payload`'s diffs to `acc`: consolidated `(ids, counts)` runs, each at most half
+        the size of the one before it (a new run merges with its predecessors until that holds),
+        so adding n updates costs O(n log n) over any number of calls, never O(contents)."""
+        u = self._columns(payload)
+        runs = [] if acc is None else acc
+        if u is None or len(u) == 0:
+            return runs
+        zeros = np.zeros(len(u), I64)
+        ids, _, _, counts = K.consolidate(u.data, zeros, zeros, u.diffs)
+        while runs and len(runs[-1][0]) <= 2 * len(ids):
+            prev_ids, prev_counts = runs.pop()
+            both = np.concatenate([prev_ids, ids])
+            zeros = np.zeros(len(both), I64)
+            ids, _, _, counts = K.consolidate(both, zeros, zeros,
+                                              np.concatenate([prev_counts, counts]))
+        if len(ids):
+            runs.append((ids, counts))
+        return runs
+
+    def accumulated(self, acc: list[tuple[np.ndarray, np.ndarray]] | None) -> dict[Any, int]:
+        """The rows of `acc` with their non-zero counts."""
+        if not acc:
+            return {}
+        ids = np.concatenate([i for i, _ in acc])
+        zeros = np.zeros(len(ids), I64)
+        ids, _, _, counts = K.consolidate(ids, zeros, zeros, np.concatenate([c for _, c in acc]))
+        return dict(zip(self.rows.decode_many(ids), counts.tolist(), strict=True))
+
     def _packed_frontier(self, frontier: Antichain, dims: int) -> np.ndarray:
         key = (dims, tuple(frontier.elements))
         p = self._frontier_memo.get(key)

@@ -5,6 +5,11 @@ frontier of its input; updates at complete times (not beyond the frontier) are f
 answer the accumulated collection at any complete time, and hands out the updates that became
 final since the last `drain`, in time order, for change feeds. A `Probe` only tracks the
 frontier, so a caller can tell when an epoch is done.
+
+Invariant: `Capture.current()` is the accumulation of every final update received. A capture
+that only accumulates (no history, no drain, no callback) on an executor that can `accumulate`
+payloads keeps that accumulation in the executor's form (columns, for the columnar executor)
+and never makes a Python tuple per update; `current()` decodes it on demand.
 """
 
 from __future__ import annotations
@@ -34,20 +39,31 @@ class CaptureOp(Operator):
         history: bool = True,
         callback: Callable[[list[tuple[Any, Time, int]], Antichain], None] | None = None,
         drain: bool = True,
+        current: bool = True,
     ) -> None:
         super().__init__(scope, "capture", [source])
         self.callback = callback
         # Final updates wait for `Capture.drain`; a caller that never drains says so.
         self.keep_drained = drain
         self.keep_history = history
+        self.keep_current = current
         self.updates: list[tuple[Any, Time, int]] = []
         self.frontier = Antichain([(0,) * scope.dims])
         self.unfinal: list[tuple[Any, Time, int]] = []
         self.state: dict[Any, int] = {}
         self.drained: list[tuple[Any, Time, int]] = []
+        # The executor's accumulation (see the module docstring), and payloads not yet final.
+        ex = self.dataflow.executor
+        self.accumulator: Any = None
+        self.unfinal_payloads: list[Any] = []
+        self.columnar = (current and not history and not drain and callback is None
+                         and hasattr(ex, "accumulate"))
 
     def activate(self, frontiers: list[Antichain]) -> None:
         ex = self.dataflow.executor
+        if self.columnar:
+            self._accumulate(ex, frontiers[0])
+            return
         new: list[tuple[Any, Time, int]] = []
         for payload, _ in self.drain(0):
             updates = ex.collect(payload)
@@ -73,7 +89,7 @@ class CaptureOp(Operator):
                 if b is None:
                     b = side[t] = beyond(t)
                 (unfinal if b else final).append(u)
-            if final:
+            if final and self.keep_current:
                 state = self.state
                 for d, _, r in final:
                     c = state.get(d, 0) + r
@@ -81,10 +97,33 @@ class CaptureOp(Operator):
                         state[d] = c
                     else:
                         del state[d]
-                if self.keep_drained:
-                    self.drained.extend(final)
+            if final and self.keep_drained:
+                self.drained.extend(final)
         if self.callback is not None and (final or moved):
             self.callback(final, self.frontier)
+
+    def _accumulate(self, ex: Any, frontier: Antichain) -> None:
+        """The columnar path: split payloads at the frontier and accumulate the final part."""
+        payloads = [payload for payload, _ in self.drain(0)]
+        # As above, held-back updates are rescanned only when the frontier moves.
+        if frontier != self.frontier:
+            self.frontier = frontier
+            payloads.extend(self.unfinal_payloads)
+            self.unfinal_payloads = []
+        if not payloads:
+            return
+        final, rest = ex.split(payloads, frontier)
+        if not ex.is_empty(rest):
+            self.unfinal_payloads.append(rest)
+        if not ex.is_empty(final):
+            self.accumulator = ex.accumulate(self.accumulator, final)
+
+    def current(self) -> dict[Any, int]:
+        if not self.keep_current:
+            raise ValueError("this capture keeps no contents (built with current=False)")
+        if self.columnar:
+            return self.dataflow.executor.accumulated(self.accumulator)
+        return dict(self.state)
 
 
 class Capture:
@@ -107,7 +146,7 @@ class Capture:
 
     def current(self) -> dict[Any, int]:
         """The accumulated collection over all final (complete) updates."""
-        return dict(self.op.state)
+        return self.op.current()
 
     def snapshot(self, time: Time | int | None = None) -> dict[Any, int]:
         """The collection accumulated at `time` (default: all complete updates)."""
