@@ -20,6 +20,7 @@ from typing import Any
 
 from engine import reducers
 from engine.dataflow import Dataflow, Operator, Scope
+from engine.fields import ArrangedFields
 from engine.operators.arrange import Arrangement, ArrangeOp, AsCollectionOp, ImportOp
 from engine.operators.capture import Capture, CaptureOp, Probe, ProbeOp
 from engine.operators.half_join import HalfJoinOp
@@ -136,7 +137,7 @@ class Collection:
         return (
             self.arrange_by_self("count.input")
             .reduce(reducers.count, "count")
-            .as_collection(lambda k, v: (k, v))
+            .as_collection(ArrangedFields("key", "val"))
         )
 
     def distinct(self) -> Collection:
@@ -144,7 +145,7 @@ class Collection:
         return (
             self.arrange_by_self("distinct.input")
             .reduce(reducers.distinct, "distinct")
-            .as_collection(lambda k, v: k)
+            .as_collection(ArrangedFields("key"))
         )
 
     def threshold(self, f: Callable[[int], int]) -> Collection:
@@ -152,7 +153,7 @@ class Collection:
         return (
             self.arrange_by_self("threshold.input")
             .reduce(reducers.threshold(f), "threshold")
-            .as_collection(lambda k, v: k)
+            .as_collection(ArrangedFields("key"))
         )
 
     def sum(self) -> Collection:

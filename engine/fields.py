@@ -1,8 +1,10 @@
 """Projections an executor can run without calling Python per update.
 
-`Fields(i, j, ...)` is the map `row -> (row[i], row[j], ...)` (one index: `row[i]` itself) and
+`Fields(i, j, ...)` is the map `row -> (row[i], row[j], ...)` (one index: `row[i]` itself),
 `JoinFields(a, b, ...)` the join function `(key, left, right) -> (a, b, ...)` with each source
-one of `"key"`, `"left"`, `"right"` (one source: that value itself). Both are ordinary callables,
+one of `"key"`, `"left"`, `"right"` (one source: that value itself), and `ArrangedFields(a, ...)`
+the function `(key, val) -> (a, ...)` that reads an arrangement back as a collection, each
+source `"key"` or `"val"`. All are ordinary callables,
 so every executor can run them as Python functions; an executor that holds rows as integer ids
 (the columnar one) recognises them and moves ids instead, when the rows' layout allows it, and
 calls them per update otherwise. Either way the result is the same, which tests check.
@@ -53,3 +55,27 @@ class JoinFields:
 
     def __repr__(self) -> str:
         return "JoinFields%r" % (self.sources,)
+
+
+ARRANGED_SOURCES = ("key", "val")
+
+
+class ArrangedFields:
+    """The function `(key, val) -> (source, ...)` (see the module docstring)."""
+
+    __slots__ = ("sources", "_pick")
+
+    def __init__(self, *sources: str) -> None:
+        if not sources or any(s not in ARRANGED_SOURCES for s in sources):
+            raise ValueError("ArrangedFields takes one or more of %s" % (ARRANGED_SOURCES,))
+        self.sources = tuple(sources)
+        self._pick = tuple(ARRANGED_SOURCES.index(s) for s in sources)
+
+    def __call__(self, key: Any, val: Any) -> Any:
+        args = (key, val)
+        if len(self._pick) == 1:
+            return args[self._pick[0]]
+        return tuple(args[i] for i in self._pick)
+
+    def __repr__(self) -> str:
+        return "ArrangedFields%r" % (self.sources,)

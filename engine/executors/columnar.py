@@ -44,7 +44,7 @@ from engine.columnar.layout import Run
 from engine.columnar.times import field_bits, pack, pack_frontier, unpack
 from engine.columnar.updates import UpdateColumns, retime
 from engine.executors.inprocess import InProcessExecutor, Updates
-from engine.fields import Fields, JoinFields
+from engine.fields import ArrangedFields, Fields, JoinFields
 from engine.lattice import Antichain, Time
 from engine.trace import consolidate_entries
 
@@ -344,6 +344,10 @@ class ColumnarExecutor(InProcessExecutor):
     def unarrange(self, batch: Run, f: Callable[[Any, Any], Any] | None) -> UpdateColumns:
         if f is None:
             data = self._pairs(batch.keys, batch.vals)
+        elif isinstance(f, ArrangedFields) and len(f.sources) <= 2:
+            # Key and value ids move; a pair is packed in bulk when both are small.
+            picked = [batch.keys if s == "key" else batch.vals for s in f.sources]
+            data = picked[0] if len(picked) == 1 else self._pairs(picked[0], picked[1])
         else:
             ks = self.rows.decode_many(batch.keys)
             vs = self.rows.decode_many(batch.vals)
