@@ -62,7 +62,9 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="the only directory COPY ... FROM may read (default: <data-dir>/import)",
     )
-    s.add_argument("--executor", choices=["inprocess", "spark"], default="inprocess")
+    s.add_argument("--executor", choices=["inprocess", "columnar", "spark"], default="inprocess",
+                   help="where views' dataflows run: inprocess (record by record, the default), "
+                   "columnar (compiled kernels over columns, in this process) or spark")
     s.add_argument("--spark-master", default=None, help="Spark master URL (with --executor spark)")
     s.add_argument(
         "--spark-levels",

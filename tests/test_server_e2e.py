@@ -41,9 +41,13 @@ class WS:
         self.conn.close()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    s = Server(tmp_path_factory.mktemp("e2e") / "data").start()
+@pytest.fixture(scope="module", params=["inprocess", "columnar"])
+def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+           ) -> Iterator[Server]:
+    # Every test on this server runs on both local executors: views, feeds and queries must not
+    # depend on which one maintains the views.
+    s = Server(tmp_path_factory.mktemp("e2e") / "data", "--executor", request.param).start()
+    assert s.http.get("/health").json()["executor"] == request.param
     s.sql(
         "CREATE TABLE customers (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, region TEXT);"
         "CREATE TABLE orders (id BIGINT PRIMARY KEY, customer INTEGER, amount DECIMAL(10,2),"
