@@ -14,6 +14,7 @@ comparison; its /health may lack `ready`, then time-to-ready is time-to-health).
 
     python bench/restart.py                                   # full sizes
     python bench/restart.py --rows 200000 --writes 10000      # smaller
+    python bench/restart.py --only big --executor columnar    # views on the columnar executor
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def bench_big(args: argparse.Namespace, repo: Path, tmp: Path) -> bool:
     limits = ["--query-timeout", "600"]
     if "--write-timeout" in (repo / "server" / "cli.py").read_text():  # not in older servers
         limits += ["--write-timeout", "3600"]
-    server = Server(repo, tmp / "big" / "data", limits)
+    server = Server(repo, tmp / "big" / "data", limits + args.server_args)
     (tmp / "big").mkdir()
     server.start()
     t0 = time.monotonic()
@@ -168,7 +169,7 @@ def bench_big(args: argparse.Namespace, repo: Path, tmp: Path) -> bool:
 
 
 def bench_small(args: argparse.Namespace, repo: Path, tmp: Path) -> bool:
-    server = Server(repo, tmp / "small" / "data", [])
+    server = Server(repo, tmp / "small" / "data", args.server_args)
     (tmp / "small").mkdir()
     server.start()
     server.sql(
@@ -209,8 +210,10 @@ def main() -> int:
     p.add_argument("--small-rows", type=int, default=1_000)
     p.add_argument("--writes", type=int, default=100_000)
     p.add_argument("--only", choices=["big", "small"], default=None)
+    p.add_argument("--executor", default=None, help="the server's --executor (default: its own)")
     p.add_argument("--repo", type=Path, default=REPO, help="run the server from this checkout")
     args = p.parse_args()
+    args.server_args = ["--executor", args.executor] if args.executor else []
     ok = True
     with tempfile.TemporaryDirectory(prefix="diffsql-restart-") as d:
         if args.only in (None, "big"):
