@@ -156,17 +156,21 @@ class Database(ServerState):
         contents.unsubscribe(self, sub)
 
     def health(self) -> dict[str, Any]:
-        with self.state_lock:
-            return {
-                "status": "ok",
-                # False while start-up recovery brings the views up (they are "hydrating").
-                "ready": self.ready.is_set(),
-                "hydrating": sorted(n for n, v in self.views.items() if v.status == "hydrating"),
-                "timestamp": self.completed_ts,
-                "tables": len(self.tables),
-                "views": len(self.views),
-                "failed_views": sorted(n for n, v in self.views.items() if not v.running),
-                "executor": self.executor.name,
-                "recovery": self.recovery,
-                "durable": not self.settings.memory,
-            }
+        """Liveness and progress, without the state lock: a writer installing a large result
+        holds that lock, and a probe must not wait for it. Each field is read once (copying
+        the view list is atomic under the GIL), so a concurrent write can make the answer a
+        moment old, never inconsistent in a way that matters to a probe."""
+        views = list(self.views.items())
+        return {
+            "status": "ok",
+            # False while start-up recovery brings the views up (they are "hydrating").
+            "ready": self.ready.is_set(),
+            "hydrating": sorted(n for n, v in views if v.status == "hydrating"),
+            "timestamp": self.completed_ts,
+            "tables": len(self.tables),
+            "views": len(views),
+            "failed_views": sorted(n for n, v in views if not v.running),
+            "executor": self.executor.name,
+            "recovery": self.recovery,
+            "durable": not self.settings.memory,
+        }

@@ -11,11 +11,13 @@ from server.core import Database
 from server.settings import Settings
 
 
-def get_db(conn: HTTPConnection) -> Database:
+# Async, so that FastAPI resolves them on the event loop: a sync dependency takes a thread-pool
+# thread, and /health must answer even when every thread is busy.
+async def get_db(conn: HTTPConnection) -> Database:
     return conn.app.state.db  # type: ignore[no-any-return]
 
 
-def get_settings(conn: HTTPConnection) -> Settings:
+async def get_settings(conn: HTTPConnection) -> Settings:
     return conn.app.state.settings  # type: ignore[no-any-return]
 
 

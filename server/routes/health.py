@@ -12,5 +12,7 @@ router = APIRouter(tags=["health"])
 
 
 @router.api_route("/health", methods=["GET", "HEAD"])
-def get_health(db: DatabaseDep) -> dict[str, Any]:
+async def get_health(db: DatabaseDep) -> dict[str, Any]:
+    # On the event loop, not the thread pool: when every pool thread is busy (large reads,
+    # writes waiting for the lock), a probe must still answer at once. `health` takes no lock.
     return db.health()
