@@ -1653,7 +1653,11 @@ class ExprCtx:
             if u is None:
                 raise self.b.err("type_error", f"cannot compare values of type {x[1]} and "
                                  f"{y[1]}", node)
-            x, y = (_cast(x[0], x[1], u, False), u), (_cast(y[0], y[1], u, False), u)
+            # An equality may become a join key, matched by value identity (a row dictionary
+            # keeps 2, 2.00 and 2.000 apart): both sides take the common type exactly, as
+            # DuckDB compares them. Orderings compare Python values, exact at any scale.
+            exact = func == "eq"
+            x, y = (_cast(x[0], x[1], u, exact), u), (_cast(y[0], y[1], u, exact), u)
         return self.call(func, [x, y], "BOOLEAN")
 
     def arith(self, func: str, x: BB, y: BB, node: exp.Expression,

@@ -7,7 +7,8 @@ reachability dataflow's `(root, node)`) is packed directly into the range `[2**6
 range, `>= 2**62 + 2**60`, looked up by the row's Python equality and hash together with the
 types of its values (`_typed`), so that decoding gives back exactly the row encoded: Python
 holds `True == 1 == 1.0 == Decimal(1)`, but they are different SQL values (a BOOLEAN is not an
-INTEGER, and code that tests `x is True` must see `True`). Only rows of exact `int`s take the
+INTEGER, and code that tests `x is True` must see `True`); a DECIMAL's scale counts too (1.50 and
+1.500 print differently). Only rows of exact `int`s take the
 direct and pair ranges. Two rows get the same id exactly when they are equal and their values
 have the same types.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -145,7 +147,14 @@ class RowInterner:
 
 
 def _types(x: Any) -> Any:
-    return tuple(_types(y) for y in x) if type(x) is tuple else type(x)
+    t = type(x)
+    if t is tuple:
+        return tuple(_types(y) for y in x)
+    if t is Decimal:
+        # 1.50 == 1.500, but they print differently (DECIMAL(p, 2) and DECIMAL(p, 3) values):
+        # a row dictionary shared by views of both scales must give each back as encoded.
+        return x.as_tuple().exponent
+    return t
 
 
 def _typed(row: Any) -> Any:
