@@ -36,46 +36,40 @@ class Fields:
         return "Fields%r" % (self.index,)
 
 
-class JoinFields:
-    """The join function `(key, left, right) -> (source, ...)` (see the module docstring)."""
+class _Picked:
+    """A function of named arguments `NAMES` returning the ones named in `sources` (one source:
+    that argument itself). The columnar executor reads `sources` to move ids instead."""
 
     __slots__ = ("sources", "_pick")
+    NAMES: tuple[str, ...] = ()
 
     def __init__(self, *sources: str) -> None:
-        if not sources or any(s not in JOIN_SOURCES for s in sources):
-            raise ValueError("JoinFields takes one or more of %s" % (JOIN_SOURCES,))
+        if not sources or any(s not in self.NAMES for s in sources):
+            raise ValueError("%s takes one or more of %s" % (type(self).__name__, self.NAMES))
         self.sources = tuple(sources)
-        self._pick = tuple(JOIN_SOURCES.index(s) for s in sources)
+        self._pick = tuple(self.NAMES.index(s) for s in sources)
 
-    def __call__(self, key: Any, left: Any, right: Any) -> Any:
-        args = (key, left, right)
+    def __call__(self, *args: Any) -> Any:
         if len(self._pick) == 1:
             return args[self._pick[0]]
         return tuple(args[i] for i in self._pick)
 
     def __repr__(self) -> str:
-        return "JoinFields%r" % (self.sources,)
+        return "%s%r" % (type(self).__name__, self.sources)
+
+
+class JoinFields(_Picked):
+    """The join function `(key, left, right) -> (source, ...)` (see the module docstring)."""
+
+    __slots__ = ()
+    NAMES = JOIN_SOURCES
 
 
 ARRANGED_SOURCES = ("key", "val")
 
 
-class ArrangedFields:
+class ArrangedFields(_Picked):
     """The function `(key, val) -> (source, ...)` (see the module docstring)."""
 
-    __slots__ = ("sources", "_pick")
-
-    def __init__(self, *sources: str) -> None:
-        if not sources or any(s not in ARRANGED_SOURCES for s in sources):
-            raise ValueError("ArrangedFields takes one or more of %s" % (ARRANGED_SOURCES,))
-        self.sources = tuple(sources)
-        self._pick = tuple(ARRANGED_SOURCES.index(s) for s in sources)
-
-    def __call__(self, key: Any, val: Any) -> Any:
-        args = (key, val)
-        if len(self._pick) == 1:
-            return args[self._pick[0]]
-        return tuple(args[i] for i in self._pick)
-
-    def __repr__(self) -> str:
-        return "ArrangedFields%r" % (self.sources,)
+    __slots__ = ()
+    NAMES = ARRANGED_SOURCES
