@@ -149,7 +149,11 @@ class RowInterner:
 def _types(x: Any) -> Any:
     t = type(x)
     if t is tuple:
-        return tuple(_types(y) for y in x)
+        # A flat row of plain values (the common case): its types at C speed.
+        ts = tuple(map(type, x))
+        if tuple in ts or Decimal in ts:
+            return tuple(_types(y) for y in x)
+        return ts
     if t is Decimal:
         # 1.50 == 1.500, but they print differently (DECIMAL(p, 2) and DECIMAL(p, 3) values):
         # a row dictionary shared by views of both scales must give each back as encoded.
