@@ -20,7 +20,9 @@ this is what lets a join produce every pair of updates exactly once.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable, Generator, Iterable
+from operator import itemgetter
 from typing import Any
 
 from engine.lattice import Antichain, Time, advancer
@@ -40,20 +42,21 @@ class Batch:
         upper: Antichain,
         since: Antichain,
         seq: int = 0,
+        records: int | None = None,
     ) -> None:
         self.updates = updates
         self.lower = lower
         self.upper = upper
         self.since = since
         self.seq = seq
-        self.records = sum(len(v) for v in updates.values())
+        self.records = sum(map(len, updates.values())) if records is None else records
 
     def __len__(self) -> int:
         return self.records
 
     def with_upper(self, upper: Antichain, seq: int) -> Batch:
         """The same updates with a description extended to `upper` (absorbing an empty batch)."""
-        return Batch(self.updates, self.lower, upper, self.since, seq)
+        return Batch(self.updates, self.lower, upper, self.since, seq, self.records)
 
     def __repr__(self) -> str:
         return "Batch(seq=%d, records=%d, lower=%s, upper=%s)" % (
@@ -104,6 +107,57 @@ def build_batch(
             else:
                 lst.append((v, t, r))
     return Batch(out, lower, upper, since)
+
+
+_ONE = {1}
+_first = itemgetter(0)
+
+
+def arrange_updates(
+    updates: list[tuple[Any, Time, int]],
+    by_self: bool,
+    lower: Antichain,
+    upper: Antichain,
+    since: Antichain,
+) -> Batch:
+    """`build_batch` of `(data, time, diff)` updates keyed by the data itself (`by_self`) or by
+    its first half (data is a `(key, val)` pair).
+
+    When every update has one time (a hydration, an epoch of writes) the data is the whole
+    consolidation key, so no `(key, val, time)` tuple is built per update."""
+    times = {u[1] for u in updates}
+    if len(times) != 1:
+        if by_self:
+            return build_batch(((d, (), t, r) for d, t, r in updates), lower, upper, since)
+        return build_batch(((d[0], d[1], t, r) for d, t, r in updates), lower, upper, since)
+    (t,) = times
+    acc: dict[Any, int]
+    if {u[2] for u in updates} == _ONE:
+        # insertions only (the common case): counted at C speed
+        acc = Counter(map(_first, updates))
+    else:
+        acc = {}
+        get = acc.get
+        for d, _, r in updates:
+            acc[d] = get(d, 0) + r
+    out: dict[Any, list[Entry]] = {}
+    n = 0
+    if by_self:
+        for d, r in acc.items():
+            if r:
+                out[d] = [((), t, r)]
+                n += 1
+    else:
+        oget = out.get
+        for (k, v), r in acc.items():
+            if r:
+                n += 1
+                lst = oget(k)
+                if lst is None:
+                    out[k] = [(v, t, r)]
+                else:
+                    lst.append((v, t, r))
+    return Batch(out, lower, upper, since, records=n)
 
 
 def merge_steps(

@@ -100,7 +100,13 @@ def keyed_mfp(m: Mfp, keys: tuple[int, ...]) -> KeyedRows | None:
     # keeping every column in order: the row itself, not a copy
     out = "row" if m.project == tuple(range(m.input.arity)) else _tuple(m.project)
     lines.append(f"    return (({_tuple(key)}, {out}),)")
+    # The same step over a whole list of updates `(row, time, diff)`: one comprehension, no
+    # call per row (a hydrating join arranges every row of every joined table this way).
+    where = (" if " + " and ".join(conds)) if conds else ""
+    lines.append("def over_updates(updates):")
+    lines.append(f"    return [(({_tuple(key)}, {out}), t, r) for row, t, r in updates{where}]")
     ns: dict[str, Any] = {f"c{i}": v for i, v in enumerate(consts)}
     exec(compile("\n".join(lines), "<keyed_mfp>", "exec"), ns)  # noqa: S102 - our own text
     kernel: KeyedRows = ns["kernel"]
+    kernel.over_updates = ns["over_updates"]  # type: ignore[attr-defined]
     return kernel

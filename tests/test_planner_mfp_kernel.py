@@ -43,9 +43,17 @@ def test_kernel_equals_reference_on_random_rows(seed: int) -> None:
     m = Mfp(Get("x", arity), (), preds, project)
     fast, ref = keyed_mfp(m, keys), reference_keyed_mfp(m, keys)
     assert fast is not None
-    for _ in range(300):
+    updates = []
+    for i in range(300):
         row = tuple(rng.choice(VALUES) for _ in range(arity))
         assert norm({fast(row): 1}) == norm({ref(row): 1}), (m, keys, row)
+        updates.append((row, (i % 3,), rng.choice([-2, -1, 1, 3])))
+    # the whole-list form: the reference's outputs, each with its update's time and diff
+    want = [(y, t, r) for row, t, r in updates for y in ref(row)]
+    got = fast.over_updates(updates)  # type: ignore[attr-defined]
+    assert len(got) == len(want)
+    assert all(norm({g[0]: 1}) == norm({w[0]: 1}) and g[1:] == w[1:]
+               for g, w in zip(got, want, strict=True)), (m, keys)
 
 
 def test_unsupported_parts_fall_back() -> None:

@@ -16,7 +16,7 @@ from engine.executors.base import Updates
 from engine.kernels import Logic, history, join_batches, reduce_key
 from engine.lattice import Antichain, Time, less_equal
 from engine.sources import FileSource, updates_of
-from engine.trace import Batch, build_batch, consolidate_entries, merge_batches, merge_steps
+from engine.trace import Batch, arrange_updates, build_batch, consolidate_entries, merge_batches, merge_steps
 
 
 class InProcessExecutor:
@@ -53,6 +53,13 @@ class InProcessExecutor:
     def split(self, payloads: list[Updates], frontier: Antichain) -> tuple[Updates, Updates]:
         """Updates at complete times (not beyond `frontier`), and the rest."""
         beyond = frontier.less_equal
+        if len(payloads) == 1:
+            # One payload at one time (an epoch's writes, a hydration): it goes whole to one
+            # side. The caller only reads what `split` returns, so the list is shared as is.
+            (p,) = payloads
+            times = {u[1] for u in p}
+            if len(times) == 1:
+                return ([], p) if beyond(next(iter(times))) else (p, [])
         ready: Updates = []
         rest: Updates = []
         # Updates share few distinct times: decide each time once.
@@ -72,9 +79,7 @@ class InProcessExecutor:
     ) -> Batch:
         """A batch `[lower, upper)` of `ready` updates, keyed by the data or its first half."""
         since = Antichain([(0,) * dims])
-        if by_self:
-            return build_batch(((d, (), t, r) for d, t, r in ready), lower, upper, since)
-        return build_batch(((d[0], d[1], t, r) for d, t, r in ready), lower, upper, since)
+        return arrange_updates(ready, by_self, lower, upper, since)
 
     def merge(self, older: Batch, newer: Batch, frontier: Antichain) -> Batch:
         return merge_batches(older, newer, frontier)

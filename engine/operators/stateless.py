@@ -62,8 +62,15 @@ def filter_logic(p: Callable[[Any], bool]) -> Callable[[Updates], Updates]:
 
 
 def flat_map_logic(f: Callable[[Any], Any]) -> Callable[[Updates], Updates]:
-    def logic(u: Updates) -> Updates:
-        return [(y, t, r) for d, t, r in u for y in f(d)]
+    over_updates = getattr(f, "over_updates", None)
+    if over_updates is not None:
+        # `f` comes with its own whole-list form (a generated kernel): the same updates
+        # without a Python call per record
+        def logic(u: Updates) -> Updates:
+            return over_updates(u)
+    else:
+        def logic(u: Updates) -> Updates:
+            return [(y, t, r) for d, t, r in u for y in f(d)]
 
     logic.flat_f = f  # type: ignore[attr-defined]
     return logic
