@@ -126,7 +126,7 @@ def main() -> int:
             handles[t], sources[t] = df.new_input(t)
         cap = cv.build(df, sources).capture()
         for t in tables:
-            handles[t].send([(r, 1) for r in data[t]])
+            handles[t].insert_many(data[t])
             handles[t].advance_to(1)
         df.run()
         ours_hydrate = min(ours_hydrate, CLOCK[0]() - t0)
@@ -135,7 +135,7 @@ def main() -> int:
         t0 = CLOCK[0]()
         for t in tables:
             if extra[t]:
-                handles[t].send([(r, 1) for r in extra[t]])
+                handles[t].insert_many(extra[t])
             handles[t].advance_to(2)
         df.run()
         ours_insert = min(ours_insert, CLOCK[0]() - t0)

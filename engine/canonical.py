@@ -13,6 +13,7 @@ canonical data too; ``canonical`` is the function they use.
 from __future__ import annotations
 
 import math
+from operator import ne
 from typing import Any
 
 NAN: float = math.nan
@@ -27,8 +28,17 @@ def canonical(data: Any) -> Any:
     if cls is float:
         return NAN if data != data else data
     if cls is tuple:
-        if NEEDS_CANONICAL.isdisjoint(map(type, data)):
+        types = set(map(type, data))
+        if NEEDS_CANONICAL.isdisjoint(types):
             return data  # the common row: no float or tuple inside (one C-level scan)
+        if tuple not in types:
+            # flat: no NaN if no value differs from itself (`operator.ne` is rich comparison
+            # without the identity shortcut, so a NaN is unequal to itself), one C-level scan
+            try:
+                if not any(map(ne, data, data)):
+                    return data
+            except ArithmeticError:  # a signalling Decimal NaN: the per-value loop below
+                pass
         for i, v in enumerate(data):
             c = canonical(v) if v.__class__ is tuple or v.__class__ is float else v
             if c is not v:

@@ -51,7 +51,7 @@ from planner.ir import (
     scalar_cols,
 )
 from planner.joins import left_deep
-from planner.mfp_kernel import keyed_mfp
+from planner.mfp_kernel import keyed_mfp, keyed_row, plain_mfp, projection
 from planner.scalar import compile_scalar, family
 from planner.table_functions import compile_flat_map
 
@@ -69,6 +69,15 @@ def _getter(idx: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]
         return lambda row: (row[i],)
     g = itemgetter(*idx)
     return lambda row: g(row)
+
+
+def _concat_pair(kv: tuple[tuple[Any, ...], tuple[Any, ...]]) -> tuple[Any, ...]:
+    """(key, aggregates) -> the output row."""
+    return kv[0] + kv[1]
+
+
+# the same over a whole list of updates (see engine.operators.stateless.map_logic)
+_concat_pair.over_updates = lambda u: [(k + v, t, r) for (k, v), t, r in u]  # type: ignore[attr-defined]
 
 
 def _canonical_floats(
@@ -173,6 +182,13 @@ class Lowerer:
         self.entered[key] = (c, out)
         return out
 
+    def keyed(self, keys: tuple[int, ...]) -> Callable[[tuple[Any, ...]], Any]:
+        """row -> (the key columns, row): generated, or the reference getter unfused."""
+        if self.fuse:
+            return keyed_row(keys)
+        kf = _getter(keys)
+        return lambda row: (kf(row), row)
+
     # -- plans
 
     def lower(self, r: Rel, scope: Any, env: dict[str, Any], env_key: int) -> Any:
@@ -213,7 +229,8 @@ class Lowerer:
         kf = _getter(a.keys)
         name = (a.input.name if isinstance(a.input, Get) else "plan") + ".by" + "".join(
             f"_{k}" for k in a.keys)
-        arr = c.map(lambda row: (kf(row), row)).arrange_by_key(name)
+        arr = c.map(keyed_row(a.keys) if self.fuse else lambda row: (kf(row), row)
+                    ).arrange_by_key(name)
         cache[key] = (c, arr)
         return arr
 
@@ -230,8 +247,8 @@ class Lowerer:
         if isinstance(r, Mfp):
             c = self.lower(r.input, scope, env, env_key)
             if not r.map and not r.filter:
-                return c.map(_getter(r.project))
-            return c.flat_map(compile_mfp(r))
+                return c.map(projection(r.project) if self.fuse else _getter(r.project))
+            return c.flat_map((self.fuse and plain_mfp(r)) or compile_mfp(r))
         if isinstance(r, FlatMap):
             return self.lower(r.input, scope, env, env_key).flat_map(compile_flat_map(r))
         if isinstance(r, ArrangeBy):
@@ -255,34 +272,32 @@ class Lowerer:
             c = self.lower(r.input, scope, env, env_key)
             if not r.aggs:
                 if r.group != tuple(range(r.input.arity)):
-                    c = c.map(_getter(r.group))
+                    c = c.map(projection(r.group) if self.fuse else _getter(r.group))
                 return c.distinct()
-            kf = _getter(r.group)
             aggs = r.aggs
             if use_reduce_total(scope):
-                red = c.map(lambda row: (kf(row), row)).reduce_total(
+                red = c.map(self.keyed(r.group)).reduce_total(
                     IncrementalAggregates(aggs), "reduce")
-                return red.map(lambda kv: kv[0] + kv[1])
+                return red.map(_concat_pair)
 
             def logic(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
                 # An aggregate can compute a NaN (inf + -inf); it must be the engine's one NaN
                 # so the row retracts when the group changes.
                 return [(canonical(reduce_group(aggs, vals)), 1)]
 
-            red = c.map(lambda row: (kf(row), row)).reduce(logic, "reduce")
-            return red.map(lambda kv: kv[0] + kv[1])
+            red = c.map(self.keyed(r.group)).reduce(logic, "reduce")
+            return red.map(_concat_pair)
         if isinstance(r, TopK):
             c = self.lower(r.input, scope, env, env_key)
-            kf = _getter(r.group)
             order, limit, offset = r.order, r.limit, r.offset
             if use_reduce_total(scope):
-                return c.map(lambda row: (kf(row), row)).reduce_total(
+                return c.map(self.keyed(r.group)).reduce_total(
                     IncrementalTopK(order, limit, offset), "topk").map(lambda kv: kv[1])
 
             def topk(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
                 return topk_rows(vals, order, limit, offset)
 
-            return c.map(lambda row: (kf(row), row)).reduce(topk, "topk").map(
+            return c.map(self.keyed(r.group)).reduce(topk, "topk").map(
                 lambda kv: kv[1])
         if isinstance(r, Negate):
             return self.lower(r.input, scope, env, env_key).negate()

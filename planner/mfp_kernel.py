@@ -84,6 +84,37 @@ def _tuple(idx: tuple[int, ...] | list[int]) -> str:
 def keyed_mfp(m: Mfp, keys: tuple[int, ...]) -> KeyedRows | None:
     """The generated kernel for ``m`` keyed by ``keys`` (columns of m's output), or None when
     m has a part the generator does not cover (then use ``reference_keyed_mfp``)."""
+    return _generate(m, keys)
+
+
+def plain_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]] | None:
+    """The generated kernel for ``m`` alone: row -> () or (out_row,), as ``lower.compile_mfp``
+    (its reference), or None when m has a part the generator does not cover."""
+    return _generate(m, None)
+
+
+def projection(idx: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """row -> the columns ``idx`` of row, generated with an ``over_updates`` that maps a whole
+    list of updates in one comprehension (reference: ``itemgetter``)."""
+    return _map_kernel(_tuple(idx))
+
+
+def keyed_row(keys: tuple[int, ...]) -> Callable[[tuple[Any, ...]], Any]:
+    """row -> (the columns ``keys`` of row, row), generated as ``projection``."""
+    return _map_kernel(f"({_tuple(keys)}, row)")
+
+
+def _map_kernel(body: str) -> Any:
+    text = (f"def kernel(row):\n    return {body}\n"
+            f"def over_updates(updates):\n    return [({body}, t, r) for row, t, r in updates]")
+    ns: dict[str, Any] = {}
+    exec(compile(text, "<map_kernel>", "exec"), ns)  # noqa: S102 - our own text
+    kernel = ns["kernel"]
+    kernel.over_updates = ns["over_updates"]
+    return kernel
+
+
+def _generate(m: Mfp, keys: tuple[int, ...] | None) -> Any:
     if m.map:
         return None
     consts: list[Any] = []
@@ -96,17 +127,18 @@ def keyed_mfp(m: Mfp, keys: tuple[int, ...]) -> KeyedRows | None:
     lines = ["def kernel(row):"]
     for c in conds:
         lines.append(f"    if not {c}: return ()")
-    key = [m.project[k] for k in keys]
     # keeping every column in order: the row itself, not a copy
     out = "row" if m.project == tuple(range(m.input.arity)) else _tuple(m.project)
-    lines.append(f"    return (({_tuple(key)}, {out}),)")
+    if keys is not None:
+        out = f"({_tuple([m.project[k] for k in keys])}, {out})"
+    lines.append(f"    return ({out},)")
     # The same step over a whole list of updates `(row, time, diff)`: one comprehension, no
     # call per row (a hydrating join arranges every row of every joined table this way).
     where = (" if " + " and ".join(conds)) if conds else ""
     lines.append("def over_updates(updates):")
-    lines.append(f"    return [(({_tuple(key)}, {out}), t, r) for row, t, r in updates{where}]")
+    lines.append(f"    return [({out}, t, r) for row, t, r in updates{where}]")
     ns: dict[str, Any] = {f"c{i}": v for i, v in enumerate(consts)}
-    exec(compile("\n".join(lines), "<keyed_mfp>", "exec"), ns)  # noqa: S102 - our own text
-    kernel: KeyedRows = ns["kernel"]
-    kernel.over_updates = ns["over_updates"]  # type: ignore[attr-defined]
+    exec(compile("\n".join(lines), "<mfp_kernel>", "exec"), ns)  # noqa: S102 - our own text
+    kernel = ns["kernel"]
+    kernel.over_updates = ns["over_updates"]
     return kernel

@@ -40,6 +40,32 @@ def test_canonical_replaces_every_nan_and_keeps_other_data() -> None:
     assert canonical(fresh_nan()) is NAN
 
 
+def _reference_canonical(data: object) -> object:
+    """The obviously-correct twin: rebuild every tuple, every NaN float as NAN."""
+    if isinstance(data, float) and data != data:
+        return NAN
+    if isinstance(data, tuple):
+        return tuple(_reference_canonical(v) for v in data)
+    return data
+
+
+def test_canonical_equals_its_reference_on_flat_and_nested_rows() -> None:
+    import decimal
+    import random
+
+    rng = random.Random(3)
+    values = [0, 1, -0.0, 2.5, math.inf, None, "s", "", decimal.Decimal("1.5"),
+              decimal.Decimal("NaN"), fresh_nan, lambda: (fresh_nan(), 1), lambda: (2.0,)]
+    for _ in range(2000):
+        row = tuple(v() if callable(v) else v for v in rng.choices(values, k=rng.randint(0, 5)))
+        got, want = canonical(row), _reference_canonical(row)
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert g is w or g == w or (isinstance(g, decimal.Decimal) and g.is_nan()), row
+        if all(g is v for g, v in zip(got, row, strict=True)):
+            assert got is row  # nothing replaced: no copy
+
+
 def test_engine_counts_distinct_nan_objects_as_one_key() -> None:
     df = engine.Dataflow()
     h, c = df.new_input("x")

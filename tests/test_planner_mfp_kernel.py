@@ -87,3 +87,29 @@ def test_lowering_with_and_without_kernels_matches_duckdb(sql: str) -> None:
             handles[name].advance_to(1)
         df.run()
         assert norm(cap.snapshot()) == world.duck(sql), fuse
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_projections_equal_their_reference(seed: int) -> None:
+    from operator import itemgetter
+
+    from planner.mfp_kernel import keyed_row, plain_mfp, projection
+
+    rng = random.Random(seed)
+    arity = rng.randint(1, 5)
+    idx = tuple(rng.randrange(arity) for _ in range(rng.randint(0, 4)))
+    rows = [tuple(rng.choice(VALUES) for _ in range(arity)) for _ in range(50)]
+    updates = [(row, (i,), i - 25) for i, row in enumerate(rows)]
+    want = [tuple(itemgetter(*idx)(row)) if len(idx) > 1 else tuple(row[i] for i in idx)
+            for row in rows]
+    f = projection(idx)
+    assert [f(row) for row in rows] == want
+    assert f.over_updates(updates) == [(w, t, r) for w, (_, t, r) in zip(want, updates, strict=True)]  # type: ignore[attr-defined]
+    g = keyed_row(idx)
+    assert [g(row) for row in rows] == [(w, row) for w, row in zip(want, rows, strict=True)]
+    assert g.over_updates(updates) == [((w, row), t, r) for w, (row, t, r) in zip(want, updates, strict=True)]  # type: ignore[attr-defined]
+    # an Mfp with no filter through plain_mfp is the projection as well
+    m = Mfp(Get("x", arity), (), (), idx)
+    fast = plain_mfp(m)
+    assert fast is not None
+    assert [fast(row) for row in rows] == [(w,) for w in want]

@@ -16,7 +16,14 @@ from engine.executors.base import Updates
 from engine.kernels import Logic, history, join_batches, reduce_key
 from engine.lattice import Antichain, Time, less_equal
 from engine.sources import FileSource, updates_of
-from engine.trace import Batch, arrange_updates, build_batch, consolidate_entries, merge_batches, merge_steps
+from engine.trace import (
+    Batch,
+    arrange_updates,
+    build_batch,
+    consolidate_entries,
+    merge_batches,
+    merge_steps,
+)
 
 
 class InProcessExecutor:

@@ -43,8 +43,15 @@ class ConcatOp(Operator):
 
 
 def map_logic(f: Callable[[Any], Any]) -> Callable[[Updates], Updates]:
-    def logic(u: Updates) -> Updates:
-        return [(f(d), t, r) for d, t, r in u]
+    over_updates = getattr(f, "over_updates", None)
+    if over_updates is not None:
+        # `f` comes with its own whole-list form (a generated kernel): the same updates
+        # without a Python call per record
+        def logic(u: Updates) -> Updates:
+            return over_updates(u)
+    else:
+        def logic(u: Updates) -> Updates:
+            return [(f(d), t, r) for d, t, r in u]
 
     # One output per input at the same time: an executor may keep such a step lazy.
     logic.one_to_one = True  # type: ignore[attr-defined]
