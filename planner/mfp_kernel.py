@@ -22,10 +22,14 @@ uses the reference. Tests run both on random rows.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
-from planner.ir import Call, Col, Lit, Mfp, Scalar
+from engine.canonical import canonical
+from planner.errors import EvaluationError
+from planner.ir import Call, Col, Lit, Mfp, Scalar, scalar_cols
+from planner.scalar import FUNCS, LAZY, eager_function, family, guard_label
 
 _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -142,3 +146,93 @@ def _generate(m: Mfp, keys: tuple[int, ...] | None) -> Any:
     kernel = ns["kernel"]
     kernel.over_updates = ns["over_updates"]
     return kernel
+
+
+# -- whole MFPs with maps: straight-line code over the same scalar functions -------------------
+
+
+class _Unsupported(Exception):
+    """A part of an MFP the generator leaves to the reference (lazy calls, OuterRef, ...)."""
+
+
+def _named(err: EvaluationError, label: str) -> EvaluationError:
+    """What `scalar.compile_scalar`'s guard raises: the error, named by `label` unless a call
+    further in named it already."""
+    return err if err.expression is not None else EvaluationError(err.detail, label)
+
+
+def compiled_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]] | None:
+    """``lower.compile_mfp(m)`` as generated code, or None when m holds a lazy call (CASE,
+    COALESCE, AND, OR, casts: `scalar.LAZY`), where the reference is used.
+
+    Each eager call is the very function `scalar.compile_scalar` applies
+    (`scalar.eager_function`), called on its arguments computed in order into local variables
+    instead of through a closure per argument; a call `compile_scalar` guards (names the
+    expression of an EvaluationError) is guarded the same way by a try around the statements
+    of its arguments and itself. Maps are made canonical and filters run after the maps they
+    read exactly as in the reference, so outputs and errors are the reference's."""
+    n = m.input.arity
+    ns: dict[str, Any] = {"EvaluationError": EvaluationError, "_named": _named,
+                          "canonical": canonical}
+    names = itertools.count()
+
+    def const(v: Any, prefix: str) -> str:
+        name = f"{prefix}{next(names)}"
+        ns[name] = v
+        return name
+
+    def gen(e: Scalar, depth: int, out: list[tuple[int, str]]) -> str:
+        if isinstance(e, Col):
+            return f"row[{e.index}]" if e.index < n else f"m{e.index - n}"
+        if isinstance(e, Lit):
+            return const(e.value, "c")
+        if not isinstance(e, Call) or e.func in LAZY or e.func not in FUNCS:
+            raise _Unsupported
+        fn = const(eager_function(e), "F")
+        v = f"v{next(names)}"
+        label = guard_label(e)
+        if label is None:
+            args = [gen(a, depth, out) for a in e.args]
+            out.append((depth, f"{v} = {fn}({', '.join(args)})"))
+            return v
+        out.append((depth, "try:"))
+        args = [gen(a, depth + 1, out) for a in e.args]
+        out.append((depth + 1, f"{v} = {fn}({', '.join(args)})"))
+        out.append((depth, "except EvaluationError as err:"))
+        out.append((depth + 1, f"raise _named(err, {const(label, 'L')}) from None"))
+        return v
+
+    # filters by the number of maps they need (the reference's order: lower.compile_mfp)
+    after: list[list[Scalar]] = [[] for _ in range(len(m.map) + 1)]
+    for p in m.filter:
+        need = max((c - n + 1 for c in scalar_cols(p) if c >= n), default=0)
+        after[need].append(p)
+    body: list[tuple[int, str]] = []
+    try:
+        for k in range(len(m.map) + 1):
+            if k > 0:
+                e = m.map[k - 1]
+                v = gen(e, 0, body)
+                t = getattr(e, "type", None)
+                if t is not None and family(t) in ("float", "null", "other"):
+                    v = f"canonical({v})"
+                body.append((0, f"m{k - 1} = {v}"))
+            for p in after[k]:
+                v = gen(p, 0, body)
+                body.append((0, f"if {v} is not True: REJECT"))
+    except _Unsupported:
+        return None
+    cols = [f"row[{i}]" if i < n else f"m{i - n}" for i in m.project]
+    out = "row" if not m.map and m.project == tuple(range(n)) else \
+        "(" + "".join(f"{c}, " for c in cols) + ")"
+    lines = ["def kernel(row):"]
+    lines += ["    " * (d + 1) + s.replace("REJECT", "return ()") for d, s in body]
+    lines.append(f"    return ({out},)")
+    lines += ["def over_updates(updates):", "    res = []", "    app = res.append",
+              "    for row, t, r in updates:"]
+    lines += ["    " * (d + 2) + s.replace("REJECT", "continue") for d, s in body]
+    lines += [f"        app(({out}, t, r))", "    return res"]
+    exec(compile("\n".join(lines), "<compiled_mfp>", "exec"), ns)  # noqa: S102 - our own text
+    kernel = ns["kernel"]
+    kernel.over_updates = ns["over_updates"]
+    return kernel  # type: ignore[no-any-return]

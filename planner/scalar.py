@@ -873,9 +873,9 @@ def compile_scalar(e: Scalar) -> Callable[[tuple[Any, ...]], Any]:
     if isinstance(e, OuterRef):
         raise AssertionError("OuterRef survived decorrelation")
     inner = _compile_call(e)
-    if e.func not in CHECKED and e.func not in ("cast", "intdiv", "mod", "lpad", "rpad", "chr"):
+    label = guard_label(e)
+    if label is None:
         return inner
-    label = e.label or fmt_scalar(e)
 
     def guarded(row: tuple[Any, ...]) -> Any:
         try:
@@ -886,6 +886,28 @@ def compile_scalar(e: Scalar) -> Callable[[tuple[Any, ...]], Any]:
             raise EvaluationError(err.detail, label) from None
 
     return guarded
+
+
+def guard_label(e: Call) -> str | None:
+    """The expression text an EvaluationError raised inside ``e`` (and not named further in)
+    is named by, or None when ``e`` names none."""
+    if e.func not in CHECKED and e.func not in ("cast", "intdiv", "mod", "lpad", "rpad", "chr"):
+        return None
+    return e.label or fmt_scalar(e)
+
+
+LAZY = {"cast", "try_cast", "case", "coalesce", "and", "or"}  # not `eager_function`s
+
+
+def eager_function(e: Call) -> Callable[..., Any]:
+    """The function of a call that evaluates all its arguments, left to right, then applies
+    it (every call but those in LAZY): FUNCS[func], with the integer range check of its
+    result type."""
+    fn = FUNCS[e.func]
+    t = norm_type(e.type)
+    if e.func in CHECKED and t in INT_RANGE:
+        fn = _checked_int(e.func, fn, t)
+    return fn
 
 
 def _compile_call(e: Call) -> Callable[[tuple[Any, ...]], Any]:
@@ -928,10 +950,7 @@ def _compile_call(e: Call) -> Callable[[tuple[Any, ...]], Any]:
                     unknown = True
             return None if unknown else not stop
         return conj
-    fn = FUNCS[e.func]
-    t = norm_type(e.type)
-    if e.func in CHECKED and t in INT_RANGE:
-        fn = _checked_int(e.func, fn, t)
+    fn = eager_function(e)
     if len(args) == 1:
         a0 = args[0]
         return lambda row: fn(a0(row))

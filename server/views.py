@@ -162,7 +162,8 @@ class MaintainedView:
                     updates = updates.rows
                 batch = list(updates)
                 if batch:
-                    handle.send(batch)
+                    # rows from the store and from writes are canonical already (server.store)
+                    handle.send(batch, canonical_data=True)
         for handle in self.handles.values():
             if handle.epoch < upto + 1:
                 handle.advance_to(upto + 1)

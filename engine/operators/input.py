@@ -96,11 +96,20 @@ class InputHandle:
     def remove(self, data: Any) -> None:
         self.update(data, -1)
 
-    def send(self, updates: Iterable[tuple[Any, int]]) -> None:
-        """Send many `(data, diff)` pairs at the current time."""
+    def send(self, updates: Iterable[tuple[Any, int]], canonical_data: bool = False) -> None:
+        """Send many `(data, diff)` pairs at the current time.
+
+        With `canonical_data` the caller vouches that every data is canonical already
+        (`engine.canonical`: a server's rows read back from its store) and every diff an int,
+        so no update is looked into here."""
         t = self._current_time()  # the frontier's one element: beyond the frontier
         buffer = self.op.buffer
         n = len(buffer)
+        if canonical_data:
+            buffer.extend([(data, t, diff) for data, diff in updates if diff])
+            if len(buffer) > n:
+                self.op.buffer_lower.insert(t)
+            return
         plain = NEEDS_CANONICAL.isdisjoint  # a row of no float or tuple is canonical already
         # update_at's checks, hoisted out of the per-row loop (a bulk load sends many rows)
         try:
