@@ -39,10 +39,17 @@ def join_batches(
     if budget is not None:
         _join_budgeted(new, others, f, new_is_left, out, budget)
         return
-    for key, entries in new.updates.items():
-        for ob in others:
-            oentries = ob.updates.get(key)
-            if not oentries:
+    nupdates = new.updates
+    for ob in others:
+        oupdates = ob.updates
+        # Probe the larger side with the keys of the smaller: a hydration's big batch meets a
+        # small (or empty) trace, and a small change meets a big trace.
+        if len(oupdates) < len(nupdates):
+            pairs = ((k, nupdates.get(k), oe) for k, oe in oupdates.items())
+        else:
+            pairs = ((k, ne, oupdates.get(k)) for k, ne in nupdates.items())
+        for key, entries, oentries in pairs:
+            if not entries or not oentries:
                 continue
             if new_is_left:
                 for v1, t1, r1 in entries:

@@ -111,6 +111,8 @@ def build_batch(
 
 _ONE = {1}
 _first = itemgetter(0)
+_second = itemgetter(1)
+_third = itemgetter(2)
 
 
 def arrange_updates(
@@ -125,14 +127,25 @@ def arrange_updates(
 
     When every update has one time (a hydration, an epoch of writes) the data is the whole
     consolidation key, so no `(key, val, time)` tuple is built per update."""
-    times = {u[1] for u in updates}
+    times = set(map(_second, updates))
     if len(times) != 1:
         if by_self:
             return build_batch(((d, (), t, r) for d, t, r in updates), lower, upper, since)
         return build_batch(((d[0], d[1], t, r) for d, t, r in updates), lower, upper, since)
     (t,) = times
     acc: dict[Any, int]
-    if {u[2] for u in updates} == _ONE:
+    if set(map(_third, updates)) == _ONE:
+        if not by_self and len(set(map(_first, updates))) == len(updates):
+            # distinct insertions (a hydration's rows): already consolidated
+            out = {}
+            oget = out.get
+            for (k, v), _, _ in updates:
+                lst = oget(k)
+                if lst is None:
+                    out[k] = [(v, t, 1)]
+                else:
+                    lst.append((v, t, 1))
+            return Batch(out, lower, upper, since, records=len(updates))
         # insertions only (the common case): counted at C speed
         acc = Counter(map(_first, updates))
     else:
