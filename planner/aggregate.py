@@ -20,10 +20,14 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+from collections import Counter
 from collections.abc import Iterable
 from fractions import Fraction
+from itertools import repeat
+from operator import countOf, itemgetter, ne
 from typing import Any
 
+import numpy as np
 from sortedcontainers import SortedKeyList, SortedList
 
 from engine.canonical import canonical
@@ -204,6 +208,13 @@ _FLOAT_SCALE_BITS = 1074
 # A new group's first batch larger than this builds its sorted indexes by one sort.
 BULK_BUILD = 32
 _FLOAT_SCALE = 1 << _FLOAT_SCALE_BITS
+# Column kinds of the bulk paths, and the smallest float column worth NumPy's overhead.
+_INT_KIND = {int}
+_FLOAT_KIND = {float}
+_BULK_FLOATS = 64
+_ONE = {1}
+_row = itemgetter(0)
+_diff = itemgetter(1)
 
 
 def _log2_cost(n: int) -> int:
@@ -241,6 +252,42 @@ class _ExactSum:
             self.exact = DECIMAL_CONTEXT.add(self.exact, DECIMAL_CONTEXT.multiply(v, c))
         else:
             self.exact += v * c
+
+    def add_ones(self, values: list[Any]) -> None:
+        """`add(v, 1)` for every v of `values` (no NULLs), in bulk: exact ints by one `sum`,
+        and a float column (NumPy) by scaling every finite value by one power of two to an
+        integer-valued double, exactly, so one integer `sum` adds them all. Anything else
+        (DECIMALs, mixed types, ranges too wide for one scale) takes `add` per value."""
+        kinds = set(map(type, values))
+        if kinds == _INT_KIND and not isinstance(self.exact, decimal.Decimal):
+            self.n += len(values)
+            self.exact += sum(values)
+            return
+        if kinds == _FLOAT_KIND and len(values) >= _BULK_FLOATS:
+            arr = np.array(values, dtype=np.float64)
+            finite = np.isfinite(arr)
+            nonfinite = arr[~finite]
+            x = arr[finite] if len(nonfinite) else arr
+            if len(x):
+                _, exps = np.frexp(x)
+                # v = M * 2**(e - 53) with an integer M < 2**53: scaled by 2**shift, every
+                # value is an integer below 2**(max e + shift), which must stay a finite double
+                shift = min(_FLOAT_SCALE_BITS, 53 - int(exps.min()))
+                if int(exps.max()) + shift >= 1024:
+                    for v in values:
+                        self.add(v, 1)
+                    return
+                ints = sum(map(int, np.ldexp(x, shift).tolist()))
+                self.scaled += ints << (_FLOAT_SCALE_BITS - shift)
+            self.n += len(values)
+            self.n_float += len(values)
+            if len(nonfinite):
+                self.nan += int(np.isnan(nonfinite).sum())
+                self.pinf += int((nonfinite == np.inf).sum())
+                self.ninf += int((nonfinite == -np.inf).sum())
+            return
+        for v in values:
+            self.add(v, 1)
 
     def total(self) -> Any:
         if not self.n_float:
@@ -357,6 +404,9 @@ class AggregateState:
     def apply(self, changes: list[tuple[Any, int]]) -> int:
         # Column by column: one pass over the changes per value map and per accumulator.
         plan = self.plan
+        if (len(changes) > BULK_BUILD and not self.rows
+                and set(map(_diff, changes)) == _ONE and not any(self.values.values())):
+            return self._build(changes)
         self.rows += sum(d for _, d in changes)
         touched = len(changes)
         for arg, counts in self.values.items():
@@ -404,6 +454,48 @@ class AggregateState:
                     p, q = row[x], row[yy]
                     if p is not None and q is not None:
                         acc.add(p, q, d)
+        return touched
+
+    def _build(self, changes: list[tuple[Any, int]]) -> int:
+        """`apply` for a new group's first batch of insertions (a hydration), column by
+        column at C speed where it can be: the value -> count maps by `Counter`, a sorted
+        index of plain numbers by one sort of the bare values, counts and exact int and
+        float sums in bulk (`_ExactSum.add_ones`). Same state as `apply`."""
+        plan = self.plan
+        rows = list(map(_row, changes))
+        self.rows = len(rows)
+        touched = len(rows)
+        for arg, counts in self.values.items():
+            counts.update(Counter(map(itemgetter(arg), rows)))
+            present = [v for v in counts if v is not None]
+            idx = self.index.get(arg)
+            if idx is not None:
+                kinds = set(map(type, present))
+                if (kinds == _INT_KIND or kinds == _FLOAT_KIND) and not any(
+                        map(ne, present, present)):
+                    # numbers without NaN: _value_entry(v) is (2, v, 0, v), in v's order
+                    present.sort()
+                    idx.update(list(zip(repeat(2), present, repeat(0), present)))
+                else:
+                    idx.update([_value_entry(v) for v in present])
+                touched += len(idx)
+            for i in plan.distinct_feeds.get(arg, ()):
+                for v in present:
+                    self._feed(i, v, v, 1)
+        for i in plan.direct:
+            kind, x, y, _ = plan.accs[i]
+            acc = self.accs[i]
+            col = list(map(itemgetter(x), rows))
+            if kind == "count":
+                acc[0] += len(col) - countOf(col, None)
+            elif kind == "sum":
+                acc.add_ones([v for v in col if v is not None] if None in col else col)
+            else:
+                yy = x if y is None else y
+                for row in rows:
+                    p, q = row[x], row[yy]
+                    if p is not None and q is not None:
+                        acc.add(p, q, 1)
         return touched
 
     def _feed(self, i: int, p: Any, q: Any, c: int) -> None:

@@ -29,7 +29,15 @@ from typing import Any
 from engine.canonical import canonical
 from planner.errors import EvaluationError
 from planner.ir import Call, Col, Lit, Mfp, Scalar, scalar_cols
-from planner.scalar import FUNCS, LAZY, eager_function, family, guard_label
+from planner.scalar import (
+    FUNCS,
+    INT_RANGE,
+    LAZY,
+    eager_function,
+    family,
+    guard_label,
+    norm_type,
+)
 
 _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -150,6 +158,40 @@ def _generate(m: Mfp, keys: tuple[int, ...] | None) -> Any:
 
 # -- whole MFPs with maps: straight-line code over the same scalar functions -------------------
 
+_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _call_lines(e: Call, v: str, fn: str, args: list[str]) -> list[tuple[int, str]]:
+    """Statements setting `v` to `fn(*args)` (`fn` is `scalar.eager_function(e)`), with the
+    hot cases inlined where the inline code provably computes what `fn` does:
+
+    - a comparison is `scalar._cmp`: NULL if either side is NULL, else the operator;
+    - +, - and * of two exact ints (`bool` is not `int` here) are `scalar._add` etc., whose
+      range check `fn` repeats (and raises) only when the result leaves the type's range;
+    - a % b of ints with a >= 0 and b > 0 is Python's %, which then agrees with SQL's
+      truncating remainder and cannot overflow."""
+    op = _COMPARE.get(e.func)
+    if op is not None and len(args) == 2:
+        a, b = args
+        return [(0, f"{v} = None if {a} is None or {b} is None else {a} {op} {b}")]
+    call = [(0, f"{v} = {fn}({', '.join(args)})")]
+    t = norm_type(e.type)
+    if len(args) != 2 or t not in INT_RANGE:
+        return call
+    a, b = args
+    both_int = f"{a}.__class__ is int and {b}.__class__ is int"
+    if e.func in _ARITH:
+        lo, hi = INT_RANGE[t]
+        return [(0, f"if {both_int}:"), (1, f"{v} = {a} {_ARITH[e.func]} {b}"),
+                (1, f"if not {lo} <= {v} <= {hi}:"), (2, f"{v} = {fn}({a}, {b})"),
+                (0, "else:"), (1, f"{v} = {fn}({a}, {b})")]
+    if e.func == "mod":
+        return [(0, f"if {both_int} and {a} >= 0 and {b} > 0:"), (1, f"{v} = {a} % {b}"),
+                (0, "else:"), (1, f"{v} = {fn}({a}, {b})")]
+    return call
+
+
 
 class _Unsupported(Exception):
     """A part of an MFP the generator leaves to the reference (lazy calls, OuterRef, ...)."""
@@ -191,13 +233,13 @@ def compiled_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], .
         fn = const(eager_function(e), "F")
         v = f"v{next(names)}"
         label = guard_label(e)
+        inner = depth if label is None else depth + 1
+        if label is not None:
+            out.append((depth, "try:"))
+        args = [gen(a, inner, out) for a in e.args]
+        out.extend((inner + d, line) for d, line in _call_lines(e, v, fn, args))
         if label is None:
-            args = [gen(a, depth, out) for a in e.args]
-            out.append((depth, f"{v} = {fn}({', '.join(args)})"))
             return v
-        out.append((depth, "try:"))
-        args = [gen(a, depth + 1, out) for a in e.args]
-        out.append((depth + 1, f"{v} = {fn}({', '.join(args)})"))
         out.append((depth, "except EvaluationError as err:"))
         out.append((depth + 1, f"raise _named(err, {const(label, 'L')}) from None"))
         return v

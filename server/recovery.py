@@ -22,6 +22,7 @@ import os
 import threading
 import time
 from collections import Counter, defaultdict
+from itertools import repeat
 
 from server.catalog import planner, planner_catalog
 from server.failures import failure
@@ -94,22 +95,29 @@ def recover_views(state: ServerState) -> None:
     t_low, t_now = state.history_since, state.last_ts
     start = max(t_low, state.checkpoint_ts)
     saved = store.read_checkpoint(state.checkpoint_ts) if state.checkpoint_ts >= t_low else {}
-    # Per table: contents at `start`, the batches after it, and contents now.
-    streams: dict[str, tuple[Counter[Row], list[tuple[int, Batch]]]] = {}
-    current: dict[str, Counter[Row]] = {}
+    # Per table: contents at `start`, the batches after it, and contents now, as batches of
+    # (row, count); a row a table holds twice may come as two (row, 1): the engine
+    # consolidates, and without a log to undo no Counter of the table is built.
+    streams: dict[str, tuple[Batch, list[tuple[int, Batch]]]] = {}
+    current: dict[str, Batch] = {}
     for rec in state.tables.values():
         rows = Store.read_table(store.conn, rec.name)
         state.row_counts[rec.name] = len(rows)
-        current[rec.name] = Counter(rows)
-        base: Counter[Row] = Counter(rows)
+        current[rec.name] = list(zip(rows, repeat(1)))
         by_ts: dict[int, Batch] = defaultdict(list)
         if start < t_now:
             for ts, row, diff in store.read_log(rec, start):
                 by_ts[ts].append((row, diff))
+        if not by_ts:
+            streams[rec.name] = (current[rec.name], [])
+            continue
+        base: Counter[Row] = Counter(rows)
+        for batch in by_ts.values():
+            for row, diff in batch:
                 base[row] -= diff
         if any(n < 0 for n in base.values()):
             raise RuntimeError(f"change log of table {rec.name} is inconsistent")
-        streams[rec.name] = (+base, sorted(by_ts.items()))
+        streams[rec.name] = (list((+base).items()), sorted(by_ts.items()))
     replayed = {ts for _, batches in streams.values() for ts, _ in batches}
     catalog_views: dict[str, ViewRecord] = {}
     partial: set[str] = set()  # views rebuilt from the current tables only (no history)
@@ -176,7 +184,7 @@ def _recovered(state: ServerState, view: MaintainedView, error: str | None = Non
 def _recover_history(
     state: ServerState,
     view: MaintainedView,
-    streams: dict[str, tuple[Counter[Row], list[tuple[int, Batch]]]],
+    streams: dict[str, tuple[Batch, list[tuple[int, Batch]]]],
     start: int,
     t_now: int,
     saved: tuple[int, list[tuple[int, Batch]]] | None,
@@ -188,7 +196,7 @@ def _recover_history(
     schedule: dict[int, dict[str, Batch]] = defaultdict(dict)
     for dep in view.handles:
         base, batches = streams[dep]
-        schedule[start][dep] = list(base.items())
+        schedule[start][dep] = base
         for ts, b in batches:
             schedule[ts][dep] = b
     # The output trace keeps its times from `start` on until recovery is over, so views
@@ -210,10 +218,10 @@ def _recover_history(
 
 
 def _recover_current(
-    state: ServerState, view: MaintainedView, current: dict[str, Counter[Row]], t_now: int
+    state: ServerState, view: MaintainedView, current: dict[str, Batch], t_now: int
 ) -> None:
     view.build(state.executor.new_dataflow(), t_now, imports_of(view, state.views))
-    inputs = {d: list(current[d].items()) for d in view.handles}
+    inputs = {d: current[d] for d in view.handles}
     out = view.run_schedule([(t_now, inputs)], t_now)
     acc: Counter[Row] = Counter()
     for b in out.values():
