@@ -17,6 +17,7 @@ reader uses its own `cursor()`.
 from __future__ import annotations
 
 import json
+import logging
 import pickle
 import re
 from collections.abc import Iterable, Sequence
@@ -29,6 +30,8 @@ import duckdb
 import migrations
 from engine.canonical import canonical
 from server.values import quote_ident
+
+log = logging.getLogger("diffsql.server")
 
 Row = tuple[Any, ...]
 
@@ -110,6 +113,21 @@ _FLAT_TYPE = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYI
                         r"DECIMAL\(\d+,\d+\)|INTERVAL|BLOB|UUID")
 
 
+def _table_defs(rec: TableRecord) -> str:
+    """The column and key definitions of a user table, with the range checks above."""
+    defs = []
+    for c in rec.columns:
+        d = f"{quote_ident(c['name'])} {c['type']}"
+        if not c["nullable"]:
+            d += " NOT NULL"
+        if c["type"] in _RANGE_CHECKED:
+            d += " CHECK " + _range_check(c["name"], c["type"])
+        defs.append(d)
+    if rec.primary_key:
+        defs.append("PRIMARY KEY (" + ", ".join(quote_ident(k) for k in rec.primary_key) + ")")
+    return ", ".join(defs)
+
+
 class Store:
     """Owns the DuckDB connection of the durable database."""
 
@@ -119,7 +137,40 @@ class Store:
         self.path = path
         self.conn = duckdb.connect(path)
         migrations.migrate(self.conn)
+        self.add_range_checks()
         lock_down(self.conn)
+
+    def add_range_checks(self) -> list[str]:
+        """Give the range checks to DATE and TIMESTAMP columns of tables created before them
+        (DuckDB cannot add a constraint to a table: each such table is rebuilt, in one
+        transaction). A table already holding a value out of range keeps it, unchecked, with
+        a warning: refusing to start would lose availability, changing the value would lose
+        it. Returns the names of the tables rebuilt."""
+        checked = {
+            (table, column) for table, columns, expr in self.conn.execute(
+                "SELECT table_name, constraint_column_names, expression FROM duckdb_constraints() "
+                "WHERE schema_name = 'main' AND constraint_type = 'CHECK'").fetchall()
+            if "isfinite(" in (expr or "") for column in columns}
+        rebuilt = []
+        for rec in self.load_tables():
+            missing = [c["name"] for c in rec.columns
+                       if c["type"] in _RANGE_CHECKED and (rec.name, c["name"]) not in checked]
+            if not missing:
+                continue
+            name, tmp = quote_ident(rec.name), quote_ident(f"__diffsql_rebuild_{rec.table_id}")
+            try:
+                self.conn.execute("BEGIN TRANSACTION")
+                self.conn.execute(f"CREATE TABLE main.{tmp} ({_table_defs(rec)})")
+                self.conn.execute(f"INSERT INTO main.{tmp} SELECT * FROM main.{name}")
+                self.conn.execute(f"DROP TABLE main.{name}")
+                self.conn.execute(f"ALTER TABLE main.{tmp} RENAME TO {name}")
+                self.conn.execute("COMMIT")
+                rebuilt.append(rec.name)
+            except duckdb.Error as e:
+                self.conn.execute("ROLLBACK")
+                log.warning("table %s keeps %s without the range check: %s",
+                            rec.name, ", ".join(missing), e)
+        return rebuilt
 
     def close(self) -> None:
         try:
@@ -177,17 +228,7 @@ class Store:
 
     def create_table(self, rec: TableRecord) -> None:
         """Create the user table, its change log and its catalog row (inside a transaction)."""
-        defs = []
-        for c in rec.columns:
-            d = f"{quote_ident(c['name'])} {c['type']}"
-            if not c["nullable"]:
-                d += " NOT NULL"
-            if c["type"] in _RANGE_CHECKED:
-                d += " CHECK " + _range_check(c["name"], c["type"])
-            defs.append(d)
-        if rec.primary_key:
-            defs.append("PRIMARY KEY (" + ", ".join(quote_ident(k) for k in rec.primary_key) + ")")
-        self.conn.execute(f"CREATE TABLE main.{quote_ident(rec.name)} ({', '.join(defs)})")
+        self.conn.execute(f"CREATE TABLE main.{quote_ident(rec.name)} ({_table_defs(rec)})")
         log_cols = ", ".join(f"c{i} {c['type']}" for i, c in enumerate(rec.columns))
         self.conn.execute(
             f"CREATE TABLE {log_table(rec.table_id)} (__ts BIGINT NOT NULL, "

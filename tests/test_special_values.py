@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from tests.server_harness import SSE, Feed, Server
@@ -159,3 +160,59 @@ def test_values_that_would_change_are_refused(server: Server, type_: str) -> Non
     after = srv.rows(f"{t}_g")
     assert after["rows"] == before["rows"] and after["timestamp"] == before["timestamp"]
     assert srv.query(f"SELECT count(*) FROM {t}")["rows"] == [[1]]
+
+
+def test_tables_from_before_the_range_checks_get_them(tmp_path: Path) -> None:
+    """A database written before DATE/TIMESTAMP columns had range checks: at start the server
+    rebuilds such tables with the checks (rows, primary key and views unchanged), so a value
+    that would change is refused there too; a table that already holds such a value keeps it
+    unchecked, with a warning, and the server serves."""
+    srv = Server(tmp_path / "data").start()
+    srv.sql("CREATE TABLE ev (id INTEGER PRIMARY KEY, d DATE, ts TIMESTAMP NOT NULL);"
+            "CREATE TABLE odd (id INTEGER, d DATE);"
+            "INSERT INTO ev VALUES (1, DATE '2024-02-29', TIMESTAMP '2024-01-01 10:00:00'), "
+            "(2, NULL, TIMESTAMP '0001-01-01 00:00:00'); INSERT INTO odd VALUES (1, NULL);"
+            "CREATE VIEW ev_d AS SELECT d, count(*) AS n, max(ts) AS last FROM ev GROUP BY d")
+    before = srv.rows("ev_d")
+    srv.stop()
+    # What an older server left: the same tables without the CHECK constraints.
+    (db,) = [p for p in (tmp_path / "data").iterdir() if p.suffix == ".duckdb"]
+    con = duckdb.connect(str(db))
+    for name, defs in (("ev", "id INTEGER PRIMARY KEY, d DATE, ts TIMESTAMP NOT NULL"),
+                       ("odd", "id INTEGER, d DATE")):
+        con.execute(f"CREATE TABLE old_{name} ({defs})")
+        con.execute(f"INSERT INTO old_{name} SELECT * FROM {name}")
+        con.execute(f"DROP TABLE {name}")
+        con.execute(f"ALTER TABLE old_{name} RENAME TO {name}")
+    con.execute("INSERT INTO odd VALUES (2, DATE '10000-01-01')")
+    assert con.execute("SELECT count(*) FROM duckdb_constraints() "
+                       "WHERE constraint_type = 'CHECK'").fetchone() == (0,)
+    con.close()
+
+    srv.start()
+    try:
+        assert srv.rows("ev_d")["rows"] == before["rows"]
+        for stmt in ("INSERT INTO ev VALUES (3, DATE '10000-01-01', TIMESTAMP '2024-01-01')",
+                     "UPDATE ev SET ts = TIMESTAMP 'infinity' WHERE id = 1"):
+            r = srv.http.post("/sql", json={"sql": stmt})
+            assert r.status_code == 400, (stmt, r.text)
+            assert r.json()["error"]["code"] == "value_out_of_range"
+        r = srv.http.post("/sql", json={"sql": "INSERT INTO ev VALUES (1, NULL, TIMESTAMP "
+                                                "'2024-01-01')"})
+        assert r.status_code == 409, r.text  # the primary key is kept
+        assert r.json()["error"]["code"] == "constraint_violation"
+        srv.sql("INSERT INTO ev VALUES (3, DATE '2025-01-01', TIMESTAMP '2025-01-01')")
+        want = srv.query("SELECT d, count(*) AS n, max(ts) AS last FROM ev GROUP BY d")["rows"]
+        assert bag(srv.rows("ev_d")["rows"]) == bag(want)
+        assert srv.query("SELECT count(*) FROM odd")["rows"] == [[2]]
+        assert "odd keeps d without the range check" in srv.log_path.read_text()
+    finally:
+        srv.stop()
+    # Done once: a table with its checks is not rebuilt at the next start.
+    from server.store import Store
+
+    store = Store(str(db))
+    try:
+        assert store.add_range_checks() == []
+    finally:
+        store.close()
