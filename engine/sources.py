@@ -98,9 +98,26 @@ def arrow_type(name: str) -> Any:
     return simple[n]
 
 
+def _column_values(column: Any) -> list[Any]:
+    """An Arrow column as canonical Python values: only a floating column can hold a NaN
+    (found by Arrow, so a column without one is not walked in Python); integers, strings,
+    dates and the like are canonical as Arrow converts them; nested values are walked."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = column.to_pylist()
+    t = column.type
+    if pa.types.is_floating(t):
+        if column.null_count == len(column) or not pc.any(pc.is_nan(column)).as_py():
+            return values
+    elif not pa.types.is_nested(t):
+        return values
+    return canonical_column(values)
+
+
 def rows_of(batch: Any, ncols: int) -> Iterator[tuple[Any, ...]]:
     """The first `ncols` columns of an Arrow record batch or table, as row tuples."""
-    cols = [canonical_column(batch.column(i).to_pylist()) for i in range(ncols)]
+    cols = [_column_values(batch.column(i)) for i in range(ncols)]
     if ncols == 1:
         return ((v,) for v in cols[0])
     return zip(*cols, strict=True)
