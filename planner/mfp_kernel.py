@@ -22,6 +22,7 @@ uses the reference. Tests run both on random rows.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -89,6 +90,14 @@ def _condition(p: Scalar, consts: list[Any]) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _code(text: str, filename: str) -> Any:
+    """The compiled code of a generated kernel's text: the constants are names bound by the
+    namespace it runs in, so views of the same shape (the tables of a many-way join, every
+    restart) compile it once."""
+    return compile(text, filename, "exec")
+
+
 def _tuple(idx: tuple[int, ...] | list[int]) -> str:
     return "(" + "".join(f"row[{i}], " for i in idx) + ")"
 
@@ -120,7 +129,7 @@ def _map_kernel(body: str) -> Any:
     text = (f"def kernel(row):\n    return {body}\n"
             f"def over_updates(updates):\n    return [({body}, t, r) for row, t, r in updates]")
     ns: dict[str, Any] = {}
-    exec(compile(text, "<map_kernel>", "exec"), ns)  # noqa: S102 - our own text
+    exec(_code(text, "<map_kernel>"), ns)  # noqa: S102 - our own text
     kernel = ns["kernel"]
     kernel.over_updates = ns["over_updates"]
     return kernel
@@ -150,7 +159,7 @@ def _generate(m: Mfp, keys: tuple[int, ...] | None) -> Any:
     lines.append("def over_updates(updates):")
     lines.append(f"    return [({out}, t, r) for row, t, r in updates{where}]")
     ns: dict[str, Any] = {f"c{i}": v for i, v in enumerate(consts)}
-    exec(compile("\n".join(lines), "<mfp_kernel>", "exec"), ns)  # noqa: S102 - our own text
+    exec(_code("\n".join(lines), "<mfp_kernel>"), ns)  # noqa: S102 - our own text
     kernel = ns["kernel"]
     kernel.over_updates = ns["over_updates"]
     return kernel
@@ -274,7 +283,7 @@ def compiled_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], .
               "    for row, t, r in updates:"]
     lines += ["    " * (d + 2) + s.replace("REJECT", "continue") for d, s in body]
     lines += [f"        app(({out}, t, r))", "    return res"]
-    exec(compile("\n".join(lines), "<compiled_mfp>", "exec"), ns)  # noqa: S102 - our own text
+    exec(_code("\n".join(lines), "<compiled_mfp>"), ns)  # noqa: S102 - our own text
     kernel = ns["kernel"]
     kernel.over_updates = ns["over_updates"]
     return kernel  # type: ignore[no-any-return]
