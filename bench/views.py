@@ -625,13 +625,18 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
     duck_t: dict[str, list[float]] = {k: [] for k in kinds}
     ok_kind: dict[str, bool] = dict.fromkeys(kinds, True)
     order = [k for _ in range(args.writes) for k in kinds]
+    slowest: tuple[str, float, tuple[str, float]] | None = None
     for kind in order:
         table, ups, stmt, params = w.single(kind)
         w.epoch += 1
-        t0 = time.perf_counter()
-        for v in views.values():
+        per_view = {}
+        for name, v in views.items():
+            t0 = time.perf_counter()
             v.apply({table: ups}, w.epoch)
-        ours_t[kind].append(time.perf_counter() - t0)
+            per_view[name] = time.perf_counter() - t0
+        ours_t[kind].append(sum(per_view.values()))
+        if slowest is None or ours_t[kind][-1] > slowest[1]:
+            slowest = (kind, ours_t[kind][-1], max(per_view.items(), key=lambda x: x[1]))
         con.execute(stmt, params)
         elapsed, want = checker.recompute()
         duck_t[kind].append(elapsed)
@@ -650,6 +655,9 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
         print(f"{k:16} {pct(o, .5) * 1e3:>9.2f} {pct(o, .99) * 1e3:>8.2f} | "
               f"{pct(d, .5) * 1e3:>10.2f} {pct(d, .99) * 1e3:>8.2f} | "
               f"{pct(d, .5) / pct(o, .5):>6.1f}x  match={good}")
+    if slowest is not None:
+        print(f"slowest single-row write: {slowest[0]}, {slowest[1] * 1e3:.1f} ms, of which view"
+              f" {slowest[2][0]} {slowest[2][1] * 1e3:.1f} ms")
 
     # one large transaction
     n_li = data.tables["lineitem"].num_rows
