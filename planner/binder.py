@@ -29,7 +29,7 @@ from typing import Any
 from sqlglot import exp
 
 from planner.catalog import Catalog
-from planner.decorrelate import apply
+from planner.decorrelate import apply, correlated
 from planner.errors import EvaluationError, PlanError
 from planner.ir import (
     FALSE,
@@ -895,11 +895,21 @@ class Binder:
         if where is not None:
             _reject_aggs(self, where.this, "WHERE")
             self.reject_hoisted(ctx, where.this, "WHERE")
-            s, t = ctx.bind(where.this)
-            pred = _to_bool(self, s, t, where.this)
-            rel = Mfp(ctx.rel, (), (pred,), tuple(range(len(scope))))
-            ctx = ExprCtx(self, rel, scope, outer)
-            ctx.aliases = sel_aliases
+            # Conjuncts without a subquery filter first, so that the join planner sees them
+            # (comma joins become equi-joins) and subqueries run only for the rows they pass;
+            # a row passes iff every conjunct is TRUE, whichever filters first.
+            conjuncts = _conjuncts(where.this)
+            plain = [c for c in conjuncts if not _has_subquery(c)]
+            stages = [plain, [c for c in conjuncts if _has_subquery(c)]] if plain and len(
+                plain) < len(conjuncts) else [[where.this]]
+            for stage in stages:
+                preds = []
+                for c in stage:
+                    s, t = ctx.bind(c)
+                    preds.append(_to_bool(self, s, t, c))
+                rel = Mfp(ctx.rel, (), tuple(preds), tuple(range(len(scope))))
+                ctx = ExprCtx(self, rel, scope, outer)
+                ctx.aliases = sel_aliases
         # expand * and t.* first: aggregation and ORDER BY see the expanded list
         items: list[tuple[exp.Expression, str | None]] = []
         for e in sel.expressions:
@@ -1281,6 +1291,9 @@ class Binder:
                 if kind == "exists":
                     e = _distinct(Mfp(qq, (), (), tuple(range(m))))
                     return _lookup_exists(self, og, e, keys)
+                if kind == "in" and m == 1 and not correlated(b.rel, frozenset()):
+                    return self.let(b.rel, lambda qg: self._in_uncorrelated(
+                        og, dg, qg, n, op, every))
                 if kind == "in":
                     def with_q(qg: Get) -> Rel:
                         # lhs op value, written value flipped-op lhs (IN's plan unchanged)
@@ -1312,6 +1325,29 @@ class Binder:
         ctx.rel = rel
         t = "BOOLEAN" if kind in ("exists", "in") else b.types[0]
         return Col(n + m), t
+
+
+    def _in_uncorrelated(self, og: Get, dg: Get, qg: Get, n: int, op: str,
+                         every: bool) -> Rel:
+        """``lhs op ANY (q)`` (or ALL) for a q that reads no outer column: og (n columns,
+        then lhs) + its BOOLEAN, as the general plan above, without the cross product of the
+        distinct lhs values with q's rows. The hits are the lhs values with a matching row
+        (`d x q` filtered by ``q-value op lhs``: for ``=``, the equi-join the join planner
+        makes of it); a comparison is NULL where lhs is NULL (and q has a row) or where q has
+        a NULL, each a cross product with at most one row."""
+        flipped = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(op, op)
+        hit = Call(flipped, (Col(1), Col(0)), "BOOLEAN")
+        e1 = _distinct(Mfp(Join(dg, qg, ()), (), (hit,), (0,)))
+        nonempty = _distinct(Mfp(qg, (), (), ()))
+        has_null = _distinct(Mfp(qg, (), (Call("is_null", (Col(0),), "BOOLEAN"),), ()))
+        null_lhs = Mfp(dg, (), (Call("is_null", (Col(0),), "BOOLEAN"),), (0,))
+        e2 = _distinct(Union((Join(null_lhs, nonempty, ()), Join(dg, has_null, ()))))
+        keys = ((n, 0),)
+        step = self.let(_lookup_exists(self, og, e1, keys), lambda g1:
+                        _lookup_exists(self, g1, e2, keys))
+        yes, no = (FALSE, TRUE) if every else (TRUE, FALSE)
+        res = Call("case", (Col(n + 1), yes, Col(n + 2), null("BOOLEAN"), no), "BOOLEAN")
+        return Mfp(step, (res,), (), tuple(range(n + 1)) + (n + 3,))
 
 
 # ---------------------------------------------------------------- expressions
@@ -2086,6 +2122,15 @@ def _table_function(t: exp.Table) -> str | None:
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in TABLE_FUNCTIONS:
         return str(node.this).lower()
     return None
+
+
+def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    """The operands of a top-level AND chain (through parentheses), else [e]."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.And):
+        return _conjuncts(e.left) + _conjuncts(e.right)
+    return [e]
 
 
 def _has_subquery(e: exp.Expression) -> bool:

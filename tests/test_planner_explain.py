@@ -29,6 +29,8 @@ CASES = {
     "global_aggregate": "SELECT count(*), max(c) FROM t",
     "exists_correlated": "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a)",
     "not_in": "SELECT id FROM t WHERE a NOT IN (SELECT a FROM u)",
+    "comma_join_with_in": "SELECT t.id, u.s FROM t, u WHERE t.a = u.a AND t.id IN "
+                          "(SELECT src FROM e)",
     "scalar_subquery": "SELECT id, (SELECT max(u.id) FROM u WHERE u.a = t.a) FROM t",
     "except_all": "SELECT a FROM t EXCEPT ALL SELECT a FROM u",
     "top_k": "SELECT a, b FROM t ORDER BY a DESC NULLS FIRST, b LIMIT 3 OFFSET 1",

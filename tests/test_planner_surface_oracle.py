@@ -69,6 +69,17 @@ VIEWS = [
     # DECIMAL typing through COALESCE, CASE, arithmetic
     "SELECT id, coalesce(m, 0), CASE WHEN a > 1 THEN 1 ELSE 2.5 END, m * a, m + 1.005,"
     " round(m, 1), floor(m), greatest(m, a) FROM u",
+    # uncorrelated IN / ANY / ALL (an equi-join for the hits, NULLs on either side) and WHERE
+    # conjuncts without subqueries planned first (comma joins with a subquery conjunct)
+    "SELECT id FROM t WHERE a IN (SELECT a FROM u)",
+    "SELECT id, a NOT IN (SELECT a FROM u WHERE s <> 'x'), a IN (SELECT dst FROM e) FROM t",
+    "SELECT id, a > ALL (SELECT a FROM u), a <= ANY (SELECT id % 7 FROM u),"
+    " a = ANY (SELECT src FROM e WHERE src IS NOT NULL) FROM t",
+    "SELECT t.id, u.id FROM t, u WHERE t.a = u.a AND t.id % 5 IN (SELECT src FROM e)",
+    "SELECT t.id, e.dst FROM t, u, e WHERE t.a = u.a AND u.id % 9 = e.src AND (t.c > 0 OR"
+    " t.c IS NULL) AND u.a NOT IN (SELECT dst FROM e WHERE dst IS NOT NULL)",
+    "SELECT t.a, count(*) FROM t, u WHERE (t.a = u.a AND u.s = 'x') AND EXISTS (SELECT 1 FROM e"
+    " WHERE e.src = t.id % 5) GROUP BY t.a",
 ]
 
 
@@ -93,7 +104,7 @@ def test_incremental_matches_duckdb_after_every_batch(group: int) -> None:
 
 
 BATCHED = [VIEWS[0], VIEWS[3], VIEWS[5], VIEWS[9], VIEWS[10], VIEWS[14], VIEWS[16], VIEWS[18],
-           VIEWS[20], VIEWS[23], VIEWS[24], VIEWS[26], VIEWS[30]]
+           VIEWS[20], VIEWS[23], VIEWS[24], VIEWS[26], VIEWS[30], *VIEWS[-6:]]
 
 
 @pytest.mark.parametrize("sql", BATCHED)
