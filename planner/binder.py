@@ -905,7 +905,13 @@ class Binder:
             for stage in stages:
                 preds = []
                 for c in stage:
+                    inner = c
+                    while isinstance(inner, exp.Paren):
+                        inner = inner.this
+                    ctx.semijoin = inner if isinstance(inner, exp.Exists) or (
+                        isinstance(inner, exp.In) and inner.args.get("query")) else None
                     s, t = ctx.bind(c)
+                    ctx.semijoin = None
                     preds.append(_to_bool(self, s, t, c))
                 rel = Mfp(ctx.rel, (), tuple(preds), tuple(range(len(scope))))
                 ctx = ExprCtx(self, rel, scope, outer)
@@ -1249,8 +1255,12 @@ class Binder:
 
     def subquery(self, ctx: ExprCtx, kind: str, q: exp.Expression,
                  lhs: exp.Expression | None = None, op: str = "eq", every: bool = False,
-                 what: str = "IN") -> BB:
+                 what: str = "IN", semi: bool = False) -> BB:
         """Extend ctx.rel with one column holding the subquery's value for each row.
+
+        With `semi` (an IN or EXISTS that is a whole WHERE conjunct: only rows where it is
+        TRUE matter) ctx.rel keeps just those rows, the column TRUE: a semi-join of the rows
+        with the parameter values that have a hit, without the NULL and FALSE cases.
 
         Kind "in" is ``lhs op ANY (q)`` (IN is ``= ANY``), or with ``every`` ``lhs op ALL (q)``,
         which is evaluated as NOT (lhs negated-op ANY (q)): 3-valued NOT maps a hit to FALSE,
@@ -1288,12 +1298,23 @@ class Binder:
                     qq = Reduce(qq, tuple(range(m)), (Agg("single", m, False, b.types[0],
                                                           f"({_sql(q)})"),))
                 keys = tuple((n + i, i) for i in range(m))
+
+                def semijoin(e: Rel) -> Rel:
+                    return Mfp(Join(og, e, keys), (TRUE,), (), tuple(range(n + m)) + (n + 2 * m,))
+
                 if kind == "exists":
                     e = _distinct(Mfp(qq, (), (), tuple(range(m))))
-                    return _lookup_exists(self, og, e, keys)
+                    return semijoin(e) if semi else _lookup_exists(self, og, e, keys)
+                flipped = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(op, op)
                 if kind == "in" and m == 1 and not correlated(b.rel, frozenset()):
+                    if semi and not every:
+                        return self.let(b.rel, lambda qg: semijoin(_hits(dg, qg, flipped)))
                     return self.let(b.rel, lambda qg: self._in_uncorrelated(
                         og, dg, qg, n, op, every))
+                if kind == "in" and semi and not every:
+                    hit = Call(flipped, (Col(m), Col(m - 1)), "BOOLEAN")
+                    return self.let(qq, lambda qg: semijoin(
+                        _distinct(Mfp(qg, (), (hit,), tuple(range(m))))))
                 if kind == "in":
                     def with_q(qg: Get) -> Rel:
                         # lhs op value, written value flipped-op lhs (IN's plan unchanged)
@@ -1336,8 +1357,7 @@ class Binder:
         makes of it); a comparison is NULL where lhs is NULL (and q has a row) or where q has
         a NULL, each a cross product with at most one row."""
         flipped = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(op, op)
-        hit = Call(flipped, (Col(1), Col(0)), "BOOLEAN")
-        e1 = _distinct(Mfp(Join(dg, qg, ()), (), (hit,), (0,)))
+        e1 = _hits(dg, qg, flipped)
         nonempty = _distinct(Mfp(qg, (), (), ()))
         has_null = _distinct(Mfp(qg, (), (Call("is_null", (Col(0),), "BOOLEAN"),), ()))
         null_lhs = Mfp(dg, (), (Call("is_null", (Col(0),), "BOOLEAN"),), (0,))
@@ -1367,6 +1387,9 @@ class ExprCtx:
         self.outer = outer
         self.agg = agg
         self.no_subqueries = False
+        # A WHERE conjunct being bound: an IN or EXISTS that is the conjunct itself only keeps
+        # the rows it is TRUE for, so it is bound as a semi-join (see Binder.subquery).
+        self.semijoin: exp.Expression | None = None
         self.aliases: dict[str, exp.Expression] = {}
         self.expanding: set[str] = set()  # aliases being bound (an alias never uses itself)
 
@@ -1524,12 +1547,13 @@ class ExprCtx:
                                                           e.args.get("query")):
             if self.no_subqueries:
                 raise _NoSubquery()
+            semi = e is self.semijoin
             if isinstance(e, exp.Exists):
-                return b.subquery(self, "exists", e.this)
+                return b.subquery(self, "exists", e.this, semi=semi)
             if isinstance(e, exp.In):
                 q = e.args["query"]
                 return b.subquery(self, "in", q.this if isinstance(q, exp.Subquery) else q,
-                                  e.this)
+                                  e.this, semi=semi)
             return b.subquery(self, "scalar", e.this)
         if isinstance(e, exp.Not):
             s, t = self.bind(e.this)
@@ -2122,6 +2146,13 @@ def _table_function(t: exp.Table) -> str | None:
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in TABLE_FUNCTIONS:
         return str(node.this).lower()
     return None
+
+
+def _hits(dg: Get, qg: Get, flipped: str) -> Rel:
+    """The distinct lhs values (dg, one column) with a row of the one-column, uncorrelated qg
+    that compares TRUE (``q-value flipped lhs``): for ``=``, the join planner's equi-join."""
+    hit = Call(flipped, (Col(1), Col(0)), "BOOLEAN")
+    return _distinct(Mfp(Join(dg, qg, ()), (), (hit,), (0,)))
 
 
 def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
