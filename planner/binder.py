@@ -1288,6 +1288,16 @@ class Binder:
         n = ctx.rel.arity
         ox = Mfp(ctx.rel, tuple(params.exprs), (), tuple(range(n + m)))
 
+        if (semi and kind == "in" and op == "eq" and not every and m == 1
+                and not correlated(b.rel, frozenset())):
+            # lhs IN (q), q reading no outer column: the rows whose lhs equals one of q's
+            # non-NULL values, a join the join planner orders with the FROM list's joins
+            values = _distinct(Mfp(b.rel, (), (Call("not", (Call(
+                "is_null", (Col(0),), "BOOLEAN"),), "BOOLEAN"),), (0,)))
+            ctx.rel = Mfp(Join(ox, values, ((n, 0),)), (TRUE,), (), tuple(range(n + 1))
+                          + (n + 2,))
+            return Col(n + 1), "BOOLEAN"
+
         def with_ox(og: Get) -> Rel:
             d = _distinct(Mfp(og, (), (), tuple(range(n, n + m))))
 
