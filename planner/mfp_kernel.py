@@ -179,16 +179,28 @@ def _call_lines(e: Call, v: str, fn: str, args: list[str]) -> list[tuple[int, st
     - +, - and * of two exact ints (`bool` is not `int` here) are `scalar._add` etc., whose
       range check `fn` repeats (and raises) only when the result leaves the type's range;
     - a % b of ints with a >= 0 and b > 0 is Python's %, which then agrees with SQL's
-      truncating remainder and cannot overflow."""
+      truncating remainder and cannot overflow;
+    - +, -, * and / of two floats into a DOUBLE are IEEE's (a zero divisor is left to `fn`)."""
     op = _COMPARE.get(e.func)
     if op is not None and len(args) == 2:
         a, b = args
         return [(0, f"{v} = None if {a} is None or {b} is None else {a} {op} {b}")]
     call = [(0, f"{v} = {fn}({', '.join(args)})")]
     t = norm_type(e.type)
-    if len(args) != 2 or t not in INT_RANGE:
+    if len(args) != 2:
         return call
     a, b = args
+    both_float = f"{a}.__class__ is float and {b}.__class__ is float"
+    if t == "DOUBLE" and e.func in _ARITH:
+        # IEEE arithmetic, as scalar._add etc. compute it for floats (never raising)
+        return [(0, f"if {both_float}:"), (1, f"{v} = {a} {_ARITH[e.func]} {b}"),
+                (0, "else:"), (1, f"{v} = {fn}({a}, {b})")]
+    if t == "DOUBLE" and e.func == "div":
+        # scalar._div for a non-zero divisor (NaN included) is the IEEE quotient
+        return [(0, f"if {both_float} and {b} != 0.0:"), (1, f"{v} = {a} / {b}"),
+                (0, "else:"), (1, f"{v} = {fn}({a}, {b})")]
+    if t not in INT_RANGE:
+        return call
     both_int = f"{a}.__class__ is int and {b}.__class__ is int"
     if e.func in _ARITH:
         lo, hi = INT_RANGE[t]
