@@ -112,3 +112,36 @@ def test_load_equals_send_under_changes(tmp_path: Path) -> None:
         d1.run()
         d2.run()
         assert c1.current() == c2.current() == expected
+
+
+def test_column_values_equal_arrow_to_pylist() -> None:
+    """`_column_values` (NumPy for dates and timestamps, Arrow's NaN scan for floats) gives
+    what Arrow's own `to_pylist` gives, canonicalised: same values, same types, NULLs."""
+    import math
+    import random
+
+    import pyarrow as pa
+
+    from engine.canonical import NAN, canonical_column
+    from engine.sources import _column_values
+
+    rng = random.Random(5)
+    days = [dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(1970, 1, 1), dt.date(2024, 2, 29)]
+    stamps = [dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999),
+              dt.datetime(2024, 2, 29, 12, 30, 1, 5)]
+    columns = [
+        pa.array([rng.choice(days + [None]) for _ in range(300)], pa.date32()),
+        pa.array([rng.choice(days) for _ in range(300)], pa.date32()),
+        pa.array([rng.choice(stamps + [None]) for _ in range(300)], pa.timestamp("us")),
+        pa.array([rng.choice([1.5, -0.0, math.inf, None, math.nan]) for _ in range(300)]),
+        pa.array([rng.choice([1.5, 2.0, None]) for _ in range(300)]),
+        pa.array([None] * 5, pa.float64()),
+        pa.array([rng.choice([1, None, -(2**63)]) for _ in range(300)], pa.int64()),
+        pa.array([rng.choice(["a", "", None]) for _ in range(300)]),
+        pa.chunked_array([pa.array(days, pa.date32()), pa.array([None], pa.date32())]),
+    ]
+    for col in columns:
+        got, want = _column_values(col), canonical_column(col.to_pylist())
+        assert [type(v) for v in got] == [type(v) for v in want], col.type
+        assert [("nan" if v is NAN else v) for v in got] == [
+            ("nan" if v is NAN else v) for v in want], col.type
