@@ -5,9 +5,12 @@ Two independent walls, so a bug in one is not a hole:
    statements other than queries (COPY, ATTACH, PRAGMA, SET, INSTALL, LOAD, DML inside a query),
    qualified or unknown relation names, table functions (read_csv, glob, query, ...) and
    functions with side effects or access to the environment.
-2. `run_query` executes the query in a fresh in-memory DuckDB that holds *copies* of exactly the
-   relations the query names, with external access disabled, the configuration locked, and the
-   query inside a READ ONLY transaction, under a time limit.
+2. `run_query` executes the query in an in-memory DuckDB that holds *copies* of exactly the
+   relations the query names, with external access disabled, the configuration locked (both
+   set when the connection is made), and the query inside a READ ONLY transaction, under a time
+   limit. Opening an in-memory DuckDB takes about 25 ms, so sandboxes are pooled: one serves
+   one query at a time, and goes back to the pool only when its copies are dropped and it holds
+   no table; one whose query was interrupted or failed to clean up is closed.
 The durable database is never reachable from a user's query.
 """
 
@@ -228,19 +231,18 @@ def run_query(
     Arrow batches, counted in rows and bytes, and refused (`result_too_large`) as soon as it
     passes `max_rows` or `max_bytes`, before any of it becomes Python objects (which take
     several times the space): a huge result never grows the server."""
-    con = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "threads": 1})
+    con = _take_sandbox(memory_limit)
+    interrupted = threading.Event()
+
+    def interrupt() -> None:
+        interrupted.set()
+        con.interrupt()
+
     try:
         for name, rel in relations.items():
             load_relation(con, name, rel)
-        # Arrow batches are only a bounded staging area: lossless conversion makes the values
-        # read back from them exactly those a direct fetch gives (HUGEINT, UUID, ...).
-        con.execute("SET arrow_lossless_conversion = true")
-        con.execute("SET enable_external_access = false")
-        con.execute("SET autoinstall_known_extensions = false")
-        con.execute("SET autoload_known_extensions = false")
-        con.execute("SET lock_configuration = true")
         con.execute("BEGIN TRANSACTION READ ONLY")
-        timer = threading.Timer(timeout, con.interrupt)
+        timer = threading.Timer(timeout, interrupt)
         timer.start()
         try:
             rel = con.sql(sql)
@@ -275,4 +277,51 @@ def run_query(
             timer.cancel()
         return QueryResult(columns, rows)
     finally:
-        con.close()
+        _return_sandbox(con, memory_limit, list(relations), reusable=not interrupted.is_set())
+
+
+# Idle sandboxes by memory limit, at most _MAX_IDLE each.
+_idle: dict[str, list[duckdb.DuckDBPyConnection]] = {}
+_idle_lock = threading.Lock()
+_MAX_IDLE = 4
+
+
+def _take_sandbox(memory_limit: str) -> duckdb.DuckDBPyConnection:
+    with _idle_lock:
+        pool = _idle.get(memory_limit)
+        if pool:
+            return pool.pop()
+    return duckdb.connect(":memory:", config={
+        "memory_limit": memory_limit,
+        "threads": 1,
+        # Arrow batches are only a bounded staging area: lossless conversion makes the values
+        # read back from them exactly those a direct fetch gives (HUGEINT, UUID, ...).
+        "arrow_lossless_conversion": True,
+        "enable_external_access": False,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        "lock_configuration": True,  # nothing above can be changed from inside
+    })
+
+
+def _return_sandbox(con: duckdb.DuckDBPyConnection, memory_limit: str, names: list[str],
+                    reusable: bool) -> None:
+    """Drop the query's copies and pool `con` if it is empty again; else close it."""
+    if reusable:
+        try:
+            try:
+                con.execute("ROLLBACK")  # the READ ONLY transaction, if it began
+            except duckdb.Error:
+                pass
+            for name in names:
+                con.execute(f"DROP TABLE IF EXISTS {quote_ident(name)}")
+            (tables,) = con.execute("SELECT count(*) FROM duckdb_tables()").fetchone() or (1,)
+            if tables == 0:
+                with _idle_lock:
+                    pool = _idle.setdefault(memory_limit, [])
+                    if len(pool) < _MAX_IDLE:
+                        pool.append(con)
+                        return
+        except duckdb.Error:
+            pass
+    con.close()

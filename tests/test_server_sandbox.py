@@ -97,6 +97,37 @@ def test_sandbox_limits() -> None:
     assert e.value.code == "result_too_large"
 
 
+def test_pooled_sandboxes_hold_only_their_query_relations() -> None:
+    """Sandboxes are reused across queries: a query sees only the relations it was given,
+    whatever ran before it (failed, refused, interrupted, or over the row limit), and the
+    locked settings still hold."""
+    from server import sandbox
+
+    a = Relation([("x", "INTEGER")], [(1,), (2,)])
+    b = Relation([("y", "VARCHAR")], [("s",)])
+    kw: dict = {"timeout": 5, "memory_limit": "256MB", "max_rows": 10}
+    for _ in range(3):
+        assert run_query("SELECT sum(x) FROM a", {"a": a}, **kw).rows == [(3,)]
+        with pytest.raises(ApiError):
+            run_query("SELECT * FROM a", {"b": b}, **kw)  # a was dropped after its query
+        with pytest.raises(ApiError):
+            run_query("SELECT * FROM a, nope", {"a": a}, **kw)
+        with pytest.raises(ApiError):
+            run_query("SELECT * FROM range(20)", {"a": a}, **kw)
+        assert run_query("SELECT count(*) FROM duckdb_tables()", {"b": b}, **kw).rows == [(1,)]
+        with pytest.raises(ApiError):
+            run_query("SET threads = 4", {}, **kw)
+    assert sandbox._idle.get("256MB"), "sandboxes go back to the pool"
+    pooled = list(sandbox._idle["256MB"])
+    with pytest.raises(ApiError) as e:
+        run_query("SELECT count(*) FROM range(1000000000000) r", {"a": a}, timeout=0.3,
+                  memory_limit="256MB", max_rows=10)
+    assert e.value.code == "timeout"
+    # the interrupted sandbox was closed, not pooled
+    assert len(sandbox._idle["256MB"]) == len(pooled) - 1
+    assert run_query("SELECT count(*) FROM duckdb_tables()", {}, **kw).rows == [(0,)]
+
+
 def test_statement_splitting_keeps_positions() -> None:
     sql = "CREATE TABLE t (a INTEGER);\n  INSERT INTO t VALUES (';');  -- c\nSELECT 1;;"
     assert [(p[1], p[2]) for p in split(sql)] == [(1, 1), (2, 3), (3, 1)]
