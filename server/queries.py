@@ -9,6 +9,7 @@ block on the engine's work except to take it (they wait for a write in progress)
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,8 +20,8 @@ from server.errors import Conflict, Forbidden, SqlError
 from server.sandbox import Relation, check_relations, run_query
 from server.sqltext import Statement, parse_script
 from server.state import ServerState
-from server.store import Row, Store
-from server.values import row_to_json
+from server.store import Row, Store, arrow_of
+from server.values import quote_ident, row_to_json
 
 
 def view_relation(columns: list[dict[str, Any]], contents: Counter[Row]) -> Relation:
@@ -31,6 +32,19 @@ def view_relation(columns: list[dict[str, Any]], contents: Counter[Row]) -> Rela
         t = c["type"] or infer_type([r[i] for r in rows])
         cols.append((c["name"], t))
     return Relation(cols, rows)
+
+
+# Column types whose values survive DuckDB -> Arrow -> DuckDB exactly (others, such as HUGEINT,
+# INTERVAL, UUID or nested types, are copied as Python rows).
+_ARROW_EXACT = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|"
+                          r"UBIGINT|FLOAT|DOUBLE|VARCHAR|DATE|TIMESTAMP|DECIMAL\(\d+,\d+\)")
+
+
+def table_relation(cur: Any, name: str, columns: list[tuple[str, str]]) -> Relation:
+    """A table's rows in `cur`'s transaction, as Arrow when every column type round-trips."""
+    if all(_ARROW_EXACT.fullmatch(t) for _, t in columns):
+        return Relation(columns, (), arrow_of(cur.sql(f"SELECT * FROM main.{quote_ident(name)}")))
+    return Relation(columns, Store.read_table(cur, name))
 
 
 @contextmanager
@@ -56,9 +70,7 @@ def snapshot(state: ServerState, names: list[str]) -> Iterator[tuple[int, dict[s
                     rels[n] = view_relation(view.columns, view.contents)
                 tables = {n: state.tables[n] for n in names if n in state.tables}
         for n, rec in tables.items():
-            rels[n] = Relation(
-                [(c["name"], c["type"]) for c in rec.columns], Store.read_table(cur, n)
-            )
+            rels[n] = table_relation(cur, n, [(c["name"], c["type"]) for c in rec.columns])
         cur.execute("COMMIT")
         yield ts, rels
     finally:

@@ -184,16 +184,27 @@ def check_relations(
 
 @dataclass(frozen=True)
 class Relation:
-    """A relation copied into the sandbox: column (name, DuckDB type) pairs and its rows."""
+    """A relation copied into the sandbox: column (name, DuckDB type) pairs and its rows, as
+    Python rows or as an Arrow table (`arrow`, then `rows` is empty)."""
 
     columns: Sequence[tuple[str, str]]
     rows: Sequence[tuple[Any, ...]]
+    arrow: Any = None
 
 
 def load_relation(con: duckdb.DuckDBPyConnection, name: str, rel: Relation) -> None:
-    """Create `name` in `con` and fill it with `rel.rows` in one statement (no per-row calls)."""
+    """Create `name` in `con` and fill it with `rel`'s rows in one statement (no per-row
+    calls; an Arrow table is copied by DuckDB, casting to the declared types)."""
     cols = ", ".join(f"{quote_ident(c)} {t}" for c, t in rel.columns)
     con.execute(f"CREATE TABLE {quote_ident(name)} ({cols})")
+    if rel.arrow is not None:
+        source = "__diffsql_arrow_source"
+        con.register(source, rel.arrow)
+        try:
+            con.execute(f"INSERT INTO {quote_ident(name)} SELECT * FROM {source}")
+        finally:
+            con.unregister(source)
+        return
     if not rel.rows:
         return
     params = [[row[i] for row in rel.rows] for i in range(len(rel.columns))]

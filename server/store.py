@@ -94,7 +94,7 @@ LOCKDOWN = (
 _SOURCE = "__diffsql_arrow"
 
 
-def _arrow(relation: Any) -> Any:
+def arrow_of(relation: Any) -> Any:
     """A DuckDB relation's rows as an Arrow table (the method's name changed in DuckDB 1.4)."""
     fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
     return fetch()
@@ -377,7 +377,7 @@ class Store:
             select.append(f"CAST({src} AS {c['type']}) AS {quote_ident(c['name'])}")
         self.conn.register(_SOURCE, data)
         try:
-            typed = _arrow(self.conn.sql(f"SELECT {', '.join(select)} FROM temp.{_SOURCE}"))
+            typed = arrow_of(self.conn.sql(f"SELECT {', '.join(select)} FROM temp.{_SOURCE}"))
         finally:
             self._unregister()
         self.conn.register(_SOURCE, typed)
@@ -409,7 +409,7 @@ class Store:
 
     def read_arrow(self, name: str) -> Any:
         """The contents of user table `name` as an Arrow table (the engine's bulk path)."""
-        return _arrow(self.conn.sql(f"SELECT * FROM main.{quote_ident(name)}"))
+        return arrow_of(self.conn.sql(f"SELECT * FROM main.{quote_ident(name)}"))
 
     def read_log(self, rec: TableRecord, after_ts: int) -> list[tuple[int, Row, int]]:
         """Changes of `rec` with timestamp > `after_ts`, in timestamp order."""
