@@ -136,9 +136,10 @@ def _finish_statistic(a: Agg, n: int, nonfinite: int, sx: Fraction, sy: Fraction
 
 def _finish_sum(a: Agg, total: Any) -> Any:
     """SUM's result: the total, checked against the range of its integer type."""
+    if not isinstance(total, int):
+        return total
     t = norm_type(a.type)
-    if isinstance(total, int) and t in INT_RANGE and not (
-            INT_RANGE[t][0] <= total <= INT_RANGE[t][1]):
+    if t in INT_RANGE and not (INT_RANGE[t][0] <= total <= INT_RANGE[t][1]):
         raise EvaluationError(f"integer overflow in SUM: the result {total} is out of "
                               f"range for {t}", a.label or None)
     return total

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import hashlib
 import math
 import re
@@ -46,7 +47,10 @@ _ALIASES = {"INT": "INTEGER", "INT4": "INTEGER", "INT8": "BIGINT", "INT2": "SMAL
             "INT128": "HUGEINT", "INT1": "TINYINT", "DOUBLE PRECISION": "DOUBLE"}
 
 
+@functools.lru_cache(maxsize=1024)
 def norm_type(t: str) -> str:
+    """A SQL type name in the one spelling the planner compares (pure: cached, as the
+    engine's per-group outputs ask it for every group)."""
     t = t.strip().upper().replace(" ", "") if t.upper().startswith("DECIMAL") else t.strip().upper()
     if t.startswith("VARCHAR"):
         return "VARCHAR"
