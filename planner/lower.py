@@ -189,6 +189,16 @@ class Lowerer:
         kf = _getter(keys)
         return lambda row: (kf(row), row)
 
+    def lower_keyed(self, r: Rel, keys: tuple[int, ...], scope: Any, env: dict[str, Any],
+                    env_key: int) -> Any:
+        """r's rows keyed by `keys`, ``(key columns, row)``: an Mfp and its keying in one
+        generated kernel when fused (a reduce's input), else r then `keyed`."""
+        if self.fuse and isinstance(r, Mfp):
+            kernel = keyed_mfp(r, keys) or compiled_mfp(r, keys)
+            if kernel is not None:
+                return self.lower(r.input, scope, env, env_key).flat_map(kernel)
+        return self.lower(r, scope, env, env_key).map(self.keyed(keys))
+
     # -- plans
 
     def lower(self, r: Rel, scope: Any, env: dict[str, Any], env_key: int) -> Any:
@@ -269,15 +279,15 @@ class Lowerer:
             # read (engine/operators/half_join.py): the left-deep binary join
             return self.lower(left_deep(r), scope, env, env_key)
         if isinstance(r, Reduce):
-            c = self.lower(r.input, scope, env, env_key)
             if not r.aggs:
+                c = self.lower(r.input, scope, env, env_key)
                 if r.group != tuple(range(r.input.arity)):
                     c = c.map(projection(r.group) if self.fuse else _getter(r.group))
                 return c.distinct()
             aggs = r.aggs
+            keyed = self.lower_keyed(r.input, r.group, scope, env, env_key)
             if use_reduce_total(scope):
-                red = c.map(self.keyed(r.group)).reduce_total(
-                    IncrementalAggregates(aggs), "reduce")
+                red = keyed.reduce_total(IncrementalAggregates(aggs), "reduce")
                 return red.map(_concat_pair)
 
             def logic(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
@@ -285,7 +295,7 @@ class Lowerer:
                 # so the row retracts when the group changes.
                 return [(canonical(reduce_group(aggs, vals)), 1)]
 
-            red = c.map(self.keyed(r.group)).reduce(logic, "reduce")
+            red = keyed.reduce(logic, "reduce")
             return red.map(_concat_pair)
         if isinstance(r, TopK):
             c = self.lower(r.input, scope, env, env_key)

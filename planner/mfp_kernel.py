@@ -224,9 +224,12 @@ def _named(err: EvaluationError, label: str) -> EvaluationError:
     return err if err.expression is not None else EvaluationError(err.detail, label)
 
 
-def compiled_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]] | None:
+def compiled_mfp(m: Mfp, keys: tuple[int, ...] | None = None
+                 ) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]] | None:
     """``lower.compile_mfp(m)`` as generated code, or None when m holds a lazy call (CASE,
-    COALESCE, AND, OR, casts: `scalar.LAZY`), where the reference is used.
+    COALESCE, AND, OR, casts: `scalar.LAZY`), where the reference is used. With `keys`
+    (columns of m's output) each output row comes keyed, ``(key columns, row)``, as
+    `keyed_mfp` gives it.
 
     Each eager call is the very function `scalar.compile_scalar` applies
     (`scalar.eager_function`), called on its arguments computed in order into local variables
@@ -288,6 +291,8 @@ def compiled_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], .
     cols = [f"row[{i}]" if i < n else f"m{i - n}" for i in m.project]
     out = "row" if not m.map and m.project == tuple(range(n)) else \
         "(" + "".join(f"{c}, " for c in cols) + ")"
+    if keys is not None:
+        out = "((" + "".join(f"{cols[k]}, " for k in keys) + f"), {out})"
     lines = ["def kernel(row):"]
     lines += ["    " * (d + 1) + s.replace("REJECT", "return ()") for d, s in body]
     lines.append(f"    return ({out},)")

@@ -188,6 +188,8 @@ def test_compiled_mfp_equals_reference(seed: int) -> None:
     m = Mfp(Get("x", arity), tuple(maps), tuple(filters), project)
     ref = compile_mfp(m)
     fast = compiled_mfp(m)
+    keys = tuple(rng.sample(range(len(project)), rng.randint(0, len(project))))
+    keyed = compiled_mfp(m, keys)
     lazy = any("case" in repr(e) for e in maps + filters)
     if fast is None:
         assert lazy, m
@@ -199,6 +201,10 @@ def test_compiled_mfp_equals_reference(seed: int) -> None:
                     for v, t in zip(row, types, strict=True))
         want, got = _outcome(ref, row), _outcome(fast, row)
         assert got == want, (m, row)
+        keyed_got = _outcome(lambda r: tuple((k, v) for k, v in keyed(r)), row)
+        keyed_want = _outcome(lambda r: tuple((tuple(v[k] for k in keys), v) for v in ref(r)),
+                              row)
+        assert keyed_got == keyed_want, (m, keys, row)
         if want[0] == "ok":
             one = fast.over_updates([(row, (1,), 2)])  # type: ignore[attr-defined]
             assert [(norm({(y,): 1}), t, r) for y, t, r in one] == [
