@@ -35,6 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import duckdb  # noqa: E402
+from support import same  # noqa: E402
 
 from engine import Dataflow  # noqa: E402
 from planner import Catalog, Column, TableSchema, compile_view  # noqa: E402
@@ -45,23 +46,6 @@ VIEWS = {
 }
 CATALOG = Catalog(tables={"t": TableSchema("t", [Column("id", "INTEGER"), Column("g", "INTEGER"),
                                                  Column("v", "DOUBLE")])})
-
-
-def same(got: Counter[Any], want: Counter[Any]) -> bool:
-    g = sorted((+got).items(), key=repr)
-    w = sorted((+want).items(), key=repr)
-    if len(g) != len(w):
-        return False
-    for (gr, gm), (wr, wm) in zip(g, w, strict=True):
-        if gm != wm or len(gr) != len(wr):
-            return False
-        for x, y in zip(gr, wr, strict=True):
-            if isinstance(x, float) or isinstance(y, float):
-                if not math.isclose(x, y, rel_tol=1e-9):
-                    return False
-            elif x != y:
-                return False
-    return True
 
 
 def build(sql: str, general: bool, rows: list[tuple[Any, ...]]) -> tuple[Any, Any, Any, float]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from support import free_port, peak_rss_mb
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,22 +43,6 @@ BIG_VIEWS = {
 SMALL_VIEWS = {"totals": "SELECT k, sum(v) AS total, count(*) AS n FROM s GROUP BY k"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _peak_rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
-
-
 class Server:
     def __init__(self, repo: Path, data: Path, extra: list[str]) -> None:
         self.repo, self.data, self.extra = repo, data, extra
@@ -67,7 +51,7 @@ class Server:
 
     def start(self) -> tuple[float, float, dict[str, Any]]:
         """Start; return (time-to-health, time-to-ready, final /health)."""
-        port = _free_port()
+        port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         env = dict(os.environ, PYTHONPATH=str(self.repo))
         env.pop("DIFFSQL_TOKEN", None)
@@ -132,7 +116,7 @@ def _restarts(server: Server, views: dict[str, tuple[str, str]], label: str) -> 
         server.stop(kill=how == "kill")
         health, ready, body = server.start()
         assert server.proc is not None
-        rss = _peak_rss_mb(server.proc.pid)
+        rss = peak_rss_mb(server.proc.pid)
         print(
             f"{label:>6} restart after {how:>5}: time-to-health {health:7.2f} s, time-to-ready "
             f"{ready:7.2f} s, peak RSS {rss:7.0f} MB, recovery {body.get('recovery', '-')}"

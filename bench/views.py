@@ -84,9 +84,7 @@ import itertools
 import math
 import os
 import random
-import resource
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -104,6 +102,7 @@ import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from support import free_port, peak_rss_mb, same  # noqa: E402
 
 from engine import Dataflow  # noqa: E402
 from engine.sources import FileSource  # noqa: E402
@@ -326,25 +325,6 @@ def ddl(table: str) -> str:
 
 # -- checks and statistics ------------------------------------------------------------------------
 
-def same(got: Counter[Any], want: Counter[Any]) -> bool:
-    """Equal multisets of rows, floats to 1e-9 relative."""
-    g = sorted((+got).items(), key=repr)
-    w = sorted((+want).items(), key=repr)
-    if len(g) != len(w):
-        return False
-    for (gr, gm), (wr, wm) in zip(g, w, strict=True):
-        if gm != wm or len(gr) != len(wr):
-            return False
-        for x, y in zip(gr, wr, strict=True):
-            if isinstance(x, float) or isinstance(y, float):
-                if not (isinstance(x, (int, float)) and isinstance(y, (int, float))
-                        and math.isclose(x, y, rel_tol=1e-9)):
-                    return False
-            elif x != y:
-                return False
-    return True
-
-
 def fuzzy_key(row: tuple[Any, ...]) -> str:
     return repr(tuple(round(x, 6) if isinstance(x, float) else x for x in row))
 
@@ -362,18 +342,6 @@ def pct(xs: list[float], q: float) -> float:
         return 0.0
     s = sorted(xs)
     return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
-
-
-def peak_rss_mb(pid: int | None = None) -> float:
-    if pid is None:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
 
 
 # -- in process -----------------------------------------------------------------------------------
@@ -706,14 +674,8 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
 
 # -- through the server ---------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def http(args: argparse.Namespace, data: Data, parquet_dir: Path, tmp: Path) -> dict[str, Any]:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)

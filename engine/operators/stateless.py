@@ -42,17 +42,21 @@ class ConcatOp(Operator):
                 self.send(updates, lower)
 
 
-def map_logic(f: Callable[[Any], Any]) -> Callable[[Updates], Updates]:
+def _over_updates(f: Callable[[Any], Any],
+                  per_record: Callable[[Updates], Updates]) -> Callable[[Updates], Updates]:
+    """The step over a list of updates: `f`'s own whole-list form if it has one (a generated
+    kernel: the same updates without a Python call per record), else `per_record`. A fresh
+    function either way, so the caller may set attributes on it."""
     over_updates = getattr(f, "over_updates", None)
-    if over_updates is not None:
-        # `f` comes with its own whole-list form (a generated kernel): the same updates
-        # without a Python call per record
-        def logic(u: Updates) -> Updates:
-            return over_updates(u)
-    else:
-        def logic(u: Updates) -> Updates:
-            return [(f(d), t, r) for d, t, r in u]
+    step = over_updates if over_updates is not None else per_record
 
+    def logic(u: Updates) -> Updates:
+        return step(u)
+    return logic
+
+
+def map_logic(f: Callable[[Any], Any]) -> Callable[[Updates], Updates]:
+    logic = _over_updates(f, lambda u: [(f(d), t, r) for d, t, r in u])
     # One output per input at the same time: an executor may keep such a step lazy.
     logic.one_to_one = True  # type: ignore[attr-defined]
     # An executor that holds data apart from times and diffs applies `f` to the data alone.
@@ -69,16 +73,7 @@ def filter_logic(p: Callable[[Any], bool]) -> Callable[[Updates], Updates]:
 
 
 def flat_map_logic(f: Callable[[Any], Any]) -> Callable[[Updates], Updates]:
-    over_updates = getattr(f, "over_updates", None)
-    if over_updates is not None:
-        # `f` comes with its own whole-list form (a generated kernel): the same updates
-        # without a Python call per record
-        def logic(u: Updates) -> Updates:
-            return over_updates(u)
-    else:
-        def logic(u: Updates) -> Updates:
-            return [(y, t, r) for d, t, r in u for y in f(d)]
-
+    logic = _over_updates(f, lambda u: [(y, t, r) for d, t, r in u for y in f(d)])
     logic.flat_f = f  # type: ignore[attr-defined]
     return logic
 
