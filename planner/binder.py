@@ -61,6 +61,7 @@ from planner.scalar import (
     FUNCS,
     NULL_TOLERANT,
     STRING_SIGNATURES,
+    Interval,
     cast_checked,
     cast_value,
     compile_scalar,
@@ -1609,6 +1610,9 @@ class ExprCtx:
             raise b.err("unsupported", "IS must be followed by NULL, TRUE or FALSE", e)
         arith = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div",
                  exp.IntDiv: "intdiv", exp.Mod: "mod"}
+        if type(e) in (exp.Add, exp.Sub) and (isinstance(e.this, exp.Interval) or isinstance(
+                e.expression, exp.Interval)):
+            return self.interval_arith(e)
         if type(e) in arith:
             return self.arith(arith[type(e)], self.bind(e.this), self.bind(e.expression), e,
                               (_int_literal(e.this), _int_literal(e.expression)))
@@ -1729,6 +1733,23 @@ class ExprCtx:
             exact = func == "eq"
             x, y = (_cast(x[0], x[1], u, exact), u), (_cast(y[0], y[1], u, exact), u)
         return self.call(func, [x, y], "BOOLEAN")
+
+    def interval_arith(self, e: exp.Add | exp.Sub) -> BB:
+        """``DATE/TIMESTAMP +/- INTERVAL n unit`` (or ``INTERVAL + DATE/TIMESTAMP``): a
+        TIMESTAMP, as in DuckDB. The interval must be a constant; an INTERVAL anywhere else is
+        refused (views have no INTERVAL values)."""
+        b = self.b
+        iv_node, other = (e.expression, e.this) if isinstance(e.expression, exp.Interval) else (
+            e.this, e.expression)
+        if isinstance(other, exp.Interval) or (isinstance(e, exp.Sub) and iv_node is e.this):
+            raise b.err("unsupported", "INTERVAL arithmetic other than DATE/TIMESTAMP +/- "
+                        "INTERVAL is not supported", e)
+        iv = _interval(b, iv_node)
+        x = self.bind(other)
+        if family(x[1]) not in ("date", "timestamp"):  # NULL + INTERVAL too, as in DuckDB
+            raise b.err("type_error", f"cannot add an INTERVAL to a value of type {x[1]}", e)
+        func = "add_interval" if isinstance(e, exp.Add) else "sub_interval"
+        return self.call(func, [x, (Lit(iv, "INTERVAL"), "INTERVAL")], "TIMESTAMP", _sql(e))
 
     def arith(self, func: str, x: BB, y: BB, node: exp.Expression,
               lits: tuple[bool, bool] = (False, False)) -> BB:
@@ -2163,6 +2184,36 @@ def _hits(dg: Get, qg: Get, flipped: str) -> Rel:
     that compares TRUE (``q-value flipped lhs``): for ``=``, the join planner's equi-join."""
     hit = Call(flipped, (Col(1), Col(0)), "BOOLEAN")
     return _distinct(Mfp(Join(dg, qg, ()), (), (hit,), (0,)))
+
+
+# INTERVAL units as (months, days, microseconds) per unit, DuckDB's spellings.
+_INTERVAL_UNITS = {
+    "year": (12, 0, 0), "quarter": (3, 0, 0), "month": (1, 0, 0), "week": (0, 7, 0),
+    "day": (0, 1, 0), "hour": (0, 0, 3_600_000_000), "minute": (0, 0, 60_000_000),
+    "second": (0, 0, 1_000_000), "millisecond": (0, 0, 1_000), "microsecond": (0, 0, 1),
+}
+
+
+def _interval(b: Binder, node: exp.Interval) -> Interval:
+    """A constant ``INTERVAL n unit`` (n an integer, as a number or a string)."""
+    unit = str(node.args["unit"].name if node.args.get("unit") is not None else "").lower()
+    unit = {"years": "year", "quarters": "quarter", "months": "month", "weeks": "week",
+            "days": "day", "hours": "hour", "minutes": "minute", "seconds": "second",
+            "milliseconds": "millisecond", "microseconds": "microsecond"}.get(unit, unit)
+    value = node.this
+    sign = 1
+    while isinstance(value, (exp.Paren, exp.Neg)):
+        if isinstance(value, exp.Neg):
+            sign = -sign
+        value = value.this
+    text = value.this if isinstance(value, exp.Literal) else None
+    if unit not in _INTERVAL_UNITS or text is None or not re.fullmatch(r"[+-]?\d+", str(text)):
+        raise b.err("unsupported", f"{node.sql()}: only a constant whole number of "
+                    "years, quarters, months, weeks, days, hours, minutes, seconds, "
+                    "milliseconds or microseconds is supported", node)
+    n = sign * int(text)
+    mo, d, us = _INTERVAL_UNITS[unit]
+    return Interval(n * mo, n * d, n * us)
 
 
 def _conjuncts(e: exp.Expression) -> list[exp.Expression]:

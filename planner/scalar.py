@@ -12,14 +12,15 @@ raises. TRY_CAST (``try_cast``) is the only conversion that turns failure into N
 
 from __future__ import annotations
 
+import calendar
 import datetime
 import decimal
-import functools
 import hashlib
 import math
 import re
 import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -47,7 +48,7 @@ _ALIASES = {"INT": "INTEGER", "INT4": "INTEGER", "INT8": "BIGINT", "INT2": "SMAL
             "INT128": "HUGEINT", "INT1": "TINYINT", "DOUBLE PRECISION": "DOUBLE"}
 
 
-@functools.lru_cache(maxsize=1024)
+@lru_cache(maxsize=1024)
 def norm_type(t: str) -> str:
     """A SQL type name in the one spelling the planner compares (pure: cached, as the
     engine's per-group outputs ask it for every group)."""
@@ -624,6 +625,45 @@ def _date_diff(part: str, a: Any, b: Any) -> Any:
     return days
 
 
+@dataclass(frozen=True)
+class Interval:
+    """A constant SQL INTERVAL as DuckDB holds one: months, days and microseconds, kept apart
+    (a month has no fixed number of days)."""
+
+    months: int
+    days: int
+    micros: int
+
+    def __neg__(self) -> Interval:
+        return Interval(-self.months, -self.days, -self.micros)
+
+    def __str__(self) -> str:
+        return f"INTERVAL '{self.months} months {self.days} days {self.micros} microseconds'"
+
+    __repr__ = __str__  # EXPLAIN shows the literal as SQL
+
+
+def _add_interval(v: Any, iv: Interval) -> datetime.datetime:
+    """DuckDB's DATE/TIMESTAMP + INTERVAL (a TIMESTAMP): the months first, the day clamped to
+    the end of the month (Jan 31 + 1 month is Feb 28 or 29), then the days, then the
+    microseconds."""
+    ts = v if isinstance(v, datetime.datetime) else datetime.datetime(v.year, v.month, v.day)
+    try:
+        if iv.months:
+            y, m = divmod(ts.month - 1 + iv.months, 12)
+            year = ts.year + y
+            day = min(ts.day, calendar.monthrange(year, m + 1)[1]) if 1 <= year <= 9999 else 0
+            ts = ts.replace(year=year, month=m + 1, day=day)
+        return ts + datetime.timedelta(days=iv.days, microseconds=iv.micros)
+    except (ValueError, OverflowError):
+        raise EvaluationError(f"timestamp out of range: {to_str(v)} + {iv} is not within "
+                              "years 1 to 9999") from None
+
+
+def _sub_interval(v: Any, iv: Interval) -> datetime.datetime:
+    return _add_interval(v, -iv)
+
+
 def _date_add(d: Any, n: Any) -> Any:
     try:
         return d + datetime.timedelta(days=int(n))
@@ -814,6 +854,8 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "extract": _extract,
     "date_trunc": _date_trunc,
     "date_diff": _date_diff,
+    "add_interval": _nullsafe(_add_interval),
+    "sub_interval": _nullsafe(_sub_interval),
     "date_add": _nullsafe(_date_add),
     "date_sub": _nullsafe(_date_sub),
 }

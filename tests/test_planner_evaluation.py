@@ -303,3 +303,38 @@ def test_evaluation_error_pickles_and_describes_itself() -> None:
     assert isinstance(back, EvaluationError) and str(back) == str(e)
     assert back.to_dict()["code"] == "evaluation_error"
     assert not isinstance(e, PlanError)
+
+
+def test_interval_arithmetic_equals_duckdb() -> None:
+    """DATE/TIMESTAMP +/- INTERVAL against DuckDB over month ends, leap days, the first and
+    last representable days and every unit; past year 9999 is an error, not a wrong value."""
+    import datetime as dt
+
+    import duckdb
+
+    from planner.errors import EvaluationError
+    from planner.scalar import FUNCS, Interval
+
+    con = duckdb.connect()
+    days = [dt.date(2024, 1, 31), dt.date(2024, 2, 29), dt.date(2023, 2, 28), dt.date(2023, 3, 31),
+            dt.date(2000, 12, 31), dt.date(1, 1, 1), dt.date(1900, 2, 28), dt.date(9999, 1, 31)]
+    stamps = [dt.datetime(2024, 2, 29, 23, 59, 59, 999999), dt.datetime(1999, 12, 31, 12, 0)]
+    units = {"YEAR": (12, 0, 0), "QUARTER": (3, 0, 0), "MONTH": (1, 0, 0), "WEEK": (0, 7, 0),
+             "DAY": (0, 1, 0), "HOUR": (0, 0, 3_600_000_000), "MINUTE": (0, 0, 60_000_000),
+             "SECOND": (0, 0, 1_000_000), "MILLISECOND": (0, 0, 1_000),
+             "MICROSECOND": (0, 0, 1)}
+    for v in days + stamps:
+        lit = f"TIMESTAMP '{v.isoformat(' ')}'" if isinstance(v, dt.datetime) else f"DATE '{v}'"
+        for unit, (mo, d, us) in units.items():
+            for n in (1, -1, 13, -25, 400):
+                iv = Interval(n * mo, n * d, n * us)
+                for op, func in (("+", "add_interval"), ("-", "sub_interval")):
+                    try:
+                        want = con.execute(f"SELECT {lit} {op} INTERVAL ({n}) {unit}").fetchone()[0]
+                    except duckdb.Error:
+                        want = "error"
+                    if isinstance(want, str) or want.year > 9999:
+                        with pytest.raises(EvaluationError):
+                            FUNCS[func](v, iv)
+                        continue
+                    assert FUNCS[func](v, iv) == want, (lit, op, n, unit)
