@@ -171,7 +171,8 @@ _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
-def _call_lines(e: Call, v: str, fn: str, args: list[str]) -> list[tuple[int, str]]:
+def _call_lines(e: Call, v: str, fn: str, args: list[str],
+                consts: dict[str, Any]) -> list[tuple[int, str]]:
     """Statements setting `v` to `fn(*args)` (`fn` is `scalar.eager_function(e)`), with the
     hot cases inlined where the inline code provably computes what `fn` does:
 
@@ -180,7 +181,10 @@ def _call_lines(e: Call, v: str, fn: str, args: list[str]) -> list[tuple[int, st
       range check `fn` repeats (and raises) only when the result leaves the type's range;
     - a % b of ints with a >= 0 and b > 0 is Python's %, which then agrees with SQL's
       truncating remainder and cannot overflow;
-    - +, -, * and / of two floats into a DOUBLE are IEEE's (a zero divisor is left to `fn`)."""
+    - +, -, * and / of two floats into a DOUBLE are IEEE's (a zero divisor is left to `fn`).
+
+    The conditions of an inlined case on a constant argument (a name in `consts`) are decided
+    here, once: dropped when they hold, and the call kept alone when one does not."""
     op = _COMPARE.get(e.func)
     if op is not None and len(args) == 2:
         a, b = args
@@ -189,6 +193,39 @@ def _call_lines(e: Call, v: str, fn: str, args: list[str]) -> list[tuple[int, st
     t = norm_type(e.type)
     if len(args) != 2:
         return call
+    a, b = args
+
+    def inline(conds: list[tuple[str, str]], body: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        # conds in evaluation order: a value's type is checked before it is compared
+        live = []
+        for operand, cond in conds:
+            if operand in consts:
+                if not eval(cond, {}, {operand: consts[operand]}):  # noqa: S307 - our own text
+                    return call
+            else:
+                live.append(cond)
+        if not live:
+            return body
+        return [(0, "if " + " and ".join(live) + ":"), *((d + 1, x) for d, x in body),
+                (0, "else:"), (1, f"{v} = {fn}({a}, {b})")]
+
+    floats = [(a, f"{a}.__class__ is float"), (b, f"{b}.__class__ is float")]
+    ints = [(a, f"{a}.__class__ is int"), (b, f"{b}.__class__ is int")]
+    if t == "DOUBLE" and e.func in _ARITH:
+        # IEEE arithmetic, as scalar._add etc. compute it for floats (never raising)
+        return inline(floats, [(0, f"{v} = {a} {_ARITH[e.func]} {b}")])
+    if t == "DOUBLE" and e.func == "div":
+        # scalar._div for a non-zero divisor (NaN included) is the IEEE quotient
+        return inline(floats + [(b, f"{b} != 0.0")], [(0, f"{v} = {a} / {b}")])
+    if t not in INT_RANGE:
+        return call
+    if e.func in _ARITH:
+        lo, hi = INT_RANGE[t]
+        return inline(ints, [(0, f"{v} = {a} {_ARITH[e.func]} {b}"),
+                             (0, f"if not {lo} <= {v} <= {hi}:"), (1, f"{v} = {fn}({a}, {b})")])
+    if e.func == "mod":
+        return inline(ints + [(a, f"{a} >= 0"), (b, f"{b} > 0")], [(0, f"{v} = {a} % {b}")])
+    return call
     a, b = args
     both_float = f"{a}.__class__ is float and {b}.__class__ is float"
     if t == "DOUBLE" and e.func in _ARITH:
@@ -261,7 +298,7 @@ def compiled_mfp(m: Mfp, keys: tuple[int, ...] | None = None
         if label is not None:
             out.append((depth, "try:"))
         args = [gen(a, inner, out) for a in e.args]
-        out.extend((inner + d, line) for d, line in _call_lines(e, v, fn, args))
+        out.extend((inner + d, line) for d, line in _call_lines(e, v, fn, args, ns))
         if label is None:
             return v
         out.append((depth, "except EvaluationError as err:"))
