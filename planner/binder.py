@@ -1358,7 +1358,6 @@ class Binder:
         t = "BOOLEAN" if kind in ("exists", "in") else b.types[0]
         return Col(n + m), t
 
-
     def _in_uncorrelated(self, og: Get, dg: Get, qg: Get, n: int, op: str,
                          every: bool) -> Rel:
         """``lhs op ANY (q)`` (or ALL) for a q that reads no outer column: og (n columns,
