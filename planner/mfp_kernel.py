@@ -34,6 +34,8 @@ from planner.scalar import (
     FUNCS,
     INT_RANGE,
     LAZY,
+    cast_checked,
+    cast_value,
     eager_function,
     family,
     guard_label,
@@ -264,7 +266,7 @@ def _named(err: EvaluationError, label: str) -> EvaluationError:
 def compiled_mfp(m: Mfp, keys: tuple[int, ...] | None = None
                  ) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]] | None:
     """``lower.compile_mfp(m)`` as generated code, or None when m holds a lazy call (CASE,
-    COALESCE, AND, OR, casts: `scalar.LAZY`), where the reference is used. With `keys`
+    COALESCE, AND, OR: `scalar.LAZY`), where the reference is used. With `keys`
     (columns of m's output) each output row comes keyed, ``(key columns, row)``, as
     `keyed_mfp` gives it.
 
@@ -289,16 +291,25 @@ def compiled_mfp(m: Mfp, keys: tuple[int, ...] | None = None
             return f"row[{e.index}]" if e.index < n else f"m{e.index - n}"
         if isinstance(e, Lit):
             return const(e.value, "c")
-        if not isinstance(e, Call) or e.func in LAZY or e.func not in FUNCS:
+        if not isinstance(e, Call):
             raise _Unsupported
-        fn = const(eager_function(e), "F")
+        cast = e.func in ("cast", "try_cast")
+        if not cast and (e.func in LAZY or e.func not in FUNCS):
+            raise _Unsupported
         v = f"v{next(names)}"
         label = guard_label(e)
         inner = depth if label is None else depth + 1
         if label is not None:
             out.append((depth, "try:"))
-        args = [gen(a, inner, out) for a in e.args]
-        out.extend((inner + d, line) for d, line in _call_lines(e, v, fn, args, ns))
+        if cast:
+            # `scalar._compile_call`'s cast: the first argument converted to the call's type
+            conv = const(cast_checked if e.func == "cast" else cast_value, "F")
+            a = gen(e.args[0], inner, out)
+            out.append((inner, f"{v} = {conv}({a}, {const(e.type, 'T')})"))
+        else:
+            fn = const(eager_function(e), "F")
+            args = [gen(a, inner, out) for a in e.args]
+            out.extend((inner + d, line) for d, line in _call_lines(e, v, fn, args, ns))
         if label is None:
             return v
         out.append((depth, "except EvaluationError as err:"))

@@ -256,7 +256,14 @@ def _convert(v: Any, target: str) -> Any:
             d = decimal.Decimal(int(v))
         else:
             d = decimal.Decimal(v.strip() if isinstance(v, str) else v)
-        return _round_half_away(d, decimal_scale(target))
+        p, sc = decimal_ps(target)
+        r = _round_half_away(d, sc)
+        # DuckDB refuses NaN, infinities and values with more integer digits than p - s
+        if not r.is_finite() or abs(r) >= decimal.Decimal(10) ** (p - sc):
+            what = f"string {v!r}" if isinstance(v, str) else to_str(v)
+            raise _CastFailed(f"could not convert {what} to {norm_type(target)}: the value "
+                              "is out of range")
+        return r
     if f == "bool":
         if isinstance(v, str):
             txt = v.strip().lower()

@@ -338,3 +338,32 @@ def test_interval_arithmetic_equals_duckdb() -> None:
                             FUNCS[func](v, iv)
                         continue
                     assert FUNCS[func](v, iv) == want, (lit, op, n, unit)
+
+
+def test_decimal_casts_equal_duckdb() -> None:
+    """CAST and TRY_CAST to DECIMAL(p,s) against DuckDB: rounding half away from zero, and
+    NaN, infinities and values with more than p - s integer digits refused (CAST) or NULL."""
+    import duckdb
+
+    from planner.errors import EvaluationError
+    from planner.scalar import cast_checked, cast_value
+
+    con = duckdb.connect()
+    values = [("999.994", "DOUBLE"), ("999.995", "DOUBLE"), ("-999.995", "DOUBLE"),
+              ("1e20", "DOUBLE"), ("'nan'", "DOUBLE"), ("'inf'", "DOUBLE"), ("0.005", "DOUBLE"),
+              ("123456", "BIGINT"), ("999", "INTEGER"), ("'12.345'", "VARCHAR"),
+              ("'1000'", "VARCHAR"), ("'nan'", "VARCHAR")]
+    for text, source in values:
+        v = con.execute(f"SELECT {text}::{source}").fetchone()[0]
+        for target in ("DECIMAL(5,2)", "DECIMAL(3,0)", "DECIMAL(18,3)"):
+            try:
+                want = con.execute(f"SELECT CAST({text}::{source} AS {target})").fetchone()[0]
+            except duckdb.Error:
+                want = "error"
+            if want == "error":
+                with pytest.raises(EvaluationError):
+                    cast_checked(v, target)
+                assert cast_value(v, target) is None, (text, source, target)
+            else:
+                assert cast_checked(v, target) == want, (text, source, target)
+                assert cast_value(v, target) == want, (text, source, target)
