@@ -1316,7 +1316,7 @@ class Binder:
                 if kind == "exists":
                     e = _distinct(Mfp(qq, (), (), tuple(range(m))))
                     return semijoin(e) if semi else _lookup_exists(self, og, e, keys)
-                flipped = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(op, op)
+                flipped = _FLIP.get(op, op)
                 if kind == "in" and m == 1 and not correlated(b.rel, frozenset()):
                     if semi and not every:
                         return self.let(b.rel, lambda qg: semijoin(_hits(dg, qg, flipped)))
@@ -1329,7 +1329,6 @@ class Binder:
                 if kind == "in":
                     def with_q(qg: Get) -> Rel:
                         # lhs op value, written value flipped-op lhs (IN's plan unchanged)
-                        flipped = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(op, op)
                         hit = Call(flipped, (Col(m), Col(m - 1)), "BOOLEAN")
                         nul = Call("or", (Call("is_null", (Col(m),), "BOOLEAN"),
                                           Call("is_null", (Col(m - 1),), "BOOLEAN")), "BOOLEAN")
@@ -1366,8 +1365,7 @@ class Binder:
         (`d x q` filtered by ``q-value op lhs``: for ``=``, the equi-join the join planner
         makes of it); a comparison is NULL where lhs is NULL (and q has a row) or where q has
         a NULL, each a cross product with at most one row."""
-        flipped = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(op, op)
-        e1 = _hits(dg, qg, flipped)
+        e1 = _hits(dg, qg, _FLIP.get(op, op))
         nonempty = _distinct(Mfp(qg, (), (), ()))
         has_null = _distinct(Mfp(qg, (), (Call("is_null", (Col(0),), "BOOLEAN"),), ()))
         null_lhs = Mfp(dg, (), (Call("is_null", (Col(0),), "BOOLEAN"),), (0,))
@@ -2176,6 +2174,10 @@ def _table_function(t: exp.Table) -> str | None:
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in TABLE_FUNCTIONS:
         return str(node.this).lower()
     return None
+
+
+# An operator with its operands swapped: ``a op b`` is ``b _FLIP[op] a``.
+_FLIP = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}
 
 
 def _hits(dg: Get, qg: Get, flipped: str) -> Rel:

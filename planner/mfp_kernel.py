@@ -170,7 +170,6 @@ def _generate(m: Mfp, keys: tuple[int, ...] | None) -> Any:
 # -- whole MFPs with maps: straight-line code over the same scalar functions -------------------
 
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
-_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
 def _call_lines(e: Call, v: str, fn: str, args: list[str],
@@ -187,7 +186,7 @@ def _call_lines(e: Call, v: str, fn: str, args: list[str],
 
     The conditions of an inlined case on a constant argument (a name in `consts`) are decided
     here, once: dropped when they hold, and the call kept alone when one does not."""
-    op = _COMPARE.get(e.func)
+    op = _OPS.get(e.func)
     if op is not None and len(args) == 2:
         a, b = args
         return [(0, f"{v} = None if {a} is None or {b} is None else {a} {op} {b}")]
