@@ -39,15 +39,18 @@ def join_batches(
     if budget is not None:
         _join_budgeted(new, others, f, new_is_left, out, budget)
         return
-    nupdates = new.updates
     for ob in others:
-        oupdates = ob.updates
         # Probe the larger side with the keys of the smaller: a hydration's big batch meets a
-        # small (or empty) trace, and a small change meets a big trace.
-        if len(oupdates) < len(nupdates):
-            pairs = ((k, nupdates.get(k), oe) for k, oe in oupdates.items())
+        # small (or empty) trace, and a small change meets a big trace. A batch indexed by a
+        # sorted column (`engine.rows_batch`) answers all the probes in one vectorised search.
+        if ob.records < new.records:
+            probing = ob.updates
+            keys = list(probing)
+            pairs = zip(keys, new.get_many(keys), probing.values(), strict=True)
         else:
-            pairs = ((k, ne, oupdates.get(k)) for k, ne in nupdates.items())
+            probing = new.updates
+            keys = list(probing)
+            pairs = zip(keys, probing.values(), ob.get_many(keys), strict=True)
         for key, entries, oentries in pairs:
             if not entries or not oentries:
                 continue
@@ -72,9 +75,10 @@ def _join_budgeted(
     """`join_batches` charging `budget` at least every `CHECK_EVERY` outputs (plus one row of
     the other side), so a single key with a huge cross product is stopped midway too."""
     charged = 0
+    lookups = [ob.lookup() for ob in others]
     for key, entries in new.updates.items():
-        for ob in others:
-            oentries = ob.updates.get(key)
+        for get in lookups:
+            oentries = get(key)
             if not oentries:
                 continue
             for vn, tn, rn in entries:
@@ -93,7 +97,7 @@ def _join_budgeted(
 def history(batches: list[Batch], key: Any) -> list[Entry]:
     out: list[Entry] = []
     for b in batches:
-        e = b.updates.get(key)
+        e = b.lookup()(key)
         if e:
             out.extend(e)
     return out

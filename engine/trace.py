@@ -58,6 +58,24 @@ class Batch:
         """The same updates with a description extended to `upper` (absorbing an empty batch)."""
         return Batch(self.updates, self.lower, upper, self.since, seq, self.records)
 
+    # How operators read a batch by key (a batch may index its updates another way than the
+    # dict: `engine.rows_batch`).
+    def lookup(self) -> Callable[[Any], list[Entry] | None]:
+        """key -> its entries, or None: for probing one key at a time."""
+        return self.updates.get
+
+    def get_many(self, keys: list[Any]) -> list[list[Entry] | None]:
+        """The entries of each of `keys` (None where a key is absent)."""
+        return list(map(self.updates.get, keys))
+
+    def key_count(self) -> int:
+        return len(self.updates)
+
+    def sample(self) -> tuple[Any, Entry]:
+        """Some key and one of its entries (the batch is not empty)."""
+        k = next(iter(self.updates))
+        return k, self.updates[k][0]
+
     def __repr__(self) -> str:
         return "Batch(seq=%d, records=%d, lower=%s, upper=%s)" % (
             self.seq,
@@ -424,15 +442,15 @@ class Trace:
         for b in self.existing_batches():
             if not b.records:
                 continue
-            if not isinstance(b, Batch):
-                # Another executor's batch reports its own size.
-                total += int(getattr(b, "approx_bytes", lambda: 0)())
+            own = getattr(b, "approx_bytes", None)
+            if own is not None:
+                # Another layout's batch reports its own size.
+                total += int(own())
                 continue
-            sample_key = next(iter(b.updates))
-            entry = b.updates[sample_key][0]
+            sample_key, entry = b.sample()
             per_entry = sys.getsizeof(entry) + sys.getsizeof(entry[1]) + 8 + _deep(entry[0])
             per_key = 100 + _deep(sample_key)
-            total += b.records * per_entry + len(b.updates) * per_key
+            total += b.records * per_entry + b.key_count() * per_key
         return total
 
     def stats(self) -> dict[str, Any]:

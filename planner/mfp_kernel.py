@@ -119,21 +119,37 @@ def plain_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]
 def projection(idx: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """row -> the columns ``idx`` of row, generated with an ``over_updates`` that maps a whole
     list of updates in one comprehension (reference: ``itemgetter``)."""
-    return _map_kernel(_tuple(idx))
+    return _map_kernel(_tuple(idx), _tuple(idx))
 
 
 def keyed_row(keys: tuple[int, ...]) -> Callable[[tuple[Any, ...]], Any]:
     """row -> (the columns ``keys`` of row, row), generated as ``projection``."""
-    return _map_kernel(f"({_tuple(keys)}, row)")
+    kernel = _map_kernel(f"({_tuple(keys)}, row)")
+    kernel.over_rows = _same_rows
+    kernel.row_keys = tuple(keys)
+    return kernel
 
 
-def _map_kernel(body: str) -> Any:
+def _same_rows(rows: list[Any]) -> list[Any]:
+    return rows
+
+
+def _map_kernel(body: str, rows: str | None = None, row_keys: tuple[int, ...] | None = None
+                ) -> Any:
+    """A generated row function `row -> body`, with `over_updates`; with `rows` (the output row
+    without its key, `row_keys` the key's columns in it) also `over_rows`, the same step over
+    a plain list of rows (see `engine.operators.stateless._over_updates`)."""
     text = (f"def kernel(row):\n    return {body}\n"
-            f"def over_updates(updates):\n    return [({body}, t, r) for row, t, r in updates]")
+            f"def over_updates(updates):\n    return [({body}, t, r) for row, t, r in updates]\n")
+    if rows is not None:
+        text += f"def over_rows(rows):\n    return [{rows} for row in rows]\n"
     ns: dict[str, Any] = {}
     exec(_code(text, "<map_kernel>"), ns)  # noqa: S102 - our own text
     kernel = ns["kernel"]
     kernel.over_updates = ns["over_updates"]
+    if rows is not None:
+        kernel.over_rows = ns["over_rows"]
+        kernel.row_keys = row_keys
     return kernel
 
 
@@ -151,7 +167,7 @@ def _generate(m: Mfp, keys: tuple[int, ...] | None) -> Any:
     for c in conds:
         lines.append(f"    if not {c}: return ()")
     # keeping every column in order: the row itself, not a copy
-    out = "row" if m.project == tuple(range(m.input.arity)) else _tuple(m.project)
+    plain = out = "row" if m.project == tuple(range(m.input.arity)) else _tuple(m.project)
     if keys is not None:
         out = f"({_tuple([m.project[k] for k in keys])}, {out})"
     lines.append(f"    return ({out},)")
@@ -160,10 +176,16 @@ def _generate(m: Mfp, keys: tuple[int, ...] | None) -> Any:
     where = (" if " + " and ".join(conds)) if conds else ""
     lines.append("def over_updates(updates):")
     lines.append(f"    return [({out}, t, r) for row, t, r in updates{where}]")
+    # ... and over plain rows, unkeyed (the key is `keys` of the output row)
+    lines.append("def over_rows(rows):")
+    lines.append("    return rows" if plain == "row" and not conds else
+                 f"    return [{plain} for row in rows{where}]")
     ns: dict[str, Any] = {f"c{i}": v for i, v in enumerate(consts)}
     exec(_code("\n".join(lines), "<mfp_kernel>"), ns)  # noqa: S102 - our own text
     kernel = ns["kernel"]
     kernel.over_updates = ns["over_updates"]
+    kernel.over_rows = ns["over_rows"]
+    kernel.row_keys = keys
     return kernel
 
 
@@ -336,7 +358,7 @@ def compiled_mfp(m: Mfp, keys: tuple[int, ...] | None = None
     except _Unsupported:
         return None
     cols = [f"row[{i}]" if i < n else f"m{i - n}" for i in m.project]
-    out = "row" if not m.map and m.project == tuple(range(n)) else \
+    plain = out = "row" if not m.map and m.project == tuple(range(n)) else \
         "(" + "".join(f"{c}, " for c in cols) + ")"
     if keys is not None:
         out = "((" + "".join(f"{cols[k]}, " for k in keys) + f"), {out})"
@@ -347,7 +369,14 @@ def compiled_mfp(m: Mfp, keys: tuple[int, ...] | None = None
               "    for row, t, r in updates:"]
     lines += ["    " * (d + 2) + s.replace("REJECT", "continue") for d, s in body]
     lines += [f"        app(({out}, t, r))", "    return res"]
+    # ... and over plain rows, unkeyed (the key is `keys` of the output row)
+    lines += ["def over_rows(rows):", "    res = []", "    app = res.append",
+              "    for row in rows:"]
+    lines += ["    " * (d + 2) + s.replace("REJECT", "continue") for d, s in body]
+    lines += [f"        app({plain})", "    return res"]
     exec(_code("\n".join(lines), "<compiled_mfp>"), ns)  # noqa: S102 - our own text
     kernel = ns["kernel"]
     kernel.over_updates = ns["over_updates"]
+    kernel.over_rows = ns["over_rows"]
+    kernel.row_keys = keys
     return kernel  # type: ignore[no-any-return]

@@ -56,6 +56,25 @@ def test_kernel_equals_reference_on_random_rows(seed: int) -> None:
     assert len(got) == len(want)
     assert all(norm({g[0]: 1}) == norm({w[0]: 1}) and g[1:] == w[1:]
                for g, w in zip(got, want, strict=True)), (m, keys)
+    _rows_form_agrees(fast, [row for row, _, _ in updates])
+
+
+def _rows_form_agrees(kernel: object, rows: list) -> None:
+    """`over_rows` (rows at one time kept as rows: engine.rows_at) denotes what
+    `over_updates` gives for the same rows: the same outputs in order, keyed by `row_keys`,
+    or the same error."""
+    from engine.rows_at import RowsAt
+
+    def outcome(f: object) -> object:
+        try:
+            return ("ok", [norm({d: 1}) for d, _, _ in f()])  # type: ignore[operator]
+        except Exception as e:  # noqa: BLE001 - compared, not swallowed
+            return ("error", type(e), str(e))
+
+    want = outcome(lambda: kernel.over_updates([(row, (1,), 1) for row in rows]))  # type: ignore[attr-defined]
+    got = outcome(lambda: RowsAt(kernel.over_rows(rows), (1,), 1,  # type: ignore[attr-defined]
+                                 kernel.row_keys).updates())  # type: ignore[attr-defined]
+    assert got == want
 
 
 def test_unsupported_parts_fall_back() -> None:
@@ -110,6 +129,8 @@ def test_projections_equal_their_reference(seed: int) -> None:
     g = keyed_row(idx)
     assert [g(row) for row in rows] == [(w, row) for w, row in zip(want, rows, strict=True)]
     assert g.over_updates(updates) == [((w, row), t, r) for w, (row, t, r) in zip(want, updates, strict=True)]  # type: ignore[attr-defined]
+    _rows_form_agrees(f, rows)
+    _rows_form_agrees(g, rows)
     # an Mfp with no filter through plain_mfp is the projection as well
     m = Mfp(Get("x", arity), (), (), idx)
     fast = plain_mfp(m)
@@ -197,6 +218,12 @@ def test_compiled_mfp_equals_reference(seed: int) -> None:
     if fast is None:
         assert lazy, m
         return
+    sample = [tuple(rng.choice(_EDGE) if t != "DOUBLE" else rng.choice([None, 1.5, -0.0, 3.0])
+                    for t in types) for _ in range(50)]
+    sample = [tuple(v if t != "TINYINT" or v is None or -128 <= v <= 127 else 5
+                    for v, t in zip(row, types, strict=True)) for row in sample]
+    _rows_form_agrees(fast, sample)
+    _rows_form_agrees(keyed, sample)
     for _ in range(300):
         row = tuple(rng.choice(_EDGE) if t != "DOUBLE" else rng.choice(
             [None, 0.0, -0.0, 1.5, math.inf, -math.inf, math.nan, 3.0, 1e308]) for t in types)

@@ -15,6 +15,8 @@ from engine.consolidation import consolidate
 from engine.executors.base import Updates
 from engine.kernels import Logic, history, join_batches, reduce_key
 from engine.lattice import Antichain, Time, less_equal
+from engine.rows_at import RowsAt
+from engine.rows_batch import KeyedRowsBatch
 from engine.sources import FileSource, updates_of
 from engine.trace import (
     Batch,
@@ -35,26 +37,42 @@ class InProcessExecutor:
     def from_updates(self, updates: Updates) -> Updates:
         return updates
 
-    def from_rows(self, rows: list[Any], time: Time, diff: int) -> Updates:
-        return [(d, time, diff) for d in rows]
+    def from_rows(self, rows: list[Any], time: Time, diff: int) -> Updates | RowsAt:
+        # Kept as the rows (engine.rows_at): the steps up to an arrangement run over them.
+        return RowsAt(rows, time, diff)
 
-    def collect(self, payload: Updates) -> Updates:
-        return payload
+    def collect(self, payload: Updates | RowsAt) -> Updates:
+        if payload.__class__ is RowsAt:
+            return payload.updates()  # type: ignore[union-attr]
+        return payload  # type: ignore[return-value]
 
     def read(self, source: FileSource, time: Time) -> Updates:
         """Every row of a bulk source at `time` (see `engine.sources`)."""
         return updates_of(source, time)
 
-    def apply(self, logic: Callable[[Updates], Updates], payload: Updates) -> Updates:
-        return logic(payload)
+    def apply(self, logic: Callable[[Updates], Updates], payload: Updates | RowsAt
+              ) -> Updates | RowsAt:
+        if payload.__class__ is RowsAt:
+            p: RowsAt = payload  # type: ignore[assignment]
+            # A step with a form over plain rows (a generated filter/project/key, see
+            # planner.mfp_kernel) keeps the rows form; any other step sees the updates.
+            over_rows = getattr(logic, "over_rows", None)
+            if over_rows is not None and p.key is None:
+                return RowsAt(over_rows(p.rows), p.time, p.diff, logic.row_keys)  # type: ignore[attr-defined]
+            if getattr(logic, "negates", False):
+                return RowsAt(p.rows, p.time, -p.diff, p.key)
+            return logic(p.updates())
+        return logic(payload)  # type: ignore[arg-type]
 
-    def is_empty(self, payload: Updates) -> bool:
+    def is_empty(self, payload: Updates | RowsAt) -> bool:
         return not payload
 
-    def consolidate(self, payload: Updates) -> Updates:
-        return consolidate(payload)
+    def consolidate(self, payload: Updates | RowsAt) -> Updates:
+        return consolidate(self.collect(payload))
 
-    def lower(self, payload: Updates) -> Antichain:
+    def lower(self, payload: Updates | RowsAt) -> Antichain:
+        if payload.__class__ is RowsAt:
+            return Antichain([payload.time])  # type: ignore[union-attr]
         return Antichain(t for _, t, _ in payload)
 
     def split(self, payloads: list[Updates], frontier: Antichain) -> tuple[Updates, Updates]:
@@ -64,7 +82,7 @@ class InProcessExecutor:
             # One payload at one time (an epoch's writes, a hydration): it goes whole to one
             # side. The caller only reads what `split` returns, so the list is shared as is.
             (p,) = payloads
-            times = {u[1] for u in p}
+            times = {p.time} if p.__class__ is RowsAt else {u[1] for u in p}
             if len(times) == 1:
                 return ([], p) if beyond(next(iter(times))) else (p, [])
         ready: Updates = []
@@ -86,6 +104,11 @@ class InProcessExecutor:
     ) -> Batch:
         """A batch `[lower, upper)` of `ready` updates, keyed by the data or its first half."""
         since = Antichain([(0,) * dims])
+        if ready.__class__ is RowsAt:
+            p: RowsAt = ready  # type: ignore[assignment]
+            if p.key is not None and not by_self:
+                return KeyedRowsBatch(p.rows, p.key, p.time, p.diff, lower, upper, since)
+            ready = p.updates()
         return arrange_updates(ready, by_self, lower, upper, since)
 
     def merge(self, older: Batch, newer: Batch, frontier: Antichain) -> Batch:

@@ -81,7 +81,7 @@ class HalfJoinOp(Operator):
         done = frontiers[1].less_equal  # may the arrangement still change at this time?
         ready = sorted(t for t in pending if not done(t))
         if ready:
-            batches = self.reader.batches()
+            lookups = [b.lookup() for b in self.reader.batches()]
             key, f, strict = self.key, self.f, self.strict
             # a join's outputs are charged to the run's budget as they are produced (see
             # engine/budget.py), so a runaway delta join fails like a runaway binary join
@@ -92,8 +92,8 @@ class HalfJoinOp(Operator):
                 charged = 0
                 for d, r in pending.pop(t):
                     k = key(d)
-                    for b in batches:
-                        entries = b.updates.get(k)
+                    for get in lookups:
+                        entries = get(k)
                         if not entries:
                             continue
                         for w, s, q in entries:

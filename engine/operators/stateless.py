@@ -52,6 +52,13 @@ def _over_updates(f: Callable[[Any], Any],
 
     def logic(u: Updates) -> Updates:
         return step(u)
+    # A kernel that also maps a plain list of rows (one output row per kept row, keyed by
+    # the columns `row_keys` or not keyed) lets an executor keep rows at one time as rows
+    # (engine.rows_at): `over_rows(rows)` must denote what `step` does to their updates.
+    over_rows = getattr(f, "over_rows", None)
+    if over_rows is not None:
+        logic.over_rows = over_rows  # type: ignore[attr-defined]
+        logic.row_keys = f.row_keys  # type: ignore[attr-defined]
     return logic
 
 

@@ -1,0 +1,205 @@
+"""A batch of keyed rows at one time with one diff, indexed only when it is read.
+
+`KeyedRowsBatch` is the batch `arrange_updates` builds from a keyed `RowsAt` (a hydration, a
+bulk write), without building it: it keeps the rows, and answers `lookup`/`get_many` from a
+sorted int64 column of the key when the key is one column of exact ints (a NumPy argsort: no
+Python object per row), or else from the `key -> [(row, time, diff)]` dict, built on first use
+exactly as `arrange_updates` builds it. A hydrating join probes such a batch with the keys of
+the smaller side, so most rows of a large table are never touched by Python at all.
+
+Invariant: the batch denotes exactly `arrange_updates(RowsAt(rows, time, diff, key).updates(),
+False, lower, upper, since)`: `updates`, `lookup` and `get_many` answer what that batch's dict
+answers, with equal rows of a key summed into one entry. `records` counts the rows, which
+overcounts only when the rows repeat (a multiset with duplicates); it is used for sizes.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from engine.lattice import Antichain, Time
+from engine.rows_at import key_getter
+from engine.trace import Batch, Entry
+
+_INT = {int}
+_TUPLE = {tuple}
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+# Below this many rows the dict is cheaper to build than the sorted index.
+SORTED_MIN_ROWS = 256
+# Below this many keys `get_many` probes one key at a time.
+VECTOR_MIN_KEYS = 16
+
+
+def _summed(vals: list[Any], t: Time, r: int) -> list[Entry]:
+    """Entries of one key: one per distinct row, equal rows summed (as consolidation does)."""
+    if len(vals) == 1:
+        return [(vals[0], t, r)]
+    if len(set(vals)) == len(vals):
+        return [(v, t, r) for v in vals]
+    return [(v, t, c * r) for v, c in Counter(vals).items()]
+
+
+class KeyedRowsBatch(Batch):
+    """`rows` keyed by the columns `key`, every update at `time` with `diff` (see module)."""
+
+    __slots__ = ("rows", "key", "time", "diff", "_dict", "_sorted", "_order")
+
+    def __init__(self, rows: list[Any], key: tuple[int, ...], time: Time, diff: int,
+                 lower: Antichain, upper: Antichain, since: Antichain, seq: int = 0) -> None:
+        self.rows = rows
+        self.key = key
+        self.time = time
+        self.diff = diff
+        self.lower = lower
+        self.upper = upper
+        self.since = since
+        self.seq = seq
+        self.records = len(rows)
+        self._dict: dict[Any, list[Entry]] | None = None
+        # The sorted key column and the row order it came from; None until first wanted,
+        # False when the key is not one column of int64-sized ints (then the dict serves).
+        self._sorted: Any = None
+        self._order: Any = None
+
+    # -- the dict form ---------------------------------------------------------------------------
+    @property  # type: ignore[override]
+    def updates(self) -> dict[Any, list[Entry]]:
+        d = self._dict
+        if d is None:
+            d = self._dict = self._build_dict()
+        return d
+
+    def _build_dict(self) -> dict[Any, list[Entry]]:
+        t, r = self.time, self.diff
+        out: dict[Any, list[Any]] = {}
+        get = out.get
+        repeated: list[Any] = []
+        if len(self.key) == 1:
+            (i,) = self.key
+            for row in self.rows:
+                k = (row[i],)
+                lst = get(k)
+                if lst is None:
+                    out[k] = [row]
+                else:
+                    if len(lst) == 1:
+                        repeated.append(k)
+                    lst.append(row)
+        else:
+            kf = key_getter(self.key)
+            for row in self.rows:
+                k = kf(row)
+                lst = get(k)
+                if lst is None:
+                    out[k] = [row]
+                else:
+                    if len(lst) == 1:
+                        repeated.append(k)
+                    lst.append(row)
+        entries: dict[Any, list[Entry]] = {k: [(vals[0], t, r)] for k, vals in out.items()}
+        for k in repeated:
+            entries[k] = _summed(out[k], t, r)
+        return entries
+
+    # -- the sorted index ------------------------------------------------------------------------
+    def _index(self) -> bool:
+        """Build the sorted key column if it applies; True when it is there."""
+        s = self._sorted
+        if s is None:
+            s = self._sorted = False
+            if len(self.key) == 1 and len(self.rows) >= SORTED_MIN_ROWS:
+                col = list(map(itemgetter(self.key[0]), self.rows))
+                if set(map(type, col)) == _INT:  # exact ints (bool is not int here)
+                    try:
+                        arr = np.array(col, dtype=np.int64)
+                    except OverflowError:
+                        return False
+                    order = np.argsort(arr, kind="stable")
+                    s = self._sorted = arr[order]
+                    self._order = order
+        return s is not False
+
+    def _entries(self, lo: int, hi: int) -> list[Entry]:
+        rows = self.rows
+        return _summed([rows[j] for j in self._order[lo:hi].tolist()], self.time, self.diff)
+
+    def _probe(self, k: Any) -> list[Entry] | None:
+        if k.__class__ is not tuple or len(k) != 1 or k[0].__class__ is not int:
+            # A key of another type may still equal an int key by Python's rules (1.0 == 1):
+            # the dict answers exactly.
+            return self.updates.get(k)
+        k0 = k[0]
+        if not _I64_MIN <= k0 <= _I64_MAX:
+            return None
+        s = self._sorted
+        lo = int(s.searchsorted(k0, "left"))
+        hi = int(s.searchsorted(k0, "right"))
+        return self._entries(lo, hi) if hi > lo else None
+
+    def lookup(self) -> Callable[[Any], list[Entry] | None]:
+        if self._dict is not None or not self._index():
+            return self.updates.get
+        return self._probe
+
+    def get_many(self, keys: list[Any]) -> list[list[Entry] | None]:
+        if self._dict is not None or not self._index():
+            return list(map(self.updates.get, keys))
+        if len(keys) < VECTOR_MIN_KEYS:
+            return list(map(self._probe, keys))
+        if set(map(type, keys)) != _TUPLE or set(map(len, keys)) != {1}:
+            return list(map(self._probe, keys))
+        firsts = list(map(itemgetter(0), keys))
+        if set(map(type, firsts)) != _INT:
+            return list(map(self._probe, keys))
+        try:
+            probe = np.array(firsts, dtype=np.int64)
+        except OverflowError:
+            return list(map(self._probe, keys))
+        s = self._sorted
+        los = s.searchsorted(probe, "left")
+        his = s.searchsorted(probe, "right")
+        out: list[list[Entry] | None] = [None] * len(keys)
+        hit = np.flatnonzero(his > los)
+        entries = self._entries
+        for p, lo, hi in zip(hit.tolist(), los[hit].tolist(), his[hit].tolist(), strict=True):
+            out[p] = entries(lo, hi)
+        return out
+
+    def key_count(self) -> int:
+        if self._dict is None and self._index():
+            s = self._sorted
+            return int(np.count_nonzero(s[1:] != s[:-1])) + 1 if len(s) else 0
+        return len(self.updates)
+
+    def sample(self) -> tuple[Any, Entry]:
+        row = self.rows[0]
+        return key_getter(self.key)(row), (row, self.time, self.diff)
+
+    def with_upper(self, upper: Antichain, seq: int) -> Batch:
+        b = KeyedRowsBatch(self.rows, self.key, self.time, self.diff, self.lower, upper,
+                           self.since, seq)
+        b._dict, b._sorted, b._order = self._dict, self._sorted, self._order
+        return b
+
+    def approx_bytes(self) -> int:
+        """The rows (sampled), their list slots, and whichever index has been built."""
+        if not self.rows:
+            return 0
+        row = self.rows[0]
+        per_row = 8 + sys.getsizeof(row) + sum(sys.getsizeof(x) for x in row)
+        total = self.records * per_row
+        if self._sorted is not None and self._sorted is not False:
+            total += 16 * self.records
+        if self._dict is not None:
+            total += self.records * 72 + len(self._dict) * 150
+        return total
+
+    def __repr__(self) -> str:
+        return "KeyedRowsBatch(seq=%d, records=%d, lower=%s, upper=%s, key=%s)" % (
+            self.seq, self.records, self.lower, self.upper, self.key)
