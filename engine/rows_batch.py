@@ -120,7 +120,7 @@ class KeyedRowsBatch(Batch):
                         arr = np.array(col, dtype=np.int64)
                     except OverflowError:
                         return False
-                    order = np.argsort(arr, kind="stable")
+                    order = np.argsort(arr)  # the order of equal keys is immaterial
                     s = self._sorted = arr[order]
                     self._order = order
         return s is not False

@@ -46,6 +46,7 @@ from engine.columnar.updates import UpdateColumns, retime
 from engine.executors.inprocess import InProcessExecutor, Updates
 from engine.fields import ArrangedFields, Fields, JoinFields
 from engine.lattice import Antichain, Time
+from engine.sources import updates_of
 from engine.trace import consolidate_entries
 
 I64 = np.int64
@@ -137,7 +138,7 @@ class ColumnarExecutor(InProcessExecutor):
         )
 
     def read(self, source: Any, time: Time) -> Any:
-        return self.from_updates(super().read(source, time))
+        return self.from_updates(updates_of(source, time))
 
     def collect(self, payload: Any) -> Updates:
         if not isinstance(payload, UpdateColumns):

@@ -17,7 +17,7 @@ from engine.kernels import Logic, history, join_batches, reduce_key
 from engine.lattice import Antichain, Time, less_equal
 from engine.rows_at import RowsAt
 from engine.rows_batch import KeyedRowsBatch
-from engine.sources import FileSource, updates_of
+from engine.sources import FileSource, read_arrow, rows_of, updates_of
 from engine.trace import (
     Batch,
     arrange_updates,
@@ -46,8 +46,12 @@ class InProcessExecutor:
             return payload.updates()  # type: ignore[union-attr]
         return payload  # type: ignore[return-value]
 
-    def read(self, source: FileSource, time: Time) -> Updates:
-        """Every row of a bulk source at `time` (see `engine.sources`)."""
+    def read(self, source: FileSource, time: Time) -> Updates | RowsAt:
+        """Every row of a bulk source at `time` (see `engine.sources`); without a diff column,
+        kept as the rows (engine.rows_at)."""
+        if not source.diff_column:
+            table = read_arrow(source)
+            return RowsAt(list(rows_of(table, table.num_columns)), time, 1)
         return updates_of(source, time)
 
     def apply(self, logic: Callable[[Updates], Updates], payload: Updates | RowsAt

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any
 
 from engine.canonical import NEEDS_CANONICAL, canonical
@@ -20,6 +21,11 @@ from engine.sources import FileSource
 
 _INT = {int}
 _TUPLE = {tuple}
+_UNIT_DIFFS = {1, -1}
+_first = itemgetter(0)
+_second = itemgetter(1)
+# From this many `(data, diff)` pairs, `InputHandle.send` sends them as rows per diff.
+BULK_ROWS = 64
 
 class InputOp(Operator):
     def __init__(self, scope: Scope, name: str) -> None:
@@ -106,6 +112,18 @@ class InputHandle:
         buffer = self.op.buffer
         n = len(buffer)
         if canonical_data:
+            if updates.__class__ is list and len(updates) >= BULK_ROWS:  # type: ignore[arg-type]
+                # Many rows (a hydration, a large write): sent as rows per diff, which an
+                # executor may keep as rows (engine.rows_at) instead of an update each.
+                pairs: list[tuple[Any, int]] = updates  # type: ignore[assignment]
+                diffs = set(map(_second, pairs))
+                if diffs <= _UNIT_DIFFS:
+                    for d in diffs:
+                        rows = list(map(_first, pairs)) if len(diffs) == 1 else \
+                            [data for data, diff in pairs if diff == d]
+                        self.op.bulk.append((rows, t, d))
+                    self.op.buffer_lower.insert(t)
+                    return
             buffer.extend([(data, t, diff) for data, diff in updates if diff])
             if len(buffer) > n:
                 self.op.buffer_lower.insert(t)
