@@ -48,7 +48,7 @@ def _summed(vals: list[Any], t: Time, r: int) -> list[Entry]:
 class KeyedRowsBatch(Batch):
     """`rows` keyed by the columns `key`, every update at `time` with `diff` (see module)."""
 
-    __slots__ = ("rows", "key", "time", "diff", "_dict", "_sorted", "_order")
+    __slots__ = ("rows", "key", "time", "diff", "_dict", "_sorted", "_order", "_probes")
 
     def __init__(self, rows: list[Any], key: tuple[int, ...], time: Time, diff: int,
                  lower: Antichain, upper: Antichain, since: Antichain, seq: int = 0) -> None:
@@ -66,6 +66,10 @@ class KeyedRowsBatch(Batch):
         # False when the key is not one column of int64-sized ints (then the dict serves).
         self._sorted: Any = None
         self._order: Any = None
+        # Single-key probes answered by the sorted index (each a few microseconds): past
+        # `_probe_limit()` of them the dict (a fraction of a microsecond per row to build, then
+        # a hash lookup per probe) is the cheaper way to answer the rest.
+        self._probes = 0
 
     # -- the dict form ---------------------------------------------------------------------------
     @property  # type: ignore[override]
@@ -130,6 +134,11 @@ class KeyedRowsBatch(Batch):
         return _summed([rows[j] for j in self._order[lo:hi].tolist()], self.time, self.diff)
 
     def _probe(self, k: Any) -> list[Entry] | None:
+        if self._dict is not None:
+            return self._dict.get(k)
+        self._probes += 1
+        if self._probes > max(64, len(self.rows) >> 3):
+            return self.updates.get(k)
         if k.__class__ is not tuple or len(k) != 1 or k[0].__class__ is not int:
             # A key of another type may still equal an int key by Python's rules (1.0 == 1):
             # the dict answers exactly.
@@ -148,7 +157,8 @@ class KeyedRowsBatch(Batch):
         return self._probe
 
     def get_many(self, keys: list[Any]) -> list[list[Entry] | None]:
-        if self._dict is not None or not self._index():
+        # Probes of a good fraction of the rows: the dict is cheaper than entries built per hit.
+        if self._dict is not None or len(keys) << 3 > len(self.rows) or not self._index():
             return list(map(self.updates.get, keys))
         if len(keys) < VECTOR_MIN_KEYS:
             return list(map(self._probe, keys))

@@ -78,6 +78,13 @@ def test_the_sorted_index_serves_int_keys() -> None:
     assert b.get_many([(5,), (500,)])[1] is None
     assert b._dict is None and b._sorted is not False  # no dict was built to answer
     assert sorted(v for v, _, _ in b.lookup()((5,))) == [r for r in rows if r[0] == 5]
+    # many single-key probes: past a limit the dict answers the rest, the same answers
+    get = b.lookup()
+    ref = arrange_updates(RowsAt(rows, (1,), 1, (0,)).updates(), False, b.lower, b.upper,
+                          b.since)
+    keys = [(k,) for k in range(-5, 300)]
+    assert [_entries(get(k)) for k in keys] == [_entries(ref.updates.get(k)) for k in keys]
+    assert b._dict is not None
 
 
 @pytest.mark.parametrize("seed", range(12))

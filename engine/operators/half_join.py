@@ -81,7 +81,7 @@ class HalfJoinOp(Operator):
         done = frontiers[1].less_equal  # may the arrangement still change at this time?
         ready = sorted(t for t in pending if not done(t))
         if ready:
-            lookups = [b.lookup() for b in self.reader.batches()]
+            batches = self.reader.batches()
             key, f, strict = self.key, self.f, self.strict
             # a join's outputs are charged to the run's budget as they are produced (see
             # engine/budget.py), so a runaway delta join fails like a runaway binary join
@@ -90,18 +90,20 @@ class HalfJoinOp(Operator):
                 t0 = t[0]
                 out: list[tuple[Any, Time, int]] = []
                 charged = 0
-                for d, r in pending.pop(t):
-                    k = key(d)
-                    for get in lookups:
-                        entries = get(k)
+                items = pending.pop(t)
+                keys = [key(d) for d, _ in items]
+                for b in batches:
+                    # all of this time's keys at once: an indexed batch (engine.rows_batch)
+                    # answers them in one vectorised search
+                    for (d, r), entries in zip(items, b.get_many(keys), strict=True):
                         if not entries:
                             continue
                         for w, s, q in entries:
                             if s[0] < t0 or (not strict and s[0] == t0):
                                 out.append((f(d, w), t, r * q))
-                    if budget is not None and len(out) - charged >= CHECK_EVERY:
-                        budget.charge(len(out) - charged)
-                        charged = len(out)
+                        if budget is not None and len(out) - charged >= CHECK_EVERY:
+                            budget.charge(len(out) - charged)
+                            charged = len(out)
                 if budget is not None:
                     budget.charge(len(out) - charged)
                 if out:
