@@ -202,3 +202,22 @@ def reduce_key(
             if d:
                 emitted.append((v, t, d))
     return emitted, deferred
+
+
+def group_by_time(
+    updates: Iterable[tuple[tuple[Any, Any], Time, int]],
+) -> dict[Time, tuple[dict[Any, list[Any]], int | None]]:
+    """`((key, val), time, diff)` updates by time, then by key: `[(val, diff)]` per key (the
+    diff slot of each time is None: every pair carries its own)."""
+    by_time: dict[Time, tuple[dict[Any, list[Any]], int | None]] = {}
+    for (key, val), t, r in updates:
+        slot = by_time.get(t)
+        if slot is None:
+            slot = by_time[t] = ({}, None)
+        per_key = slot[0]
+        changes = per_key.get(key)
+        if changes is None:
+            per_key[key] = [(val, r)]
+        else:
+            changes.append((val, r))
+    return by_time

@@ -457,13 +457,22 @@ class AggregateState:
                         acc.add(p, q, d)
         return touched
 
+    def apply_vals(self, rows: list[Any], diff: int) -> int:
+        """`apply` of `(row, diff)` for every row (a hydration's rows, one diff for all)."""
+        if (diff == 1 and len(rows) > BULK_BUILD and not self.rows
+                and not any(self.values.values())):
+            return self._build_rows(rows)
+        return self.apply([(row, diff) for row in rows])
+
     def _build(self, changes: list[tuple[Any, int]]) -> int:
+        return self._build_rows(list(map(_row, changes)))
+
+    def _build_rows(self, rows: list[Any]) -> int:
         """`apply` for a new group's first batch of insertions (a hydration), column by
         column at C speed where it can be: the value -> count maps by `Counter`, a sorted
         index of plain numbers by one sort of the bare values, counts and exact int and
         float sums in bulk (`_ExactSum.add_ones`). Same state as `apply`."""
         plan = self.plan
-        rows = list(map(_row, changes))
         self.rows = len(rows)
         touched = len(rows)
         for arg, counts in self.values.items():

@@ -424,14 +424,17 @@ def test_bulk_build_equals_incremental_apply(seed: int) -> None:
                 for r in rows]
     rows = [canonical(r) for r in rows]
     plan = IncrementalAggregates(AGGS)
-    bulk, small = plan(None), plan(None)
+    bulk, small, vals = plan(None), plan(None), plan(None)
     bulk.apply([(r, 1) for r in rows])
+    vals.apply_vals(rows, 1)  # the same rows given bare, with their one diff (engine.rows_at)
     for i in range(0, len(rows), 16):
         small.apply([(r, 1) for r in rows[i:i + 16]])
-    assert _agg_state(bulk) == _agg_state(small)
-    assert bulk.output() == small.output()
+    assert _agg_state(bulk) == _agg_state(small) == _agg_state(vals)
+    assert bulk.output() == small.output() == vals.output()
     later = [(rows[0], -1), (rows[-1], -1), (random_row(rng, 1, nonfinite), 1)]
     bulk.apply(later)
     small.apply(later)
-    assert _agg_state(bulk) == _agg_state(small)
-    assert bulk.output() == small.output()
+    vals.apply_vals([rows[0], rows[-1]], -1)
+    vals.apply_vals([later[2][0]], 1)
+    assert _agg_state(bulk) == _agg_state(small) == _agg_state(vals)
+    assert bulk.output() == small.output() == vals.output()

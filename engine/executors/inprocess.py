@@ -13,9 +13,9 @@ from typing import Any
 
 from engine.consolidation import consolidate
 from engine.executors.base import Updates
-from engine.kernels import Logic, history, join_batches, reduce_key
+from engine.kernels import Logic, group_by_time, history, join_batches, reduce_key
 from engine.lattice import Antichain, Time, less_equal
-from engine.rows_at import RowsAt
+from engine.rows_at import RowsAt, key_getter
 from engine.rows_batch import KeyedRowsBatch
 from engine.sources import FileSource, read_arrow, rows_of, updates_of
 from engine.trace import (
@@ -101,6 +101,35 @@ class InProcessExecutor:
                     dst = side[t] = rest if beyond(t) else ready
                 dst.append(u)
         return ready, rest
+
+    def group_by_time(self, payload: Updates | RowsAt
+                      ) -> dict[Time, tuple[dict[Any, list[Any]], int | None]]:
+        """`(key, val)` updates by time, then key (see `kernels.group_by_time`); keyed rows
+        at one time (engine.rows_at) become each key's bare rows with their one diff."""
+        if payload.__class__ is not RowsAt or payload.key is None:  # type: ignore[union-attr]
+            return group_by_time(self.collect(payload))
+        p: RowsAt = payload  # type: ignore[assignment]
+        per_key: dict[Any, list[Any]] = {}
+        get = per_key.get
+        if len(p.key) == 1:  # type: ignore[arg-type]
+            (i,) = p.key  # type: ignore[misc]
+            for row in p.rows:
+                k = (row[i],)
+                vals = get(k)
+                if vals is None:
+                    per_key[k] = [row]
+                else:
+                    vals.append(row)
+        else:
+            kf = key_getter(p.key)  # type: ignore[arg-type]
+            for row in p.rows:
+                k = kf(row)
+                vals = get(k)
+                if vals is None:
+                    per_key[k] = [row]
+                else:
+                    vals.append(row)
+        return {p.time: (per_key, p.diff)}
 
     # -- batches -------------------------------------------------------------------------------
     def seal(

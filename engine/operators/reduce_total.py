@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from engine.dataflow import Operator, Scope
+from engine.kernels import group_by_time
 from engine.lattice import Antichain, Time
 from engine.operators.buffer import split_buffer
 
@@ -41,6 +42,9 @@ class KeyState(Protocol):
     def apply(self, changes: list[tuple[Any, int]]) -> int:
         """Add the `(val, diff)` changes of one time; returns the records touched."""
         ...
+
+    # Optionally `apply_vals(vals, diff) -> int`: `apply` of `(val, diff)` for every val (a
+    # hydration's rows, given without a pair per row).
 
     def output(self) -> tuple[list[tuple[Any, int]], int]:
         """The key's output `[(out, multiplicity)]` for its current input, and records read."""
@@ -93,25 +97,21 @@ class ReduceTotalOp(Operator):
         self.upper = frontier
         if ready is None:
             return
-        by_time: dict[Time, dict[Any, list[tuple[Any, int]]]] = {}
-        for (key, val), t, r in ex.collect(ready):
-            per_key = by_time.get(t)
-            if per_key is None:
-                per_key = by_time[t] = {}
-            changes = per_key.get(key)
-            if changes is None:
-                per_key[key] = [(val, r)]
-            else:
-                changes.append((val, r))
+        by_time = ex.group_by_time(ready) if hasattr(ex, "group_by_time") else \
+            group_by_time(ex.collect(ready))
         out: list[tuple[Any, Time, int]] = []
         for t in sorted(by_time):
-            self._apply_time(t, by_time[t], out)
+            per_key, diff = by_time[t]
+            self._apply_time(t, per_key, diff, out)
         if out:
             self.send(ex.from_updates(out), [min(by_time)])
 
     def _apply_time(
-        self, t: Time, per_key: dict[Any, list[tuple[Any, int]]], out: list[tuple[Any, Time, int]]
+        self, t: Time, per_key: dict[Any, list[Any]], diff: int | None,
+        out: list[tuple[Any, Time, int]],
     ) -> None:
+        """Apply time `t`'s changes: per key `[(val, diff)]`, or with `diff`, the bare vals
+        that all change by it."""
         states, emitted = self.states, self.emitted
         touched = 0
         for key, changes in per_key.items():
@@ -121,7 +121,12 @@ class ReduceTotalOp(Operator):
                 before = 0
             else:
                 before = st.size()
-            touched += st.apply(changes)
+            if diff is None:
+                touched += st.apply(changes)
+            else:
+                apply_vals = getattr(st, "apply_vals", None)
+                touched += apply_vals(changes, diff) if apply_vals is not None else \
+                    st.apply([(v, diff) for v in changes])
             new, read = st.output()
             touched += read
             old = emitted.get(key)
