@@ -39,14 +39,15 @@ def load_catalog(state: ServerState) -> None:
     starts `hydrating`; `_recover_views` brings it up."""
     store = state.store
     state.ready.clear()
-    state.last_ts = store.get_meta("last_ts")
     state.history_since = store.get_meta("history_since")
     state.next_table_id = store.get_meta("next_table_id")
     state.checkpoint_ts = store.get_meta("checkpoint_ts")
-    t_low, t_now = state.history_since, state.last_ts
     for rec in store.load_tables():
         state.tables[rec.name] = rec
         state.row_counts[rec.name] = store.count_rows(rec.name)
+    # Writes that only change rows leave the clock in their change-log rows.
+    state.last_ts = max(store.get_meta("last_ts"), store.last_logged_ts(state.tables.values()))
+    t_low, t_now = state.history_since, state.last_ts
     state.view_records = store.load_views()
     for vrec in state.view_records:
         state.next_seq = max(state.next_seq, vrec.seq + 1)

@@ -255,7 +255,6 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
         )
     con = state.store.conn
     delta = w.deltas[name]
-    returning = exp.Returning(expressions=[exp.Star()])
     if s.kind == "UPDATE":
         alias = target.alias_or_name
         old_q = f"SELECT {quote_ident(alias)}.rowid FROM {target.sql('duckdb')}"
@@ -271,24 +270,31 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
         old = con.execute(
             f"SELECT * FROM main.{quote_ident(name)} WHERE rowid IN ({old_q})"
         ).fetchall()
-        stmt = ast.copy()
-        stmt.set("returning", returning)
-        new = con.execute(stmt.sql("duckdb")).fetchall()
+        new = con.execute(_returning_all(ast)).fetchall()
         for r in old:
             delta[canonical(tuple(r))] -= 1
         for r in new:
             delta[canonical(tuple(r))] += 1
         count = len(new)
     else:
-        stmt = ast.copy()
-        stmt.set("returning", returning)
-        rows = con.execute(stmt.sql("duckdb")).fetchall()
+        rows = con.execute(_returning_all(ast)).fetchall()
         sign = 1 if s.kind == "INSERT" else -1
         for r in rows:
             delta[canonical(tuple(r))] += sign
         count = len(rows)
     w.written.add(name)
     return {"statement": s.kind, "rowcount": count}
+
+
+def _returning_all(ast: exp.Expression) -> str:
+    """The statement's DuckDB text with `RETURNING *` (it has no RETURNING of its own). The
+    clause is set on the statement for the rendering only, not on a copy: a deep copy of the
+    tree cost more than the rest of a single-row INSERT's planning."""
+    ast.set("returning", exp.Returning(expressions=[exp.Star()]))
+    try:
+        return ast.sql("duckdb")
+    finally:
+        ast.set("returning", None)
 
 
 # ---------------------------------------------------------------------- COPY

@@ -8,7 +8,10 @@ COMMIT, for every table, (contents at `history_since`) + (sum of its log) == con
 the log holds every committed change with timestamp > `history_since`. That is what lets a
 restart rebuild every view's history exactly. `diffsql.view_history` checkpoints the views'
 history up to meta `checkpoint_ts`, so a restart replays only the log after it (the chunks are
-pickled rows this server wrote itself; the file is trusted like the rest of the database). The entries of one timestamp need not be
+pickled rows this server wrote itself; the file is trusted like the rest of the database).
+The clock, the last committed timestamp, is the larger of meta `last_ts` and the largest `__ts`
+in the change logs: a write that changes only rows is in a log at its timestamp, so it does not
+also update `last_ts`. The entries of one timestamp need not be
 consolidated (a bulk load logs the rows it inserted next to its request's other changes): only
 their sum per row matters. Only the writer (which owns `conn`) mutates; a
 reader uses its own `cursor()`.
@@ -204,6 +207,16 @@ class Store:
         if row is None:
             raise KeyError(key)
         return int(row[0])
+
+    def last_logged_ts(self, tables: Iterable[TableRecord]) -> int:
+        """The largest timestamp in the change logs of `tables` (0 if they are empty). A write
+        that only changes rows does not store the clock: its rows in a log carry it
+        (`server.writes.advance_clock`), so the clock is the larger of this and `last_ts`."""
+        parts = [f"SELECT max(__ts) AS m FROM {log_table(rec.table_id)}" for rec in tables]
+        if not parts:
+            return 0
+        row = self.conn.execute(f"SELECT max(m) FROM ({' UNION ALL '.join(parts)})").fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
 
     def set_meta(self, key: str, value: int) -> None:
         self.conn.execute("UPDATE diffsql.meta SET value = ? WHERE key = ?", [value, key])

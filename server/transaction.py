@@ -69,15 +69,26 @@ class Write:
     def changes_nothing(self, state: ServerState) -> bool:
         """Whether the statements so far changed no catalog entry and no row."""
         return (
+            self._catalog_unchanged(state)
+            and not any(self.load_counts.values())
+            and not any(d for delta in self.deltas.values() for d in delta.values())
+        )
+
+    def _catalog_unchanged(self, state: ServerState) -> bool:
+        return (
             self.tables.keys() == state.tables.keys()
             and all(self.tables[n] is state.tables[n] for n in self.tables)
             and self.views.keys() == state.views.keys()
             and not self.new_views
             and not self.dropped_views
             and not self.dropped_tables
-            and not any(self.load_counts.values())
-            and not any(d for delta in self.deltas.values() for d in delta.values())
+            and self.next_table_id == state.next_table_id
         )
+
+    def logged_at_ts(self, state: ServerState) -> bool:
+        """Whether this write changed only rows, and logged some of them at `ts` (so the
+        largest timestamp in the change logs is `ts`, and recovery finds the clock there)."""
+        return bool(self.batches) and self._catalog_unchanged(state)
 
     def release(self) -> None:
         """Release the dataflows this write built (on rollback)."""

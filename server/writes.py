@@ -306,7 +306,10 @@ def append_log(state: ServerState, ws: list[Write]) -> None:
 def advance_clock(state: ServerState, w: Write) -> None:
     """Store the clock at `w.ts` (the last write of the transaction) and trim the change logs
     older than the retention horizon, inside the transaction."""
-    state.store.set_meta("last_ts", w.ts)
+    if not w.logged_at_ts(state):
+        # A write that only changed rows has them in a change log at `w.ts`, which recovery
+        # reads the clock back from (`Store.last_logged_ts`): one statement less per write.
+        state.store.set_meta("last_ts", w.ts)
     if w.next_table_id != state.next_table_id:
         state.store.set_meta("next_table_id", w.next_table_id)
     horizon = w.ts - state.settings.history_retention
