@@ -317,6 +317,9 @@ class Trace:
         self.next_seq = 0
         self.upper = Antichain([(0,) * dims])
         self.own_logical = Antichain([(0,) * dims])
+        # Each existing batch's estimated size by id (with the batch, so a reused id cannot
+        # match): batches never change, and the server asks after every write.
+        self._sizes: dict[int, tuple[Batch, int]] = {}
 
     # -- readers -----------------------------------------------------------------------------
     def new_reader(self, name: str) -> TraceReader:
@@ -438,20 +441,12 @@ class Trace:
 
     def approx_bytes(self) -> int:
         """A cheap estimate: per-entry tuple and list slot costs plus sampled key/value sizes."""
-        total = 0
+        sizes: dict[int, tuple[Batch, int]] = {}
         for b in self.existing_batches():
-            if not b.records:
-                continue
-            own = getattr(b, "approx_bytes", None)
-            if own is not None:
-                # Another layout's batch reports its own size.
-                total += int(own())
-                continue
-            sample_key, entry = b.sample()
-            per_entry = sys.getsizeof(entry) + sys.getsizeof(entry[1]) + 8 + _deep(entry[0])
-            per_key = 100 + _deep(sample_key)
-            total += b.records * per_entry + b.key_count() * per_key
-        return total
+            known = self._sizes.get(id(b))
+            sizes[id(b)] = known if known is not None and known[0] is b else (b, _batch_bytes(b))
+        self._sizes = sizes
+        return sum(n for _, n in sizes.values())
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -461,6 +456,19 @@ class Trace:
             "bytes": self.approx_bytes(),
             "readers": len(self.readers),
         }
+
+
+def _batch_bytes(b: Batch) -> int:
+    if not b.records:
+        return 0
+    own = getattr(b, "approx_bytes", None)
+    if own is not None:
+        # Another layout's batch reports its own size.
+        return int(own())
+    sample_key, entry = b.sample()
+    per_entry = sys.getsizeof(entry) + sys.getsizeof(entry[1]) + 8 + _deep(entry[0])
+    per_key = 100 + _deep(sample_key)
+    return b.records * per_entry + b.key_count() * per_key
 
 
 def _deep(x: Any) -> int:

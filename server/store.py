@@ -367,6 +367,16 @@ class Store:
         if not changes:
             return
         types = [c["type"] for c in rec.columns]
+        if len(changes) == 1:
+            # One row (a single-row write): typed parameters bind in about two thirds of the
+            # time of one-element lists, and cast each value to its column type the same way.
+            (ts, _), ((row, diff),) = batches[0], changes
+            casts = ", ".join(f"${i + 3}::{t}" for i, t in enumerate(types))
+            self.conn.execute(
+                f"INSERT INTO {log_table(rec.table_id)} VALUES ($1::BIGINT, $2::BIGINT, {casts})",
+                [ts, diff, *row],
+            )
+            return
         stamps = [ts for ts, b in batches for _ in b]
         params: list[list[Any]] = [stamps, [d for _, d in changes]]
         params += [[row[i] for row, _ in changes] for i in range(len(types))]

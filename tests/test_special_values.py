@@ -216,3 +216,35 @@ def test_tables_from_before_the_range_checks_get_them(tmp_path: Path) -> None:
         assert store.add_range_checks() == []
     finally:
         store.close()
+
+
+def test_change_log_keeps_every_special_value_exactly(tmp_path: Path) -> None:
+    """The change log (what a restart replays) holds exactly the rows DuckDB stored, whether a
+    write logs one row (typed parameters) or many (typed lists): same values, same Python types,
+    the sign of -0.0 and every DECIMAL digit."""
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(data_dir=tmp_path / "data"), InProcessExecutor())
+    try:
+        for i, (type_, values) in enumerate(SPECIAL.items()):
+            one, many = f"one_{i}", f"many_{i}"
+            db.execute(f"CREATE TABLE {one} (id INTEGER, x {type_});"
+                       f"CREATE TABLE {many} (id INTEGER, x {type_})")
+            rows = [f"({k}, {v})" for k, v in enumerate([*values, "NULL"])]
+            for r in rows:
+                db.execute(f"INSERT INTO {one} VALUES {r}")  # one row per write
+            db.execute(f"INSERT INTO {many} VALUES {', '.join(rows)}")
+            db.execute(f"DELETE FROM {one} WHERE id = 0")
+            for name in (one, many):
+                rec = db.tables[name]
+                stored = sorted(
+                    repr(r) for r in db.store.conn.execute(f"SELECT * FROM {name}").fetchall()
+                )
+                logged: Counter[str] = Counter()
+                for _ts, row, diff in db.store.read_log(rec, 0):
+                    logged[repr(row)] += diff
+                assert sorted(logged.elements()) == stored, (type_, name)
+    finally:
+        db.close()

@@ -397,23 +397,28 @@ def _gather_run(qkeys, rk, rv, rt, rd, ok, ov, ot, od, w):  # type: ignore[no-un
 
 @numba.njit(cache=True)
 def _csr(nkeys, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
-    """The first `w` gathered updates grouped by key index (stable: run order kept)."""
-    order = np.argsort(ok[:w], kind="mergesort")
+    """The first `w` gathered updates grouped by key index (stable: run order kept).
+
+    A counting sort: key indices are dense in `[0, nkeys)`, so each update's place is its key's
+    offset plus the updates of that key placed before it (O(w), where a sort is O(w log w))."""
     off = np.zeros(nkeys + 1, I64)
     for j in range(w):
         off[ok[j] + 1] += 1
     for i in range(nkeys):
         off[i + 1] += off[i]
+    cursor = off[:nkeys].copy()
     k = np.empty(w, I64)
     v = np.empty(w, I64)
     t = np.empty(w, I64)
     d = np.empty(w, I64)
     for j in range(w):
-        i = order[j]
-        k[j] = ok[i]
-        v[j] = ov[i]
-        t[j] = ot[i]
-        d[j] = od[i]
+        i = ok[j]
+        p = cursor[i]
+        cursor[i] = p + 1
+        k[p] = i
+        v[p] = ov[j]
+        t[p] = ot[j]
+        d[p] = od[j]
     return off, k, v, t, d
 
 
