@@ -376,3 +376,40 @@ def test_compiled_round_equals_counting_round(dims: int, seed: int) -> None:
         assert ck.tolist() == q[rk].tolist()
         assert (cv.tolist(), ct.tolist(), cd.tolist()) == (rv.tolist(), rt.tolist(), rd.tolist())
         assert dk.tolist() == np.repeat(q, np.diff(d_off)).tolist() and dt.tolist() == d_t.tolist()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_dedup_pairs_is_the_sorted_set_of_pairs(seed: int) -> None:
+    """Both paths (keys already grouped in order, and any order) give the sorted distinct
+    pairs."""
+    rng = random.Random(seed)
+    n = rng.randint(0, 60)
+    # Half the pairs share key 0: groups both below and above the insertion-sort bound.
+    keys = [rng.randint(-3, 8) if rng.random() < 0.5 else 0 for _ in range(n)]
+    times = [rng.randint(0, 40) for _ in range(n)]
+    for ks in (keys, sorted(keys)):
+        k, t = K.dedup_pairs(np.array(ks, np.int64), np.array(times, np.int64))
+        assert list(zip(k.tolist(), t.tolist(), strict=True)) == sorted(set(zip(ks, times, strict=True)))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_union_pairs_is_the_sorted_set_of_all_pairs(seed: int) -> None:
+    """`union_pairs` (grouped dedup per part, then merges; or one dedup of many parts) equals
+    the sorted set of every part's pairs."""
+    rng = random.Random(seed)
+    parts = []
+    for _ in range(rng.choice([0, 1, 2, 3, 6])):
+        n = rng.randint(0, 20)
+        ks = [rng.randint(0, 6) for _ in range(n)]
+        if rng.random() < 0.7:
+            ks.sort()  # a run's keys are in order
+        parts.append((np.array(ks, np.int64), np.array([rng.randint(0, 4) for _ in range(n)], np.int64)))
+    k, t = K.union_pairs(parts)
+    want = sorted({(a, b) for ks, ts in parts for a, b in zip(ks.tolist(), ts.tolist(), strict=True)})
+    assert list(zip(k.tolist(), t.tolist(), strict=True)) == want
+    if parts and sum(p[0].shape[0] for p in parts):
+        a, b = parts[0], parts[-1]
+        da, db = K.dedup_pairs(*a), K.dedup_pairs(*b)
+        mk, mt = K.merge_pairs(da[0], da[1], db[0], db[1])
+        assert list(zip(mk.tolist(), mt.tolist(), strict=True)) == sorted(
+            set(zip(da[0].tolist(), da[1].tolist(), strict=True)) | set(zip(db[0].tolist(), db[1].tolist(), strict=True)))

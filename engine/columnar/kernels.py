@@ -168,6 +168,40 @@ def beyond_all(times, frontier, dims, bits):  # type: ignore[no-untyped-def]
 def dedup_pairs(keys, times):  # type: ignore[no-untyped-def]
     """Distinct `(key, time)` pairs, sorted by key then time."""
     n = keys.shape[0]
+    grouped = True
+    for j in range(1, n):
+        if keys[j] < keys[j - 1]:
+            grouped = False
+            break
+    if grouped:
+        # Keys already in order (a reduce's deferred times come per key in key order): only
+        # each key's few times need sorting, not the whole of both columns twice.
+        ok = keys.copy()
+        ot = times.copy()
+        i = 0
+        while i < n:
+            j = i + 1
+            while j < n and ok[j] == ok[i]:
+                j += 1
+            if j - i > 16:
+                ot[i:j] = np.sort(ot[i:j])
+            else:
+                for a in range(i + 1, j):  # insertion sort: no allocation for a few times
+                    x = ot[a]
+                    b = a - 1
+                    while b >= i and ot[b] > x:
+                        ot[b + 1] = ot[b]
+                        b -= 1
+                    ot[b + 1] = x
+            i = j
+        m = 0
+        for j in range(n):
+            if m > 0 and ok[m - 1] == ok[j] and ot[m - 1] == ot[j]:
+                continue
+            ok[m] = ok[j]
+            ot[m] = ot[j]
+            m += 1
+        return ok[:m].copy(), ot[:m].copy()
     order = np.argsort(times, kind="mergesort")
     order = order[np.argsort(keys[order], kind="mergesort")]
     ok = np.empty(n, I64)
@@ -181,6 +215,45 @@ def dedup_pairs(keys, times):  # type: ignore[no-untyped-def]
         ot[m] = times[i]
         m += 1
     return ok[:m].copy(), ot[:m].copy()
+
+
+@numba.njit(cache=True)
+def merge_pairs(ak, at, bk, bt):  # type: ignore[no-untyped-def]
+    """The distinct union of two lists of `(key, time)` pairs, each sorted and distinct."""
+    na, nb = ak.shape[0], bk.shape[0]
+    ok = np.empty(na + nb, I64)
+    ot = np.empty(na + nb, I64)
+    i = j = m = 0
+    while i < na or j < nb:
+        if j >= nb or (i < na and (ak[i] < bk[j] or (ak[i] == bk[j] and at[i] <= bt[j]))):
+            k, t = ak[i], at[i]
+            i += 1
+        else:
+            k, t = bk[j], bt[j]
+            j += 1
+        if m > 0 and ok[m - 1] == k and ot[m - 1] == t:
+            continue
+        ok[m] = k
+        ot[m] = t
+        m += 1
+    return ok[:m].copy(), ot[:m].copy()
+
+
+def union_pairs(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct union of `(keys, times)` parts, each with its keys in order (a run's
+    keys, a reduce's deferred times per key): each part is deduplicated by the cheap grouped
+    path of `dedup_pairs`, then merged, instead of sorting the concatenation."""
+    parts = [(k, t) for k, t in parts if k.shape[0]]
+    if len(parts) > 4:
+        # Many parts (the reference tactic's one per key): pairwise merges would be quadratic.
+        return dedup_pairs(np.concatenate([k for k, _ in parts]), np.concatenate([t for _, t in parts]))
+    acc: tuple[np.ndarray, np.ndarray] | None = None
+    for k, t in parts:
+        part = dedup_pairs(k, t)
+        acc = part if acc is None else merge_pairs(acc[0], acc[1], part[0], part[1])
+    if acc is None:
+        return np.zeros(0, I64), np.zeros(0, I64)
+    return acc
 
 
 # -- merge with compaction --------------------------------------------------------------------

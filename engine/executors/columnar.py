@@ -437,8 +437,7 @@ class ColumnarExecutor(InProcessExecutor):
             sk.append(pending.keys[~later])
             st.append(pending.times[~later])
             left_k, left_t = pending.keys[later], pending.times[later]
-        keys = np.concatenate(sk) if sk else np.zeros(0, I64)
-        times = np.concatenate(st) if st else np.zeros(0, I64)
+        keys, times = K.union_pairs(list(zip(sk, st, strict=True)))
         if keys.shape[0] == 0:
             return None, PackedPending(left_k, left_t, dims)
         qkeys, seed_off, times = K.seed_csr(keys, times)
@@ -472,7 +471,7 @@ class ColumnarExecutor(InProcessExecutor):
             corr = self._reduce_records(
                 qkeys, seed_off, times, in_off, ins, out_off, outs, lower, upper, logic, dims, extra_k, extra_t
             )
-        left = PackedPending(*K.dedup_pairs(np.concatenate(extra_k), np.concatenate(extra_t)), dims)
+        left = PackedPending(*K.union_pairs(list(zip(extra_k, extra_t, strict=True))), dims)
         if corr[0].shape[0] == 0:
             return None, left
         since = Antichain([(0,) * dims])
