@@ -441,20 +441,9 @@ def _fill(off, cursor, lo, hi, src_v, src_t, src_d, dst_v, dst_t, dst_d):  # typ
 @numba.njit(cache=True)
 def _gather_run(qkeys, rk, rv, rt, rd, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
     """Append the updates of one run whose keys are in sorted distinct `qkeys` to the `o*`
-    buffers from position `w` (`ok` gets the key's index in `qkeys`). Returns the new `w`, or
-    `-needed` when the buffers are too small (nothing is written then)."""
+    buffers from position `w` (`ok` gets the key's index in `qkeys`); the buffers have room
+    for the whole run. Returns the new `w`."""
     n, m = qkeys.shape[0], rk.shape[0]
-    need = 0
-    pos = 0
-    for i in range(n):
-        pos = _gallop(rk, pos, m, qkeys[i])
-        q = pos
-        while q < m and rk[q] == qkeys[i]:
-            q += 1
-        need += q - pos
-        pos = q
-    if w + need > ok.shape[0]:
-        return -(w + need)
     pos = 0
     for i in range(n):
         pos = _gallop(rk, pos, m, qkeys[i])
@@ -497,20 +486,16 @@ def _csr(nkeys, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
 
 def gather_runs(qkeys: np.ndarray, runs: list[Arrays]) -> tuple[np.ndarray, Arrays]:
     """As `gather`, with one compiled call per run and one to group (no NumPy passes per run)."""
-    cap = 64
-    while True:
-        ok = np.empty(cap, I64)
-        ov = np.empty(cap, I64)
-        ot = np.empty(cap, I64)
-        od = np.empty(cap, I64)
-        w = 0
-        for r in runs:
-            w = _gather_run(qkeys, r[0], r[1], r[2], r[3], ok, ov, ot, od, w)
-            if w < 0:
-                break
-        if w >= 0:
-            break
-        cap = max(2 * cap, -w)
+    # Room for every record of every run, so each run is searched once: `np.empty` reserves
+    # the space without touching it, and only the matches are written.
+    cap = sum(r[0].shape[0] for r in runs)
+    ok = np.empty(cap, I64)
+    ov = np.empty(cap, I64)
+    ot = np.empty(cap, I64)
+    od = np.empty(cap, I64)
+    w = 0
+    for r in runs:
+        w = _gather_run(qkeys, r[0], r[1], r[2], r[3], ok, ov, ot, od, w)
     off, k, v, t, d = _csr(qkeys.shape[0], ok, ov, ot, od, w)
     return off, (k, v, t, d)
 
