@@ -93,14 +93,20 @@ class HalfJoinOp(Operator):
                 items = pending.pop(t)
                 keys = [key(d) for d, _ in items]
                 for b in batches:
+                    # Every entry of a batch wholly before t passes the time test: no test per
+                    # entry (at hydration that is every batch).
+                    before = _before(b, t0, strict)
                     # all of this time's keys at once: an indexed batch (engine.rows_batch)
                     # answers them in one vectorised search
                     for (d, r), entries in zip(items, b.get_many(keys), strict=True):
                         if not entries:
                             continue
-                        for w, s, q in entries:
-                            if s[0] < t0 or (not strict and s[0] == t0):
-                                out.append((f(d, w), t, r * q))
+                        if before:
+                            out.extend([(f(d, w), t, r * q) for w, _, q in entries])
+                        else:
+                            for w, s, q in entries:
+                                if s[0] < t0 or (not strict and s[0] == t0):
+                                    out.append((f(d, w), t, r * q))
                         if budget is not None and len(out) - charged >= CHECK_EVERY:
                             budget.charge(len(out) - charged)
                             charged = len(out)
@@ -112,3 +118,16 @@ class HalfJoinOp(Operator):
         if earliest:
             self.reader.set_logical_compaction(Antichain([(max(min(earliest) - 1, 0),)]))
 
+
+
+def _before(batch: Any, t0: int, strict: bool) -> bool:
+    """Whether every time in `batch` is before `t0` (`strict`) or at most `t0`: its times are
+    below its upper, or advanced to its `since` (see `engine.trace`)."""
+    upper = batch.upper.elements
+    if not upper:
+        return False
+    last = upper[0][0] - 1
+    since = batch.since.elements
+    if since:
+        last = max(last, since[0][0])
+    return last < t0 if strict else last <= t0
