@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable
@@ -212,6 +213,8 @@ _FLOAT_SCALE = 1 << _FLOAT_SCALE_BITS
 # Column kinds of the bulk paths, and the smallest float column worth NumPy's overhead.
 _INT_KIND = {int}
 _FLOAT_KIND = {float}
+_DECIMAL_KIND = {decimal.Decimal}
+_DATE_KIND = {datetime.date}
 _BULK_FLOATS = 64
 _ONE = {1}
 _row = itemgetter(0)
@@ -380,6 +383,13 @@ def _value_key(v: Any) -> tuple[int, Any, int]:
     return r, x, 1 if isinstance(v, datetime.datetime) else 0
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _midnight(d: datetime.date) -> datetime.datetime:
+    """`sort_key`'s datetime for a date (cached: a table has few distinct dates, each met in
+    many groups)."""
+    return datetime.datetime(d.year, d.month, d.day)
+
+
 def _value_entry(v: Any) -> tuple[int, Any, int, Any]:
     """A value's entry in a sorted index. Entries are tuples so that the engine's one NaN
     object finds itself on removal (tuple equality tries identity; ``nan == nan`` is false)."""
@@ -481,11 +491,15 @@ class AggregateState:
             idx = self.index.get(arg)
             if idx is not None:
                 kinds = set(map(type, present))
-                if (kinds == _INT_KIND or kinds == _FLOAT_KIND) and not any(
+                if (kinds == _INT_KIND or kinds == _FLOAT_KIND or kinds == _DECIMAL_KIND) and not any(
                         map(ne, present, present)):
                     # numbers without NaN: _value_entry(v) is (2, v, 0, v), in v's order
                     present.sort()
                     idx.update(list(zip(repeat(2), present, repeat(0), present)))
+                elif kinds == _DATE_KIND:
+                    # dates: _value_entry(v) is (4, v's midnight, 0, v), in v's order
+                    present.sort()
+                    idx.update([(4, _midnight(v), 0, v) for v in present])
                 else:
                     idx.update([_value_entry(v) for v in present])
                 touched += len(idx)
