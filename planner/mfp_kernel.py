@@ -22,6 +22,7 @@ uses the reference. Tests run both on random rows.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import itertools
 from collections.abc import Callable
@@ -284,6 +285,18 @@ def _named(err: EvaluationError, label: str) -> EvaluationError:
     return err if err.expression is not None else EvaluationError(err.detail, label)
 
 
+# Casts inlined for the Python classes whose conversion cannot fail, by target type: the class
+# and the expression `scalar._convert` computes for a value `{a}` of exactly that class (a date
+# compared with a TIMESTAMP is cast per row, as are integers in DOUBLE arithmetic).
+_INLINE_CASTS: dict[str, tuple[tuple[type, str, str], ...]] = {
+    "TIMESTAMP": ((datetime.date, "", "{datetime}({a}.year, {a}.month, {a}.day)"),
+                  (datetime.datetime, "", "{a}")),
+    # float(int) overflows only past about 1.8e308: such ints take the general path
+    "DOUBLE": ((float, "", "{a}"), (int, "-{big} < {a} < {big}", "{float}({a})")),
+}
+_INLINE_NAMES = {"datetime": datetime.datetime, "float": float, "big": 1 << 1000}
+
+
 def compiled_mfp(m: Mfp, keys: tuple[int, ...] | None = None
                  ) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]] | None:
     """``lower.compile_mfp(m)`` as generated code, or None when m holds a lazy call (CASE,
@@ -326,7 +339,19 @@ def compiled_mfp(m: Mfp, keys: tuple[int, ...] | None = None
             # `scalar._compile_call`'s cast: the first argument converted to the call's type
             conv = const(cast_checked if e.func == "cast" else cast_value, "F")
             a = gen(e.args[0], inner, out)
-            out.append((inner, f"{v} = {conv}({a}, {const(e.type, 'T')})"))
+            call = f"{conv}({a}, {const(e.type, 'T')})"
+            fast_paths = _INLINE_CASTS.get(norm_type(e.type), ())
+            for cls, cond, expr in reversed(fast_paths):
+                # What `scalar._convert` computes for a value of exactly this class (and within
+                # `cond`), where it cannot fail; any other value takes the general conversion.
+                given = {k: const(x, "G") for k, x in _INLINE_NAMES.items()}
+                test = f"{a}.__class__ is {const(cls, 'K')}"
+                if cond:
+                    test += " and " + cond.format(a=a, **given)
+                call = f"({expr.format(a=a, **given)} if {test} else {call})"
+            if fast_paths:
+                call = f"None if {a} is None else {call}"
+            out.append((inner, f"{v} = {call}"))
         else:
             fn = const(eager_function(e), "F")
             args = [gen(a, inner, out) for a in e.args]
