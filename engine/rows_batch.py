@@ -131,6 +131,8 @@ class KeyedRowsBatch(Batch):
 
     def _entries(self, lo: int, hi: int) -> list[Entry]:
         rows = self.rows
+        if hi - lo == 1:
+            return [(rows[int(self._order[lo])], self.time, self.diff)]
         return _summed([rows[j] for j in self._order[lo:hi].tolist()], self.time, self.diff)
 
     def _probe(self, k: Any) -> list[Entry] | None:
@@ -157,8 +159,9 @@ class KeyedRowsBatch(Batch):
         return self._probe
 
     def get_many(self, keys: list[Any]) -> list[list[Entry] | None]:
-        # Probes of a good fraction of the rows: the dict is cheaper than entries built per hit.
-        if self._dict is not None or len(keys) << 3 > len(self.rows) or not self._index():
+        # Probes of most of the rows: the dict is cheaper than entries built per hit (a
+        # quarter of them or fewer is a vectorised search and entries for the hits only).
+        if self._dict is not None or len(keys) << 2 > len(self.rows) or not self._index():
             return list(map(self.updates.get, keys))
         if len(keys) < VECTOR_MIN_KEYS:
             return list(map(self._probe, keys))
@@ -176,9 +179,19 @@ class KeyedRowsBatch(Batch):
         his = s.searchsorted(probe, "right")
         out: list[list[Entry] | None] = [None] * len(keys)
         hit = np.flatnonzero(his > los)
-        entries = self._entries
-        for p, lo, hi in zip(hit.tolist(), los[hit].tolist(), his[hit].tolist(), strict=True):
-            out[p] = entries(lo, hi)
+        los, his = los[hit], his[hit]
+        # the hits' rows in one gather: row numbers of every hit's range, back to back
+        counts = his - los
+        starts = np.repeat(los - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+        picked = self._order[starts + np.arange(int(counts.sum()))].tolist()
+        rows, t, r = self.rows, self.time, self.diff
+        at = 0
+        for p, n in zip(hit.tolist(), counts.tolist(), strict=True):
+            if n == 1:
+                out[p] = [(rows[picked[at]], t, r)]
+            else:
+                out[p] = _summed([rows[j] for j in picked[at:at + n]], t, r)
+            at += n
         return out
 
     def key_count(self) -> int:
