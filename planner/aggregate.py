@@ -253,7 +253,14 @@ class _ExactSum:
             else:
                 self.ninf += c
         elif isinstance(v, decimal.Decimal) or isinstance(self.exact, decimal.Decimal):
-            self.exact = DECIMAL_CONTEXT.add(self.exact, DECIMAL_CONTEXT.multiply(v, c))
+            # c = +-1 (almost every change) needs no product: v has far fewer digits than the
+            # context's precision, so multiplying by one is exact
+            if c == 1:
+                self.exact = DECIMAL_CONTEXT.add(self.exact, v)
+            elif c == -1:
+                self.exact = DECIMAL_CONTEXT.subtract(self.exact, v)
+            else:
+                self.exact = DECIMAL_CONTEXT.add(self.exact, DECIMAL_CONTEXT.multiply(v, c))
         else:
             self.exact += v * c
 
