@@ -22,14 +22,13 @@ import os
 import threading
 import time
 from collections import Counter, defaultdict
-from itertools import repeat
 
 from server.catalog import planner, planner_catalog
 from server.failures import failure
 from server.hydration import imports_of
 from server.state import ServerState
 from server.store import Row, Store, ViewRecord
-from server.views import Batch, MaintainedView, apply_batch
+from server.views import Batch, Input, MaintainedView, TableChange, apply_batch
 
 log = logging.getLogger("diffsql.server")
 
@@ -99,12 +98,12 @@ def recover_views(state: ServerState) -> None:
     # Per table: contents at `start`, the batches after it, and contents now, as batches of
     # (row, count); a row a table holds twice may come as two (row, 1): the engine
     # consolidates, and without a log to undo no Counter of the table is built.
-    streams: dict[str, tuple[Batch, list[tuple[int, Batch]]]] = {}
-    current: dict[str, Batch] = {}
+    streams: dict[str, tuple[Input, list[tuple[int, Batch]]]] = {}
+    current: dict[str, Input] = {}
     for rec in state.tables.values():
         rows = Store.read_table(store.conn, rec.name)
         state.row_counts[rec.name] = len(rows)
-        current[rec.name] = list(zip(rows, repeat(1)))
+        current[rec.name] = TableChange(inserted=rows)
         by_ts: dict[int, Batch] = defaultdict(list)
         if start < t_now:
             for ts, row, diff in store.read_log(rec, start):
@@ -185,7 +184,7 @@ def _recovered(state: ServerState, view: MaintainedView, error: str | None = Non
 def _recover_history(
     state: ServerState,
     view: MaintainedView,
-    streams: dict[str, tuple[Batch, list[tuple[int, Batch]]]],
+    streams: dict[str, tuple[Input, list[tuple[int, Batch]]]],
     start: int,
     t_now: int,
     saved: tuple[int, list[tuple[int, Batch]]] | None,
@@ -194,7 +193,7 @@ def _recover_history(
     and prefix the history it produces with the checkpointed history `saved` (its base
     and batches, through `start`) if the view has one."""
     view.build(state.executor.new_dataflow(), start, imports_of(view, state.views))
-    schedule: dict[int, dict[str, Batch]] = defaultdict(dict)
+    schedule: dict[int, dict[str, Input]] = defaultdict(dict)
     for dep in view.handles:
         base, batches = streams[dep]
         schedule[start][dep] = base
@@ -219,7 +218,7 @@ def _recover_history(
 
 
 def _recover_current(
-    state: ServerState, view: MaintainedView, current: dict[str, Batch], t_now: int
+    state: ServerState, view: MaintainedView, current: dict[str, Input], t_now: int
 ) -> None:
     view.build(state.executor.new_dataflow(), t_now, imports_of(view, state.views))
     inputs = {d: current[d] for d in view.handles}

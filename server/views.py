@@ -42,14 +42,16 @@ Batch = list[tuple[Row, int]]
 
 @dataclass(frozen=True)
 class TableChange:
-    """A table's changes at one timestamp: `rows` (row, diff) held by the server, plus every
-    row of `files` with diff +1, read by the dataflow's executor when it runs."""
+    """A table's changes at one timestamp: `rows` (row, diff) held by the server, every row of
+    `inserted` with diff +1 (a table's contents: no pair per row), plus every row of `files`
+    with diff +1, read by the dataflow's executor when it runs."""
 
     rows: Batch = field(default_factory=list)
     files: tuple[FileSource, ...] = ()
+    inserted: list[Row] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.rows) or bool(self.files)
+        return bool(self.rows) or bool(self.files) or bool(self.inserted)
 
 
 # What a schedule entry may give an input at one timestamp.
@@ -159,6 +161,7 @@ class MaintainedView:
                 if isinstance(updates, TableChange):
                     for source in updates.files:
                         handle.load(source)
+                    handle.send_rows(updates.inserted)
                     updates = updates.rows
                 batch = list(updates)
                 if batch:

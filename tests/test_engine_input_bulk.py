@@ -99,3 +99,37 @@ def test_send_is_all_or_nothing() -> None:
     h.advance_to(1)
     df.run()
     assert cap.current() == {4: 1}
+
+
+@pytest.mark.parametrize("executor", ["inprocess", "columnar"])
+@pytest.mark.parametrize("seed", range(4))
+def test_send_rows_equals_pairs(executor: str, seed: int) -> None:
+    """`send_rows(rows, diff)` (a table's contents: rows with one diff, as rows when there are
+    many) gives the collection `send` of the `(row, diff)` pairs gives, at every epoch, and the
+    caller's list is not shared with the dataflow."""
+    pool = [(i % 37, float(i % 5)) for i in range(300)]
+
+    def result(rows_api: bool) -> list[dict[Any, int]]:
+        df = make(executor)
+        h, xs = df.new_input("xs")
+        cap = xs.map(lambda r: r).capture()
+        counted = xs.map(lambda r: r[0]).count().capture()
+        out = []
+        r2 = random.Random(seed)
+        live: list[Any] = []
+        for epoch in range(1, 6):
+            ins = r2.sample(pool, r2.choice([3, 64, 200]))
+            rem = live[: r2.choice([0, 2, 70])]
+            live = live[len(rem):] + ins
+            if rows_api:
+                h.send_rows(ins, 1)
+                h.send_rows(rem, -1)
+                ins.clear()  # the dataflow took its own copy
+            else:
+                h.send([(r, 1) for r in ins] + [(r, -1) for r in rem], canonical_data=True)
+            h.advance_to(epoch)
+            df.run()
+            out.append((dict(cap.current()), dict(counted.current())))
+        return out
+
+    assert result(True) == result(False)

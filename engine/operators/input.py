@@ -102,6 +102,22 @@ class InputHandle:
     def remove(self, data: Any) -> None:
         self.update(data, -1)
 
+    def send_rows(self, rows: list[Any], diff: int = 1) -> None:
+        """Send every row of `rows` with `diff` at the current time. The caller vouches that
+        every row is canonical (as `send(..., canonical_data=True)`); many rows go as rows with
+        one diff (engine.rows_at), without a `(row, diff)` pair each."""
+        if not diff or not rows:
+            return
+        if diff.__class__ is not int:
+            raise TypeError("diff must be an int, got %r" % (diff,))
+        if len(rows) < BULK_ROWS or diff not in _UNIT_DIFFS:
+            self.send([(row, diff) for row in rows], canonical_data=True)
+            return
+        t = self._current_time()
+        # A copy: the caller's list may be handed to other dataflows too.
+        self.op.bulk.append((list(rows), t, diff))
+        self.op.buffer_lower.insert(t)
+
     def send(self, updates: Iterable[tuple[Any, int]], canonical_data: bool = False) -> None:
         """Send many `(data, diff)` pairs at the current time.
 
@@ -162,7 +178,7 @@ class InputHandle:
             or (kinds <= _TUPLE and set(map(type, itertools.chain.from_iterable(rows))) <= _INT)
         ):
             rows = [canonical(r) for r in rows]
-        self.op.bulk.append((rows, t, diff))
+        self.op.bulk.append((list(rows), t, diff))
         self.op.buffer_lower.insert(t)
 
     def load(self, source: FileSource) -> None:
