@@ -19,7 +19,12 @@ from collections.abc import Callable, Iterator
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
+
 from engine.lattice import Time
+
+# From this many rows `rows_by_key` groups a one-column int key by a NumPy sort.
+GROUP_SORT_MIN_ROWS = 4096
 
 
 def key_getter(cols: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
@@ -63,3 +68,41 @@ class RowsAt:
     def __repr__(self) -> str:
         return "RowsAt(%d rows, time=%s, diff=%d, key=%s)" % (
             len(self.rows), self.time, self.diff, self.key)
+
+
+def rows_by_key_reference(rows: list[Any], key: tuple[int, ...]) -> dict[Any, list[Any]]:
+    """Each key's rows, in the order of `rows`; keys in order of first appearance."""
+    out: dict[Any, list[Any]] = {}
+    get = out.get
+    kf = key_getter(key)
+    for row in rows:
+        k = kf(row)
+        vals = get(k)
+        if vals is None:
+            out[k] = [row]
+        else:
+            vals.append(row)
+    return out
+
+
+def rows_by_key(rows: list[Any], key: tuple[int, ...]) -> dict[Any, list[Any]]:
+    """`rows_by_key_reference`, by one stable NumPy sort when the key is one column of int64
+    ints (a hydration's group-by column): then the Python work is a slice per group, not a
+    dict lookup and append per row."""
+    if len(key) != 1 or len(rows) < GROUP_SORT_MIN_ROWS:
+        return rows_by_key_reference(rows, key)
+    col = list(map(itemgetter(key[0]), rows))
+    if set(map(type, col)) != {int}:  # exact ints (a bool or a float may equal an int key)
+        return rows_by_key_reference(rows, key)
+    try:
+        arr = np.array(col, dtype=np.int64)
+    except OverflowError:
+        return rows_by_key_reference(rows, key)
+    order = np.argsort(arr, kind="stable")
+    cuts = (np.flatnonzero(arr[order][1:] != arr[order][:-1]) + 1).tolist()
+    starts, ends = [0, *cuts], [*cuts, len(rows)]
+    picks = order.tolist()
+    # Groups in order of first appearance, as the reference: a stable sort puts each group's
+    # first row first.
+    groups = sorted(zip(starts, ends, strict=True), key=lambda g: picks[g[0]])
+    return {(col[picks[a]],): [rows[j] for j in picks[a:b]] for a, b in groups}

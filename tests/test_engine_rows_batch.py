@@ -279,3 +279,22 @@ def test_reduce_total_of_bulk_rows_equals_single_updates(seed: int, state: type)
         return out
 
     assert run(True) == run(False)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rows_by_key_equals_reference(seed: int) -> None:
+    """The NumPy grouping of a one-column int key gives the reference's groups: the same rows
+    in the same order, keys in order of first appearance; other keys take the reference."""
+    from engine.rows_at import GROUP_SORT_MIN_ROWS, rows_by_key, rows_by_key_reference
+
+    rng = random.Random(seed)
+    n = rng.choice([10, GROUP_SORT_MIN_ROWS, 3 * GROUP_SORT_MIN_ROWS])
+    spread = rng.choice([1, 7, 1000, 1 << 62])
+    rows = [(rng.randrange(-spread, spread), i, rng.choice("ab")) for i in range(n)]
+    if seed == 4:
+        rows[n // 2] = (True, -1, "a")  # a bool is not an int key here
+    if seed == 5:
+        rows[n // 3] = (1 << 70, -1, "a")  # beyond int64
+    for key in ((0,), (0, 2), (2,)):
+        got, want = rows_by_key(rows, key), rows_by_key_reference(rows, key)
+        assert list(got.items()) == list(want.items())

@@ -15,7 +15,7 @@ from engine.consolidation import consolidate
 from engine.executors.base import Updates
 from engine.kernels import Logic, group_by_time, history, join_batches, reduce_key
 from engine.lattice import Antichain, Time, less_equal
-from engine.rows_at import RowsAt, key_getter
+from engine.rows_at import RowsAt, rows_by_key
 from engine.rows_batch import KeyedRowsBatch
 from engine.sources import FileSource, read_arrow, rows_of, updates_of
 from engine.trace import (
@@ -109,26 +109,7 @@ class InProcessExecutor:
         if payload.__class__ is not RowsAt or payload.key is None:  # type: ignore[union-attr]
             return group_by_time(self.collect(payload))
         p: RowsAt = payload  # type: ignore[assignment]
-        per_key: dict[Any, list[Any]] = {}
-        get = per_key.get
-        if len(p.key) == 1:  # type: ignore[arg-type]
-            (i,) = p.key  # type: ignore[misc]
-            for row in p.rows:
-                k = (row[i],)
-                vals = get(k)
-                if vals is None:
-                    per_key[k] = [row]
-                else:
-                    vals.append(row)
-        else:
-            kf = key_getter(p.key)  # type: ignore[arg-type]
-            for row in p.rows:
-                k = kf(row)
-                vals = get(k)
-                if vals is None:
-                    per_key[k] = [row]
-                else:
-                    vals.append(row)
+        per_key = rows_by_key(p.rows, p.key)  # type: ignore[arg-type]
         return {p.time: (per_key, p.diff)}
 
     # -- batches -------------------------------------------------------------------------------
