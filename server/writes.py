@@ -306,13 +306,14 @@ def append_log(state: ServerState, ws: list[Write]) -> None:
 def advance_clock(state: ServerState, w: Write) -> None:
     """Store the clock at `w.ts` (the last write of the transaction) and trim the change logs
     older than the retention horizon, inside the transaction."""
-    if not w.logged_at_ts(state):
-        # A write that only changed rows has them in a change log at `w.ts`, which recovery
-        # reads the clock back from (`Store.last_logged_ts`): one statement less per write.
+    horizon = w.ts - state.settings.history_retention
+    if not (w.logged_at_ts(state) and horizon < w.ts):
+        # A write that only changed rows has them in a change log at `w.ts` (the trim below
+        # keeps them), which recovery reads the clock back from (`Store.last_logged_ts`):
+        # one statement less per write.
         state.store.set_meta("last_ts", w.ts)
     if w.next_table_id != state.next_table_id:
         state.store.set_meta("next_table_id", w.next_table_id)
-    horizon = w.ts - state.settings.history_retention
     step = max(1, state.settings.history_retention // 10)
     if horizon - state.history_since >= step:
         state.store.trim_logs(w.tables.values(), horizon)
