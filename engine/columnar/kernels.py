@@ -194,25 +194,18 @@ def dedup_pairs(keys, times):  # type: ignore[no-untyped-def]
                         b -= 1
                     ot[b + 1] = x
             i = j
-        m = 0
-        for j in range(n):
-            if m > 0 and ok[m - 1] == ok[j] and ot[m - 1] == ot[j]:
-                continue
-            ok[m] = ok[j]
-            ot[m] = ot[j]
-            m += 1
-        return ok[:m].copy(), ot[:m].copy()
-    order = np.argsort(times, kind="mergesort")
-    order = order[np.argsort(keys[order], kind="mergesort")]
-    ok = np.empty(n, I64)
-    ot = np.empty(n, I64)
+    else:
+        order = np.argsort(times, kind="mergesort")
+        order = order[np.argsort(keys[order], kind="mergesort")]
+        ok = keys[order]
+        ot = times[order]
+    # sorted: keep the first of each run of equal pairs, in place
     m = 0
     for j in range(n):
-        i = order[j]
-        if m > 0 and ok[m - 1] == keys[i] and ot[m - 1] == times[i]:
+        if m > 0 and ok[m - 1] == ok[j] and ot[m - 1] == ot[j]:
             continue
-        ok[m] = keys[i]
-        ot[m] = times[i]
+        ok[m] = ok[j]
+        ot[m] = ot[j]
         m += 1
     return ok[:m].copy(), ot[:m].copy()
 

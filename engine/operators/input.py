@@ -178,7 +178,7 @@ class InputHandle:
             or (kinds <= _TUPLE and set(map(type, itertools.chain.from_iterable(rows))) <= _INT)
         ):
             rows = [canonical(r) for r in rows]
-        self.op.bulk.append((list(rows), t, diff))
+        self.op.bulk.append((rows, t, diff))
         self.op.buffer_lower.insert(t)
 
     def load(self, source: FileSource) -> None:
