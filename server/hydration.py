@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from server import heap
 from server.errors import ApiError, Conflict, SqlError
 from server.failures import failure
 from server.state import ServerState
@@ -98,6 +99,11 @@ def hydrate_one(
 def hydrate_new_views(state: ServerState, w: Write) -> None:
     """Compute every new view before COMMIT: a view that cannot be computed is rejected
     with the whole request."""
+    with heap.bulk_phase():
+        _hydrate_new_views(state, w)
+
+
+def _hydrate_new_views(state: ServerState, w: Write) -> None:
     read_by_new = {d for n in w.new_views for d in w.views[n].dependencies}
     for name, compiled in w.new_views.items():
         rec = w.views[name]

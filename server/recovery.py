@@ -23,6 +23,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 
+from server import heap
 from server.catalog import planner, planner_catalog
 from server.failures import failure
 from server.hydration import imports_of
@@ -90,6 +91,12 @@ def recover_views(state: ServerState) -> None:
     restart is exactly its history before (same batches at the same timestamps) and its
     contents equal recomputation. Without a usable checkpoint (a database from before
     checkpoints) the whole retained log is replayed."""
+    # The views' state built here lives as long as the server (see server.heap).
+    with heap.bulk_phase(settle=True):
+        _recover_views(state)
+
+
+def _recover_views(state: ServerState) -> None:
     store = state.store
     began = time.monotonic()
     t_low, t_now = state.history_since, state.last_ts
