@@ -98,7 +98,7 @@ def arrow_type(name: str) -> Any:
     return simple[n]
 
 
-def _column_values(column: Any) -> list[Any]:
+def column_values(column: Any) -> list[Any]:
     """An Arrow column as canonical Python values: only a floating column can hold a NaN
     (found by Arrow, so a column without one is not walked in Python); integers, strings,
     dates and the like are canonical as Arrow converts them; nested values are walked."""
@@ -121,7 +121,7 @@ def _column_values(column: Any) -> list[Any]:
 
 def rows_of(batch: Any, ncols: int) -> Iterator[tuple[Any, ...]]:
     """The first `ncols` columns of an Arrow record batch or table, as row tuples."""
-    cols = [_column_values(batch.column(i)) for i in range(ncols)]
+    cols = [column_values(batch.column(i)) for i in range(ncols)]
     if ncols == 1:
         return ((v,) for v in cols[0])
     return zip(*cols, strict=True)

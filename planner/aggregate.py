@@ -274,31 +274,36 @@ class _ExactSum:
             self.n += len(values)
             self.exact += sum(values)
             return
-        if kinds == _FLOAT_KIND and len(values) >= _BULK_FLOATS:
-            arr = np.array(values, dtype=np.float64)
-            finite = np.isfinite(arr)
-            nonfinite = arr[~finite]
-            x = arr[finite] if len(nonfinite) else arr
-            if len(x):
-                _, exps = np.frexp(x)
-                # v = M * 2**(e - 53) with an integer M < 2**53: scaled by 2**shift, every
-                # value is an integer below 2**(max e + shift), which must stay a finite double
-                shift = min(_FLOAT_SCALE_BITS, 53 - int(exps.min()))
-                if int(exps.max()) + shift >= 1024:
-                    for v in values:
-                        self.add(v, 1)
-                    return
-                ints = sum(map(int, np.ldexp(x, shift).tolist()))
-                self.scaled += ints << (_FLOAT_SCALE_BITS - shift)
-            self.n += len(values)
-            self.n_float += len(values)
-            if len(nonfinite):
-                self.nan += int(np.isnan(nonfinite).sum())
-                self.pinf += int((nonfinite == np.inf).sum())
-                self.ninf += int((nonfinite == -np.inf).sum())
+        if kinds == _FLOAT_KIND and len(values) >= _BULK_FLOATS and self.add_floats(
+                np.array(values, dtype=np.float64)):
             return
         for v in values:
             self.add(v, 1)
+
+    def add_floats(self, arr: np.ndarray) -> bool:
+        """`add(v, 1)` for every float64 of `arr` (no NULLs), in bulk, by scaling every finite
+        value by one power of two to an integer-valued double, exactly, so one integer `sum`
+        adds them all. Returns False, having added nothing, when the values' exponents are too
+        far apart for one scale (then add them one by one)."""
+        finite = np.isfinite(arr)
+        nonfinite = arr[~finite]
+        x = arr[finite] if len(nonfinite) else arr
+        if len(x):
+            _, exps = np.frexp(x)
+            # v = M * 2**(e - 53) with an integer M < 2**53: scaled by 2**shift, every
+            # value is an integer below 2**(max e + shift), which must stay a finite double
+            shift = min(_FLOAT_SCALE_BITS, 53 - int(exps.min()))
+            if int(exps.max()) + shift >= 1024:
+                return False
+            ints = sum(map(int, np.ldexp(x, shift).tolist()))
+            self.scaled += ints << (_FLOAT_SCALE_BITS - shift)
+        self.n += len(arr)
+        self.n_float += len(arr)
+        if len(nonfinite):
+            self.nan += int(np.isnan(nonfinite).sum())
+            self.pinf += int((nonfinite == np.inf).sum())
+            self.ninf += int((nonfinite == -np.inf).sum())
+        return True
 
     def total(self) -> Any:
         if not self.n_float:
@@ -649,6 +654,13 @@ class IncrementalAggregates:
 
     def __call__(self, key: Any) -> AggregateState:
         return AggregateState(self)
+
+    def build_columns(self, table: Any, key: tuple[int, ...]) -> dict[Any, AggregateState] | None:
+        """Every group's state from an Arrow table's rows keyed by `key`, or None to build
+        them from rows (see planner.aggregate_columns)."""
+        from planner.aggregate_columns import build_states
+
+        return build_states(self, table, key)
 
 
 class TopKState:

@@ -31,6 +31,7 @@ from typing import Any
 from engine.canonical import canonical
 from planner.errors import EvaluationError
 from planner.ir import Call, Col, Lit, Mfp, Scalar, scalar_cols
+from planner.mfp_columns import columns_mfp
 from planner.scalar import (
     FUNCS,
     INT_RANGE,
@@ -120,13 +121,24 @@ def plain_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]
 def projection(idx: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """row -> the columns ``idx`` of row, generated with an ``over_updates`` that maps a whole
     list of updates in one comprehension (reference: ``itemgetter``)."""
-    return _map_kernel(_tuple(idx), _tuple(idx))
+    kernel = _map_kernel(_tuple(idx), _tuple(idx))
+    if idx:
+        kernel.over_columns = functools.partial(_select, idx)
+    return kernel
+
+
+def _select(idx: tuple[int, ...], table: Any) -> Any:
+    """The columns `idx` of an Arrow table (the projection over columns)."""
+    import pyarrow as pa
+
+    return pa.table([table.column(i) for i in idx], names=[f"c{j}" for j in range(len(idx))])
 
 
 def keyed_row(keys: tuple[int, ...]) -> Callable[[tuple[Any, ...]], Any]:
     """row -> (the columns ``keys`` of row, row), generated as ``projection``."""
     kernel = _map_kernel(f"({_tuple(keys)}, row)")
     kernel.over_rows = _same_rows
+    kernel.over_columns = _same_rows  # the table itself, keyed
     kernel.row_keys = tuple(keys)
     return kernel
 
@@ -187,7 +199,16 @@ def _generate(m: Mfp, keys: tuple[int, ...] | None) -> Any:
     kernel.over_updates = ns["over_updates"]
     kernel.over_rows = ns["over_rows"]
     kernel.row_keys = keys
+    _with_columns(kernel, m)
     return kernel
+
+
+def _with_columns(kernel: Any, m: Mfp) -> None:
+    """Give `kernel` the same step over whole columns (planner.mfp_columns) where m's
+    expressions allow it."""
+    over_columns = columns_mfp(m)
+    if over_columns is not None:
+        kernel.over_columns = over_columns
 
 
 # -- whole MFPs with maps: straight-line code over the same scalar functions -------------------
@@ -404,4 +425,5 @@ def compiled_mfp(m: Mfp, keys: tuple[int, ...] | None = None
     kernel.over_updates = ns["over_updates"]
     kernel.over_rows = ns["over_rows"]
     kernel.row_keys = keys
+    _with_columns(kernel, m)
     return kernel  # type: ignore[no-any-return]

@@ -108,13 +108,21 @@ def _recover_views(state: ServerState) -> None:
     streams: dict[str, tuple[Input, list[tuple[int, Batch]]]] = {}
     current: dict[str, Input] = {}
     for rec in state.tables.values():
-        rows = Store.read_table(store.conn, rec.name)
-        state.row_counts[rec.name] = len(rows)
-        current[rec.name] = TableChange(inserted=rows)
         by_ts: dict[int, Batch] = defaultdict(list)
         if start < t_now:
             for ts, row, diff in store.read_log(rec, start):
                 by_ts[ts].append((row, diff))
+        # Without a log to undo, a table's contents enter the views as columns where their
+        # types allow (engine.columns_at): no Python tuple per row until an operator needs one.
+        columns = None if by_ts else store.read_columns(rec)
+        if columns is not None:
+            state.row_counts[rec.name] = columns.num_rows
+            current[rec.name] = TableChange(columns=columns)
+            streams[rec.name] = (current[rec.name], [])
+            continue
+        rows = Store.read_table(store.conn, rec.name)
+        state.row_counts[rec.name] = len(rows)
+        current[rec.name] = TableChange(inserted=rows)
         if not by_ts:
             streams[rec.name] = (current[rec.name], [])
             continue

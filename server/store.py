@@ -19,6 +19,7 @@ reader uses its own `cursor()`.
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import pickle
@@ -114,6 +115,20 @@ def lock_down(conn: duckdb.DuckDBPyConnection) -> None:
 _FLAT_TYPE = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|"
                         r"UINTEGER|UBIGINT|UHUGEINT|DOUBLE|FLOAT|VARCHAR|DATE|TIME|TIMESTAMP|"
                         r"DECIMAL\(\d+,\d+\)|INTERVAL|BLOB|UUID")
+
+
+# Column types whose values Arrow converts to exactly the Python values DuckDB's `fetchall`
+# gives (tests/test_special_values.py compares the two on every special value); DATE and
+# TIMESTAMP only within Python's range (`_PYTHON_RANGE`, which the range checks keep them in).
+_ARROW_EXACT = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|"
+                          r"UINTEGER|UBIGINT|DOUBLE|FLOAT|REAL|VARCHAR|DATE|TIMESTAMP|"
+                          r"DECIMAL\(\d+,\d+\)")
+_EPOCH = datetime.datetime(1970, 1, 1)
+_PYTHON_RANGE = {  # in Arrow's integer units: days (date32) and microseconds (timestamp[us])
+    "DATE": ((datetime.datetime.min - _EPOCH).days, (datetime.datetime.max - _EPOCH).days),
+    "TIMESTAMP": ((datetime.datetime.min - _EPOCH) // datetime.timedelta(microseconds=1),
+                  (datetime.datetime.max - _EPOCH) // datetime.timedelta(microseconds=1)),
+}
 
 
 def _table_defs(rec: TableRecord) -> str:
@@ -429,6 +444,29 @@ class Store:
             self.conn.unregister(_SOURCE)
         except duckdb.Error:
             pass  # the transaction failed: `rollback` unregisters it
+
+    def read_columns(self, rec: TableRecord) -> Any:
+        """The contents of user table `rec` as an Arrow table whose rows
+        (`engine.sources.rows_of`) are exactly `read_table`'s, or None when a column's type
+        converts differently through Arrow (HUGEINT, INTERVAL, UUID, nested types...) or a
+        DATE or TIMESTAMP holds a value outside Python's range (a table from before the range
+        checks): then read the rows."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not all(_ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns):
+            return None
+        table = self.read_arrow(rec.name)
+        for c, col in zip(rec.columns, table.columns, strict=True):
+            bounds = _PYTHON_RANGE.get(c["type"])
+            if bounds is not None and col.null_count < len(col):
+                if pa.types.is_timestamp(col.type) and (col.type.unit != "us" or col.type.tz):
+                    return None
+                mm = pc.min_max(col.cast(pa.int32() if pa.types.is_date32(col.type)
+                                         else pa.int64()))
+                if mm["min"].as_py() < bounds[0] or mm["max"].as_py() > bounds[1]:
+                    return None
+        return table
 
     def read_arrow(self, name: str) -> Any:
         """The contents of user table `name` as an Arrow table (the engine's bulk path)."""

@@ -43,15 +43,18 @@ Batch = list[tuple[Row, int]]
 @dataclass(frozen=True)
 class TableChange:
     """A table's changes at one timestamp: `rows` (row, diff) held by the server, every row of
-    `inserted` with diff +1 (a table's contents: no pair per row), plus every row of `files`
-    with diff +1, read by the dataflow's executor when it runs."""
+    `inserted` with diff +1 (a table's contents: no pair per row), every row of the Arrow table
+    `columns` with diff +1 (a table's contents as columns, `Store.read_columns`), plus every
+    row of `files` with diff +1, read by the dataflow's executor when it runs."""
 
     rows: Batch = field(default_factory=list)
     files: tuple[FileSource, ...] = ()
     inserted: list[Row] = field(default_factory=list)
+    columns: Any = None
 
     def __bool__(self) -> bool:
-        return bool(self.rows) or bool(self.files) or bool(self.inserted)
+        return bool(self.rows) or bool(self.files) or bool(self.inserted) or bool(
+            self.columns is not None and self.columns.num_rows)
 
 
 # What a schedule entry may give an input at one timestamp.
@@ -162,6 +165,8 @@ class MaintainedView:
                     for source in updates.files:
                         handle.load(source)
                     handle.send_rows(updates.inserted)
+                    if updates.columns is not None:
+                        handle.send_columns(updates.columns)
                     updates = updates.rows
                 batch = list(updates)
                 if batch:

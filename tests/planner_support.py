@@ -141,12 +141,16 @@ class World:
 
 
 def replay_against_duckdb(world: World, views: list[str], cat: Catalog | None = None,
-                          batches: int = 22, base_views: dict[str, str] | None = None) -> None:
+                          batches: int = 22, base_views: dict[str, str] | None = None,
+                          columns: bool = False) -> None:
     """Build `views` on a fresh dataflow before any data arrives, then send the world's rows
     and `batches` - 1 random write batches, one epoch each; after every epoch each view must
     equal DuckDB running the same SELECT over the same data. `base_views` are views the others
-    read (built first, and created in the DuckDB mirror too)."""
+    read (built first, and created in the DuckDB mirror too). With `columns` the first
+    contents enter as Arrow columns read from the DuckDB mirror (`send_columns`, as a server
+    restart sends them: the vectorised path), else as rows."""
     import engine
+    from server.store import arrow_of
 
     cat = cat or catalog(base_views)
     df = engine.Dataflow()
@@ -158,7 +162,10 @@ def replay_against_duckdb(world: World, views: list[str], cat: Catalog | None = 
         sources[name] = compile_view(sql, cat, name=name).build(df, sources)
     caps = [(s, compile_view(s, cat).build(df, sources).capture()) for s in views]
     for name, rows in world.rows.items():
-        handles[name].send([(r, 1) for r in rows])
+        if columns:
+            handles[name].send_columns(arrow_of(world.con.sql(f"SELECT * FROM {name}")))
+        else:
+            handles[name].send([(r, 1) for r in rows])
     for batch in range(batches):
         for h in handles.values():
             h.advance_to(batch + 1)

@@ -114,8 +114,8 @@ def test_load_equals_send_under_changes(tmp_path: Path) -> None:
         assert c1.current() == c2.current() == expected
 
 
-def test_column_values_equal_arrow_to_pylist() -> None:
-    """`_column_values` (NumPy for dates and timestamps, Arrow's NaN scan for floats) gives
+def testcolumn_values_equal_arrow_to_pylist() -> None:
+    """`column_values` (NumPy for dates and timestamps, Arrow's NaN scan for floats) gives
     what Arrow's own `to_pylist` gives, canonicalised: same values, same types, NULLs."""
     import math
     import random
@@ -123,7 +123,7 @@ def test_column_values_equal_arrow_to_pylist() -> None:
     import pyarrow as pa
 
     from engine.canonical import NAN, canonical_column
-    from engine.sources import _column_values
+    from engine.sources import column_values
 
     rng = random.Random(5)
     days = [dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(1970, 1, 1), dt.date(2024, 2, 29)]
@@ -141,7 +141,7 @@ def test_column_values_equal_arrow_to_pylist() -> None:
         pa.chunked_array([pa.array(days, pa.date32()), pa.array([None], pa.date32())]),
     ]
     for col in columns:
-        got, want = _column_values(col), canonical_column(col.to_pylist())
+        got, want = column_values(col), canonical_column(col.to_pylist())
         assert [type(v) for v in got] == [type(v) for v in want], col.type
         assert [("nan" if v is NAN else v) for v in got] == [
             ("nan" if v is NAN else v) for v in want], col.type

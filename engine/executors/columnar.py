@@ -46,7 +46,7 @@ from engine.columnar.updates import UpdateColumns, retime
 from engine.executors.inprocess import InProcessExecutor, Updates
 from engine.fields import ArrangedFields, Fields, JoinFields
 from engine.lattice import Antichain, Time
-from engine.sources import updates_of
+from engine.sources import rows_of, updates_of
 from engine.trace import consolidate_entries
 
 I64 = np.int64
@@ -136,6 +136,10 @@ class ColumnarExecutor(InProcessExecutor):
         return UpdateColumns(
             self._encode(rows), np.full(n, pack(time, dims), I64), np.full(n, diff, I64), dims
         )
+
+    def from_columns(self, table: Any, time: Time, diff: int) -> Any:
+        # This executor's layout is its own (interned rows), not the in-process columns form.
+        return self.from_rows(list(rows_of(table, table.num_columns)), time, diff)
 
     def read(self, source: Any, time: Time) -> Any:
         return self.from_updates(updates_of(source, time))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from engine.columns_at import ColumnsAt
 from engine.consolidation import consolidate
 from engine.executors.base import Updates
 from engine.kernels import Logic, group_by_time, history, join_batches, reduce_key
@@ -41,7 +42,13 @@ class InProcessExecutor:
         # Kept as the rows (engine.rows_at): the steps up to an arrangement run over them.
         return RowsAt(rows, time, diff)
 
+    def from_columns(self, table: Any, time: Time, diff: int) -> ColumnsAt:
+        # Kept as columns (engine.columns_at): the steps up to a reduce may run over them.
+        return ColumnsAt(table, time, diff)
+
     def collect(self, payload: Updates | RowsAt) -> Updates:
+        if payload.__class__ is ColumnsAt:
+            payload = payload.as_rows()  # type: ignore[union-attr]
         if payload.__class__ is RowsAt:
             return payload.updates()  # type: ignore[union-attr]
         return payload  # type: ignore[return-value]
@@ -56,6 +63,18 @@ class InProcessExecutor:
 
     def apply(self, logic: Callable[[Updates], Updates], payload: Updates | RowsAt
               ) -> Updates | RowsAt:
+        if payload.__class__ is ColumnsAt:
+            c: ColumnsAt = payload  # type: ignore[assignment]
+            # A step with a form over columns (planner.mfp_columns) keeps the columns form
+            # when it can compute the step exactly; otherwise the step sees the rows.
+            over_columns = getattr(logic, "over_columns", None)
+            if over_columns is not None and c.key is None:
+                table = over_columns(c.table)
+                if table is not None:
+                    return ColumnsAt(table, c.time, c.diff, logic.row_keys)  # type: ignore[attr-defined]
+            if getattr(logic, "negates", False):
+                return ColumnsAt(c.table, c.time, -c.diff, c.key)
+            payload = c.as_rows()
         if payload.__class__ is RowsAt:
             p: RowsAt = payload  # type: ignore[assignment]
             # A step with a form over plain rows (a generated filter/project/key, see
@@ -75,7 +94,7 @@ class InProcessExecutor:
         return consolidate(self.collect(payload))
 
     def lower(self, payload: Updates | RowsAt) -> Antichain:
-        if payload.__class__ is RowsAt:
+        if payload.__class__ is RowsAt or payload.__class__ is ColumnsAt:
             return Antichain([payload.time])  # type: ignore[union-attr]
         return Antichain(t for _, t, _ in payload)
 
@@ -86,7 +105,8 @@ class InProcessExecutor:
             # One payload at one time (an epoch's writes, a hydration): it goes whole to one
             # side. The caller only reads what `split` returns, so the list is shared as is.
             (p,) = payloads
-            times = {p.time} if p.__class__ is RowsAt else {u[1] for u in p}
+            times = {p.time} if p.__class__ is RowsAt or p.__class__ is ColumnsAt else \
+                {u[1] for u in p}
             if len(times) == 1:
                 return ([], p) if beyond(next(iter(times))) else (p, [])
         ready: Updates = []
@@ -106,11 +126,19 @@ class InProcessExecutor:
                       ) -> dict[Time, tuple[dict[Any, list[Any]], int | None]]:
         """`(key, val)` updates by time, then key (see `kernels.group_by_time`); keyed rows
         at one time (engine.rows_at) become each key's bare rows with their one diff."""
+        if payload.__class__ is ColumnsAt:
+            payload = payload.as_rows()  # type: ignore[union-attr]
         if payload.__class__ is not RowsAt or payload.key is None:  # type: ignore[union-attr]
             return group_by_time(self.collect(payload))
         p: RowsAt = payload  # type: ignore[assignment]
         per_key = rows_by_key(p.rows, p.key)  # type: ignore[arg-type]
         return {p.time: (per_key, p.diff)}
+
+    def keyed_columns(self, payload: Any) -> ColumnsAt | None:
+        """The payload if it is keyed columns at one time (engine.columns_at), else None."""
+        if payload.__class__ is ColumnsAt and payload.key is not None:
+            return payload  # type: ignore[no-any-return]
+        return None
 
     # -- batches -------------------------------------------------------------------------------
     def seal(
@@ -118,6 +146,8 @@ class InProcessExecutor:
     ) -> Batch:
         """A batch `[lower, upper)` of `ready` updates, keyed by the data or its first half."""
         since = Antichain([(0,) * dims])
+        if ready.__class__ is ColumnsAt:
+            ready = ready.as_rows()  # type: ignore[union-attr]
         if ready.__class__ is RowsAt:
             p: RowsAt = ready  # type: ignore[assignment]
             if p.key is not None and not by_self:

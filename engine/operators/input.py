@@ -17,7 +17,7 @@ from typing import Any
 from engine.canonical import NEEDS_CANONICAL, canonical
 from engine.dataflow import Operator, Scope
 from engine.lattice import Antichain, Time
-from engine.sources import FileSource
+from engine.sources import FileSource, rows_of
 
 _INT = {int}
 _TUPLE = {tuple}
@@ -61,7 +61,12 @@ class InputOp(Operator):
             if out:
                 self.send(ex.from_updates(out), lower.elements)
             for rows, t, diff in bulk:
-                self.send(ex.from_rows(rows, t, diff), [t])
+                if rows.__class__ is list:
+                    self.send(ex.from_rows(rows, t, diff), [t])
+                elif hasattr(ex, "from_columns"):
+                    self.send(ex.from_columns(rows, t, diff), [t])
+                else:  # an executor without a columns form: the rows
+                    self.send(ex.from_rows(list(rows_of(rows, rows.num_columns)), t, diff), [t])
 
 
 class InputHandle:
@@ -116,6 +121,18 @@ class InputHandle:
         t = self._current_time()
         # A copy: the caller's list may be handed to other dataflows too.
         self.op.bulk.append((list(rows), t, diff))
+        self.op.buffer_lower.insert(t)
+
+    def send_columns(self, table: Any, diff: int = 1) -> None:
+        """Send every row of the Arrow table `table` with `diff` at the current time: the rows
+        are the tuples of its columns' Python values (`engine.sources.rows_of`). An executor
+        with a columns form (`from_columns`, engine.columns_at) keeps them as columns."""
+        if not diff or not table.num_rows:
+            return
+        if diff not in _UNIT_DIFFS:
+            raise ValueError("columns are sent with diff 1 or -1, got %r" % (diff,))
+        t = self._current_time()
+        self.op.bulk.append((table, t, diff))
         self.op.buffer_lower.insert(t)
 
     def send(self, updates: Iterable[tuple[Any, int]], canonical_data: bool = False) -> None:

@@ -45,6 +45,9 @@ class KeyState(Protocol):
 
     # Optionally `apply_vals(vals, diff) -> int`: `apply` of `(val, diff)` for every val (a
     # hydration's rows, given without a pair per row).
+    # The factory may have `build_columns(table, key) -> dict[key, KeyState] | None`: the
+    # states of every group of an Arrow table's rows keyed by the columns `key`, each equal to
+    # a new state that `apply`d the group's rows with diff 1 (or None: build them from rows).
 
     def output(self) -> tuple[list[tuple[Any, int]], int]:
         """The key's output `[(out, multiplicity)]` for its current input, and records read."""
@@ -97,6 +100,8 @@ class ReduceTotalOp(Operator):
         self.upper = frontier
         if ready is None:
             return
+        if not self.states and self._build_from_columns(ex, ready):
+            return
         by_time = ex.group_by_time(ready) if hasattr(ex, "group_by_time") else \
             group_by_time(ex.collect(ready))
         out: list[tuple[Any, Time, int]] = []
@@ -105,6 +110,37 @@ class ReduceTotalOp(Operator):
             self._apply_time(t, per_key, diff, out)
         if out:
             self.send(ex.from_updates(out), [min(by_time)])
+
+    def _build_from_columns(self, ex: Any, ready: Any) -> bool:
+        """The first input, an insertion of keyed columns (engine.columns_at: a hydration),
+        given to the state factory's `build_columns(table, key)` if it has one: every group's
+        state built from whole columns. Returns False, having done nothing, when the payload
+        is not such columns or the factory declines (returns None)."""
+        build = getattr(self.new_state, "build_columns", None)
+        keyed_columns = getattr(ex, "keyed_columns", None)
+        if build is None or keyed_columns is None:
+            return False
+        cols = keyed_columns(ready)
+        if cols is None or cols.diff != 1:
+            return False
+        states = build(cols.table, cols.key)
+        if states is None:
+            return False
+        t = cols.time
+        out: list[tuple[Any, Time, int]] = []
+        touched = len(cols)
+        for key, st in states.items():
+            new, read = st.output()
+            touched += read
+            for n, k in new:
+                out.append(((key, n), t, k))
+            self.states[key] = st
+            self.emitted[key] = new
+            self.state_records += st.size()
+        self.records_touched += touched
+        if out:
+            self.send(ex.from_updates(out), [t])
+        return True
 
     def _apply_time(
         self, t: Time, per_key: dict[Any, list[Any]], diff: int | None,

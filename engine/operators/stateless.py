@@ -59,6 +59,12 @@ def _over_updates(f: Callable[[Any], Any],
     if over_rows is not None:
         logic.over_rows = over_rows  # type: ignore[attr-defined]
         logic.row_keys = f.row_keys  # type: ignore[attr-defined]
+    # Likewise over rows kept as columns (engine.columns_at): `over_columns(table)` returns
+    # the table of output rows (keyed by `row_keys`), or None to be given the rows instead.
+    over_columns = getattr(f, "over_columns", None)
+    if over_columns is not None:
+        logic.over_columns = over_columns  # type: ignore[attr-defined]
+        logic.row_keys = f.row_keys  # type: ignore[attr-defined]
     return logic
 
 

@@ -1,0 +1,199 @@
+"""Aggregate states of every group built from whole Arrow columns (a view's hydration).
+
+`build_states(plan, table, key)` returns, for the rows of `table` keyed by its columns `key`,
+`{key tuple: AggregateState}`, each state equal to a new `plan(key)` that `apply_vals`d its
+group's rows with diff 1 (the per-row path, `AggregateState._build_rows`, is the reference:
+tests/test_aggregate_columns.py checks one against the other, state by state). It returns None
+(the caller then builds from rows) when the table holds something this module does not decide
+exactly. The subset:
+
+- group keys: columns of integer, boolean, string or date type (NULL is a group), grouped by
+  dictionary-encoding each column and one stable sort of the combined codes; float keys are
+  left to rows (Python's dict makes -0.0 and 0.0 one key, keeping the first seen);
+- aggregates: COUNT(*), COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x) without DISTINCT, over
+  integer columns (sums in int64 where max|x| * rows cannot overflow) and float64 columns
+  (exact sums as `_ExactSum.add_floats`; MIN/MAX only without NaN or -0.0, which the row path
+  orders and keys by its own rules).
+
+Per group the Python work is a constant number of calls (slices, a dict and a sorted index
+of the group's distinct MIN/MAX values), never a call per row.
+"""
+
+from __future__ import annotations
+
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+
+from engine.sources import column_values
+from planner.aggregate import AggregateState, IncrementalAggregates
+
+_FUNCS = {"count_star", "count", "sum", "avg", "min", "max"}
+
+
+def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
+                 ) -> dict[Any, AggregateState] | None:
+    if any(a.func not in _FUNCS or a.distinct for a in plan.aggs):
+        return None
+    if any(kind == "stat" for kind, *_ in plan.accs):
+        return None
+    n = table.num_rows
+    if not n:
+        return {}
+    grouping = _group(table, key)
+    if grouping is None:
+        return None
+    order, starts, keys = grouping
+    sizes = np.diff(np.append(starts, n))
+    # Each argument column once: values in group order, their validity, and their kind.
+    args = {a for a in plan.value_args} | {x for _, x, _, _ in plan.accs}
+    cols: dict[int, tuple[np.ndarray, np.ndarray | None, str]] = {}
+    for x in args:
+        c = _numeric(table.column(x))
+        if c is None:
+            return None
+        vals, valid, kind = c
+        cols[x] = (vals[order], None if valid is None else valid[order], kind)
+    sums: dict[int, Any] = {}
+    for i, (kind, x, _, _) in enumerate(plan.accs):
+        vals, valid, vkind = cols[x]
+        if kind == "sum" and vkind == "int":
+            bound = int(np.abs(vals).max()) if len(vals) else 0
+            if bound and bound * n >= 2 ** 63:
+                return None
+            sums[i] = np.add.reduceat(np.where(valid, vals, 0) if valid is not None else vals,
+                                      starts).tolist()
+    counts = {x: (sizes if valid is None else np.add.reduceat(valid.astype(np.int64), starts))
+              for x, (_, valid, _) in cols.items()}
+    distinct = {}
+    for x in plan.value_args:
+        d = _distinct_values(cols[x], starts, n)
+        if d is None:
+            return None
+        distinct[x] = d
+    states: dict[Any, AggregateState] = {}
+    ends = np.append(starts[1:], n).tolist()
+    sizes_l = sizes.tolist()
+    counts_l = {x: c.tolist() for x, c in counts.items()}
+    for g, (a, b) in enumerate(zip(starts.tolist(), ends, strict=True)):
+        st = AggregateState(plan)
+        st.rows = sizes_l[g]
+        for x, (uniq, ucount, bounds, nulls) in distinct.items():
+            lo, hi = bounds[g], bounds[g + 1]
+            present = uniq[lo:hi].tolist()
+            values = st.values[x]
+            values.update(zip(present, ucount[lo:hi].tolist(), strict=True))
+            nn = nulls[g]
+            if nn:
+                values[None] = nn
+            idx = st.index.get(x)
+            if idx is not None:
+                # numbers without NaN: _value_entry(v) is (2, v, 0, v), in v's order
+                idx.update(list(zip(repeat(2), present, repeat(0), present)))
+        for i in plan.direct:
+            kind, x, _, _ = plan.accs[i]
+            acc = st.accs[i]
+            if kind == "count":
+                acc[0] = counts_l[x][g]
+                continue
+            vals, valid, vkind = cols[x]
+            if vkind == "int":
+                acc.n = counts_l[x][g]
+                acc.exact = sums[i][g]
+            else:
+                part = vals[a:b] if valid is None else vals[a:b][valid[a:b]]
+                if not acc.add_floats(part):
+                    acc.__init__()  # type: ignore[misc]
+                    for v in part.tolist():
+                        acc.add(v, 1)
+        states[keys(g, a)] = st
+    return states
+
+
+def _group(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, Any] | None:
+    """The rows' order grouped by key (stable), each group's first position in it, and
+    `keys(g, first position)` -> group g's key tuple; None for a key type left to rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    codes = np.zeros(n, dtype=np.int64)
+    dicts: list[list[Any]] = []
+    radix = 1
+    for i in key:
+        col = table.column(i)
+        t = col.type
+        if not (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_string(t)
+                or pa.types.is_large_string(t) or pa.types.is_date32(t)):
+            return None
+        enc = pc.dictionary_encode(col.combine_chunks(), null_encoding="encode")
+        size = len(enc.dictionary)
+        radix *= max(size, 1)
+        if radix >= 2 ** 62:
+            return None
+        codes = codes * size + enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        dicts.append(column_values(enc.dictionary))
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
+    group_codes = sorted_codes[starts].tolist()
+    sizes = [len(d) for d in dicts]
+
+    def keys(g: int, _first: int) -> tuple[Any, ...]:
+        c = group_codes[g]
+        out = []
+        for d, size in zip(reversed(dicts), reversed(sizes), strict=True):
+            c, j = divmod(c, size)
+            out.append(d[j])
+        return tuple(reversed(out))
+
+    return order, starts, keys
+
+
+def _numeric(col: Any) -> tuple[np.ndarray, np.ndarray | None, str] | None:
+    """A column's values as int64 or float64 (NULLs as 0), its validity (None: no NULL), and
+    its kind; None for other types (and uint64 values past int64)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    if pa.types.is_integer(t):
+        if pa.types.is_uint64(t) and len(col) > col.null_count and \
+                pc.max(col).as_py() >= 2 ** 63:
+            return None
+        kind, dtype = "int", pa.int64()
+    elif pa.types.is_float64(t):
+        kind, dtype = "float", pa.float64()
+    else:
+        return None
+    valid = None
+    if col.null_count:
+        valid = pc.is_valid(col).to_numpy()
+    vals = pc.fill_null(col.cast(dtype), 0).to_numpy()
+    return vals, valid, kind
+
+
+def _distinct_values(col: tuple[np.ndarray, np.ndarray | None, str], starts: np.ndarray,
+                     n: int) -> tuple[np.ndarray, np.ndarray, list[int], list[int]] | None:
+    """Per group, the distinct non-NULL values in ascending order with their counts: arrays of
+    all groups' (value, count) one after another, each group's bounds in them, and each
+    group's NULL count. None for floats holding a NaN or -0.0."""
+    vals, valid, kind = col
+    if kind == "float" and (np.isnan(vals).any() or (np.signbit(vals) & (vals == 0)).any()):
+        return None
+    group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+    nulls = [0] * len(starts)
+    if valid is not None:
+        nulls = np.bincount(group[~valid], minlength=len(starts)).tolist()
+        vals, group = vals[valid], group[valid]
+    order = np.lexsort((vals, group))
+    v, g = vals[order], group[order]
+    new = np.concatenate(([True], (v[1:] != v[:-1]) | (g[1:] != g[:-1]))) if len(v) else \
+        np.zeros(0, dtype=bool)
+    first = np.flatnonzero(new)
+    uniq = v[first]
+    ucount = np.diff(np.append(first, len(v)))
+    ugroup = g[first]
+    bounds = np.searchsorted(ugroup, np.arange(len(starts) + 1)).tolist()
+    return uniq, ucount, bounds, nulls

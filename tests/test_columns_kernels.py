@@ -1,0 +1,288 @@
+"""The vectorised kernels against their per-row references, on seeded random tables.
+
+- planner.mfp_columns: `columns_mfp(m)(table)` gives exactly the rows `lower.compile_mfp(m)`
+  gives row by row (values, classes, order), or None; None only where the subset must leave
+  the table to the rows (an error the reference raises, or a value it cannot decide), and
+  the vectorised answer is taken on most tables.
+- planner.aggregate_columns: every group's state built from columns equals the state the
+  per-row path builds from the group's rows (counts, values, index, sums) and has the same
+  output.
+- A dataflow fed a table as columns (`send_columns`) equals one fed the same rows.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from engine.rows_at import rows_by_key_reference
+from engine.sources import rows_of
+from planner.aggregate import IncrementalAggregates
+from planner.aggregate_columns import build_states
+from planner.errors import EvaluationError
+from planner.ir import Agg, Call, Col, Get, Lit, Mfp
+from planner.lower import compile_mfp
+from planner.mfp_columns import columns_mfp
+
+TYPES = {0: ("BIGINT", pa.int64()), 1: ("INTEGER", pa.int32()), 2: ("DOUBLE", pa.float64()),
+         3: ("BOOLEAN", pa.bool_()), 4: ("VARCHAR", pa.string()), 5: ("SMALLINT", pa.int16())}
+FLOATS = [0.0, -0.0, 1.5, -2.25, 1e300, -1e300, math.inf, -math.inf, 3.0]
+BIG = [2 ** 62, -(2 ** 62), 2 ** 63 - 1, -(2 ** 63)]
+
+
+def _value(rng: random.Random, col: int) -> Any:
+    if rng.random() < 0.2:
+        return None
+    if col == 0:
+        return rng.choice(BIG) if rng.random() < 0.05 else rng.randint(-9, 9)
+    if col == 1:
+        return rng.choice([2 ** 31 - 1, -(2 ** 31)]) if rng.random() < 0.05 else rng.randint(-9, 9)
+    if col == 2:
+        return math.nan if rng.random() < 0.03 else rng.choice(FLOATS)
+    if col == 3:
+        return rng.random() < 0.5
+    if col == 4:
+        return rng.choice(["a", "b", "", "éé"])
+    return rng.randint(-5, 5)
+
+
+def _table(rng: random.Random, n: int) -> pa.Table:
+    cols = [[_value(rng, c) for _ in range(n)] for c in TYPES]
+    return pa.table([pa.array(v, type=TYPES[c][1]) for c, v in enumerate(cols)],
+                    names=[f"c{c}" for c in TYPES])
+
+
+INTS = [0, 1, 5]  # columns of integer types
+
+
+def _int_expr(rng: random.Random, depth: int) -> Any:
+    if depth == 0 or rng.random() < 0.3:
+        return Col(rng.choice(INTS)) if rng.random() < 0.7 else Lit(rng.randint(-3, 7), "INTEGER")
+    f = rng.choice(["add", "sub", "mul", "mod"])
+    return Call(f, (_int_expr(rng, depth - 1), _int_expr(rng, depth - 1)),
+                rng.choice(["BIGINT", "INTEGER"]))
+
+
+def _float_expr(rng: random.Random, depth: int) -> Any:
+    if depth == 0 or rng.random() < 0.3:
+        r = rng.random()
+        if r < 0.5:
+            return Col(2)
+        if r < 0.8:
+            return Call("cast", (_int_expr(rng, 1),), "DOUBLE")
+        return Lit(rng.choice([0.5, -1.0, 2.0]), "DOUBLE")
+    f = rng.choice(["add", "sub", "mul"])
+    return Call(f, (_float_expr(rng, depth - 1), _float_expr(rng, depth - 1)), "DOUBLE")
+
+
+def _predicate(rng: random.Random, depth: int) -> Any:
+    r = rng.random()
+    if depth > 0 and r < 0.25:
+        f = rng.choice(["and", "or"])
+        return Call(f, (_predicate(rng, depth - 1), _predicate(rng, depth - 1)), "BOOLEAN")
+    if depth > 0 and r < 0.35:
+        return Call("not", (_predicate(rng, depth - 1),), "BOOLEAN")
+    if r < 0.45:
+        return Call("is_null", (Col(rng.randrange(len(TYPES))),), "BOOLEAN")
+    if r < 0.5:
+        return Col(3)
+    op = rng.choice(["eq", "ne", "lt", "le", "gt", "ge"])
+    if rng.random() < 0.6:
+        return Call(op, (_int_expr(rng, 1), _int_expr(rng, 1)), "BOOLEAN")
+    return Call(op, (_float_expr(rng, 1), _float_expr(rng, 1)), "BOOLEAN")
+
+
+def _random_mfp(rng: random.Random) -> Mfp:
+    n = len(TYPES)
+    maps = tuple(_int_expr(rng, 2) if rng.random() < 0.5 else _float_expr(rng, 2)
+                 for _ in range(rng.randint(0, 2)))
+    filters = tuple(_predicate(rng, 2) for _ in range(rng.randint(0, 2)))
+    width = n + len(maps)
+    project = tuple(rng.randrange(width) for _ in range(rng.randint(1, 4)))
+    return Mfp(Get("t", n), maps, filters, project)
+
+
+def _reference(m: Mfp, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]] | None:
+    f = compile_mfp(m)
+    try:
+        return [out for row in rows for out in f(row)]
+    except EvaluationError:
+        return None
+
+
+def _same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
+    return len(a) == len(b) and all(
+        repr(x) == repr(y) and [v.__class__ for v in x] == [v.__class__ for v in y]
+        for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_columns_mfp_equals_the_row_kernel(seed: int) -> None:
+    rng = random.Random(seed)
+    taken = tried = 0
+    for _ in range(60):
+        m = _random_mfp(rng)
+        kernel = columns_mfp(m)
+        assert kernel is not None, m  # every expression generated here is in the subset
+        table = _table(rng, rng.choice([1, 7, 40]))
+        rows = list(rows_of(table, table.num_columns))
+        want = _reference(m, rows)
+        got = kernel(table)
+        tried += 1
+        if got is None:
+            continue  # the rows decide (the reference ran above, raising or not)
+        taken += 1
+        assert want is not None, ("vectorised past an error", m)
+        have = list(rows_of(got, got.num_columns))
+        assert _same(have, want), (m, have, want)
+    assert taken >= tried // 2, (taken, tried)
+
+
+def test_columns_mfp_leaves_errors_to_the_rows() -> None:
+    """A zero divisor and an INTEGER overflow: the rows raise, the columns decline."""
+    table = pa.table([pa.array([4, 0], pa.int64()), pa.array([2 ** 31 - 1, 1], pa.int32())],
+                     names=["a", "b"])
+    get = Get("t", 2)
+    mod = Mfp(get, (Call("mod", (Col(1), Col(0)), "BIGINT"),), (), (2,))
+    over = Mfp(get, (Call("add", (Col(1), Lit(1, "INTEGER")), "INTEGER"),), (), (2,))
+    for m in (mod, over):
+        rows = list(rows_of(table, 2))
+        assert _reference(m, rows) is None
+        assert columns_mfp(m)(table) is None  # type: ignore[misc]
+
+
+def test_truncating_remainder_and_nan_comparisons() -> None:
+    table = pa.table([pa.array([-7, 7, -7, None, 7], pa.int64()),
+                      pa.array([2, -2, -2, 3, None], pa.int64()),
+                      pa.array([math.nan, 1.0, -0.0, 0.0, None], pa.float64())],
+                     names=["a", "b", "c"])
+    get = Get("t", 3)
+    mod = Mfp(get, (Call("mod", (Col(0), Col(1)), "BIGINT"),), (), (3,))
+    rows = list(rows_of(table, 3))
+    got = columns_mfp(mod)(table)  # type: ignore[misc]
+    assert got is not None and list(rows_of(got, 1)) == _reference(mod, rows) == [
+        (-1,), (1,), (-1,), (None,), (None,)]
+    eq = Mfp(get, (), (Call("eq", (Col(2), Lit(0.0, "DOUBLE")), "BOOLEAN"),), (2,))
+    assert columns_mfp(eq)(table) is None  # type: ignore[misc]  # a NaN: the rows decide
+    no_nan = table.slice(1)
+    got = columns_mfp(eq)(no_nan)  # type: ignore[misc]
+    assert got is not None and _same(list(rows_of(got, 1)),
+                                     _reference(eq, list(rows_of(no_nan, 3))))  # type: ignore[arg-type]
+
+
+# -- aggregate states from columns ------------------------------------------------------------
+
+AGGS = (Agg("count_star", None, False, "BIGINT"), Agg("count", 1, False, "BIGINT"),
+        Agg("sum", 1, False, "HUGEINT"), Agg("avg", 2, False, "DOUBLE"),
+        Agg("min", 1, False, "BIGINT"), Agg("max", 2, False, "DOUBLE"),
+        Agg("sum", 2, False, "DOUBLE"), Agg("min", 3, False, "SMALLINT"),
+        Agg("max", 3, False, "SMALLINT"))
+
+
+def _state_view(st: Any) -> Any:
+    return (st.rows, {a: dict(v) for a, v in st.values.items()},
+            {a: list(i) for a, i in st.index.items()},
+            [(a.n, a.n_float, a.scaled, a.pinf, a.ninf, a.nan, repr(a.exact))
+             if hasattr(a, "scaled") else list(a) for a in st.accs],
+            repr(st.output()))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.choice([50, 400, 3000])
+    keys_a = [rng.choice([None, 1, 2, 3, -4]) for _ in range(n)]
+    keys_b = [rng.choice(["x", "y", None, ""]) for _ in range(n)]
+    ints = [None if rng.random() < 0.1 else rng.randint(-10 ** 6, 10 ** 6) for _ in range(n)]
+    floats = [None if rng.random() < 0.1 else rng.choice([0.1, 2.5, -3.75, 1e-300, 7.0, 1e300])
+              for _ in range(n)]
+    small = [rng.randint(-3, 3) for _ in range(n)]
+    table = pa.table([pa.array(keys_a, pa.int32()), pa.array(ints, pa.int64()),
+                      pa.array(floats, pa.float64()), pa.array(small, pa.int16()),
+                      pa.array(keys_b, pa.string())], names=list("abcde"))
+    plan = IncrementalAggregates(AGGS)
+    for key in ((0,), (4,), (0, 4), (3,)):
+        built = build_states(plan, table, key)
+        assert built is not None
+        rows = list(rows_of(table, table.num_columns))
+        want = {}
+        for k, group in rows_by_key_reference(rows, key).items():
+            st = plan(k)
+            st.apply_vals(group, 1)
+            want[k] = st
+        assert set(built) == set(want)
+        for k, st in want.items():
+            assert _state_view(built[k]) == _state_view(st), k
+        # and each built state keeps working: a change applies as to the per-row state
+        k0 = next(iter(want))
+        change = [(rows[0][:1] + (5,) + rows[0][2:], 1), (rows[0], -1)]
+        built[k0].apply(change)
+        want[k0].apply(change)
+        assert _state_view(built[k0]) == _state_view(want[k0])
+
+
+def test_aggregate_states_decline_what_rows_must_decide() -> None:
+    plan = IncrementalAggregates((Agg("min", 1, False, "DOUBLE"),))
+    floats = pa.table([pa.array([1, 1, 2]), pa.array([0.0, -0.0, 1.0])], names=["k", "v"])
+    assert build_states(plan, floats, (0,)) is None  # -0.0 and 0.0: the row path's rules
+    float_key = pa.table([pa.array([1.0, 2.0]), pa.array([1, 2])], names=["k", "v"])
+    assert build_states(plan, float_key, (0,)) is None
+    distinct = IncrementalAggregates((Agg("count", 1, True, "BIGINT"),))
+    ints = pa.table([pa.array([1, 1]), pa.array([3, 3])], names=["k", "v"])
+    assert build_states(distinct, ints, (0,)) is None
+
+
+def test_a_dataflow_fed_columns_equals_one_fed_rows() -> None:
+    """Through the planner's lowering: filter, map, GROUP BY with every aggregate, over a
+    table sent as columns and as rows, then the same changes to both."""
+    import engine
+    from planner import Catalog, Column, TableSchema, compile_view
+    from tests.planner_support import norm
+
+    rng = random.Random(7)
+    n = 5000
+    table = pa.table([pa.array([rng.randint(0, 40) for _ in range(n)], pa.int64()),
+                      pa.array([None if rng.random() < 0.1 else rng.randint(-100, 100)
+                                for _ in range(n)], pa.int32()),
+                      pa.array([rng.choice([0.5, 1.25, -2.0]) for _ in range(n)], pa.float64())],
+                     names=["id", "k", "v"])
+    cat = Catalog(tables={"t": TableSchema("t", [Column("id", "BIGINT"), Column("k", "INTEGER"),
+                                                 Column("v", "DOUBLE")])})
+    sqls = ["SELECT k % 7 AS b, count(*), count(k), sum(v), avg(id), min(id), max(v) FROM t "
+            "WHERE id > 3 AND (k < 50 OR k IS NULL) GROUP BY k % 7",
+            "SELECT id, k * 2 AS k2, v * 2.0 AS v2 FROM t WHERE v > 0"]
+    outs = []
+    for columns in (True, False):
+        df = engine.Dataflow()
+        h, src = df.new_input("t")
+        caps = [compile_view(s, cat).build(df, {"t": src}).capture() for s in sqls]
+        rows = list(rows_of(table, 3))
+        if columns:
+            h.send_columns(table)
+        else:
+            h.send([(r, 1) for r in rows])
+        h.advance_to(1)
+        df.run()
+        snaps = [Counter(norm(c.snapshot())) for c in caps]
+        h.send([(rows[0], -1), ((1, None, 0.5), 1), ((2, 99, -2.0), 1)])
+        h.advance_to(2)
+        df.run()
+        outs.append((snaps, [Counter(norm(c.snapshot())) for c in caps]))
+    assert outs[0] == outs[1]
+    assert all(outs[0][0])
+
+
+def test_int_sums_past_int64_are_exact() -> None:
+    """Sums whose int64 total would wrap: declined to rows, or exact."""
+    plan = IncrementalAggregates((Agg("sum", 1, False, "HUGEINT"),))
+    table = pa.table([pa.array([1, 1, 1, 2]), pa.array([2 ** 62, 2 ** 62, 2 ** 62, -(2 ** 63)])],
+                     names=["k", "v"])
+    built = build_states(plan, table, (0,))
+    if built is not None:
+        assert built[(1,)].output()[0] == [((3 * 2 ** 62,), 1)]
+        assert built[(2,)].output()[0] == [((-(2 ** 63),), 1)]
