@@ -11,9 +11,9 @@ exactly. The subset:
   dictionary-encoding each column and one stable sort of the combined codes; float keys are
   left to rows (Python's dict makes -0.0 and 0.0 one key, keeping the first seen);
 - aggregates: COUNT(*), COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x) without DISTINCT, over
-  integer columns (sums in int64 where max|x| * rows cannot overflow) and float64 columns
+  integer columns (sums in int64 where max|x| * rows cannot overflow), float64 columns
   (exact sums as `_ExactSum.add_floats`; MIN/MAX only without NaN or -0.0, which the row path
-  orders and keys by its own rules).
+  orders and keys by its own rules) and dates (COUNT, MIN, MAX).
 
 Per group the Python work is a constant number of calls (slices, a dict and a sorted index
 of the group's distinct MIN/MAX values), never a call per row.
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from engine.sources import column_values
-from planner.aggregate import AggregateState, IncrementalAggregates
+from planner.aggregate import AggregateState, IncrementalAggregates, _midnight
 
 _FUNCS = {"count_star", "count", "sum", "avg", "min", "max"}
 
@@ -54,6 +54,8 @@ def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         if c is None:
             return None
         vals, valid, kind = c
+        if kind == "date" and any(x == y and k != "count" for k, y, _, _ in plan.accs):
+            return None  # only COUNT reads a date; the binder makes no SUM of one
         cols[x] = (vals[order], None if valid is None else valid[order], kind)
     sums: dict[int, Any] = {}
     for i, (kind, x, _, _) in enumerate(plan.accs):
@@ -88,7 +90,12 @@ def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
             if nn:
                 values[None] = nn
             idx = st.index.get(x)
-            if idx is not None:
+            if idx is None:
+                continue
+            if cols[x][2] == "date":
+                # dates: _value_entry(v) is (4, v's midnight, 0, v), in v's order
+                idx.update([(4, _midnight(v), 0, v) for v in present])
+            else:
                 # numbers without NaN: _value_entry(v) is (2, v, 0, v), in v's order
                 idx.update(list(zip(repeat(2), present, repeat(0), present)))
         for i in plan.direct:
@@ -165,12 +172,16 @@ def _numeric(col: Any) -> tuple[np.ndarray, np.ndarray | None, str] | None:
         kind, dtype = "int", pa.int64()
     elif pa.types.is_float64(t):
         kind, dtype = "float", pa.float64()
+    elif pa.types.is_date32(t):
+        kind, dtype = "date", pa.int32()
     else:
         return None
     valid = None
     if col.null_count:
         valid = pc.is_valid(col).to_numpy()
     vals = pc.fill_null(col.cast(dtype), 0).to_numpy()
+    if kind == "date":
+        vals = vals.astype(np.int64)  # days since 1970-01-01
     return vals, valid, kind
 
 
@@ -193,6 +204,8 @@ def _distinct_values(col: tuple[np.ndarray, np.ndarray | None, str], starts: np.
         np.zeros(0, dtype=bool)
     first = np.flatnonzero(new)
     uniq = v[first]
+    if kind == "date":
+        uniq = uniq.astype("datetime64[D]")  # `tolist` gives datetime.date objects
     ucount = np.diff(np.append(first, len(v)))
     ugroup = g[first]
     bounds = np.searchsorted(ugroup, np.arange(len(starts) + 1)).tolist()

@@ -9,11 +9,13 @@ None and the caller runs the per-row kernel over the rows, which then computes (
 what the reference does. So a vectorised answer is never an approximation, and every error
 and its message stay the per-row path's.
 
-The subset: columns of Arrow integer, float64 and boolean types; int, float and bool
-literals; comparisons of two ints or of two NaN-free floats (Python's and Arrow's agree there);
-AND, OR (Kleene logic, which is SQL's), NOT, IS NULL; +, -, * of ints into an integer SQL type
-and of floats into DOUBLE; % of ints; CAST of an int to DOUBLE (exact below 2**53, else Arrow
-refuses and the rows decide). Every other value may be projected through untouched.
+The subset: columns of Arrow integer, float64, boolean, string, date32 and timestamp[us]
+types; literals of those types; comparisons of two values of one kind: ints, NaN-free floats,
+strings (UTF-8 byte order is code point order, Python's), dates, timestamps; AND, OR (Kleene
+logic, which is SQL's), NOT, IS NULL; +, -, * of ints into an integer SQL type and of floats
+into DOUBLE; % of ints; CAST of an int to DOUBLE (exact below 2**53, else Arrow refuses and the
+rows decide) and of a date to TIMESTAMP (its midnight). Every other value may be projected
+through untouched.
 
 The Mfp's order (maps, then filters after the maps they read) does not matter here: nothing
 in the subset raises, and any would-be error makes the whole table go to the per-row path.
@@ -21,6 +23,7 @@ in the subset raises, and any would-be error makes the whole table go to the per
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +36,7 @@ _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
         "gt": "greater", "ge": "greater_equal"}
 _ARITH = {"add": "add_checked", "sub": "subtract_checked", "mul": "multiply_checked"}
 _FLOAT_ARITH = {"add": "add", "sub": "subtract", "mul": "multiply"}
+_LITERALS = (int, float, bool, str, datetime.date, datetime.datetime)
 
 
 class _Undecided(Exception):
@@ -44,7 +48,9 @@ def _supported(e: Scalar) -> bool:
     if isinstance(e, Col):
         return True
     if isinstance(e, Lit):
-        return e.value is not None and e.value.__class__ in (int, float, bool)
+        v = e.value
+        return v is not None and v.__class__ in _LITERALS and not (
+            v.__class__ is datetime.datetime and v.tzinfo is not None)
     if not isinstance(e, Call) or not all(_supported(a) for a in e.args):
         return False
     f = e.func
@@ -56,7 +62,7 @@ def _supported(e: Scalar) -> bool:
         return len(e.args) == 2 and (norm_type(e.type) in INT_RANGE or (
             f in _FLOAT_ARITH and norm_type(e.type) == "DOUBLE"))
     if f == "cast":
-        return norm_type(e.type) == "DOUBLE"
+        return norm_type(e.type) in ("DOUBLE", "TIMESTAMP")
     return False
 
 
@@ -107,6 +113,12 @@ def _kind(v: Any) -> str:
         return "float"
     if pa.types.is_boolean(t):
         return "bool"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "str"
+    if pa.types.is_date32(t):
+        return "date"
+    if pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None:
+        return "timestamp"
     return "other"
 
 
@@ -118,11 +130,17 @@ def _has_nan(v: Any) -> bool:
 def _literal(e: Lit, length: int) -> Any:
     import pyarrow as pa
 
-    t = pa.bool_() if e.value.__class__ is bool else pa.int64() if e.value.__class__ is int \
-        else pa.float64()
-    if t == pa.int64() and not -(2 ** 63) <= e.value < 2 ** 63:
+    v = e.value
+    if v.__class__ is int and not -(2 ** 63) <= v < 2 ** 63:
         raise _Undecided
-    return pa.array(np.full(length, e.value), type=t) if length else pa.array([], type=t)
+    return pa.repeat(pa.scalar(v, _literal_type(v)), length)
+
+
+def _literal_type(v: Any) -> Any:
+    import pyarrow as pa
+
+    return {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string(),
+            datetime.date: pa.date32(), datetime.datetime: pa.timestamp("us")}[v.__class__]
 
 
 def _eval(e: Scalar, cols: list[Any]) -> Any:
@@ -139,8 +157,8 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
     kinds = [_kind(a) for a in args]
     f = e.func
     if f in _CMP:
-        if kinds[0] != kinds[1] or kinds[0] not in ("int", "float"):
-            raise _Undecided  # an int compared with a float: Python's exact rule, per row
+        if kinds[0] != kinds[1] or kinds[0] in ("bool", "other"):
+            raise _Undecided  # e.g. an int compared with a float: Python's exact rule, per row
         if kinds[0] == "float" and (_has_nan(args[0]) or _has_nan(args[1])):
             raise _Undecided
         return getattr(pc, _CMP[f])(args[0], args[1])
@@ -159,13 +177,15 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
         return pc.is_null(args[0])
     t = norm_type(e.type)
     if f == "cast":
-        if kinds[0] == "float":
-            return args[0]
-        if kinds[0] != "int":
-            raise _Undecided
         import pyarrow as pa
 
-        return pc.cast(args[0], pa.float64())  # safe: refuses an int a double cannot hold
+        if (kinds[0], t) in (("float", "DOUBLE"), ("timestamp", "TIMESTAMP")):
+            return args[0]
+        if (kinds[0], t) == ("int", "DOUBLE"):
+            return pc.cast(args[0], pa.float64())  # safe: refuses an int a double cannot hold
+        if (kinds[0], t) == ("date", "TIMESTAMP"):
+            return pc.cast(args[0], pa.timestamp("us"))  # the date's midnight
+        raise _Undecided
     if kinds != ["int", "int"] and not (kinds == ["float", "float"] and t == "DOUBLE"):
         raise _Undecided
     if kinds[0] == "float":

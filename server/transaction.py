@@ -20,7 +20,7 @@ from engine.sources import FileSource
 from server.catalog import record
 from server.state import ServerState
 from server.store import Row, TableRecord, ViewRecord
-from server.views import Batch, Input, MaintainedView
+from server.views import Batch, Input, MaintainedView, TableChange
 
 
 @dataclass
@@ -121,8 +121,13 @@ def table_input(
 ) -> Input:
     """The contents of relation `name` (in this write's transaction), as an input of a
     view built in this write: a Parquet snapshot when `name` is a table the write
-    bulk-loaded (so, on Spark, its rows never pass through this process), else `rows()`."""
+    bulk-loaded (so, on Spark, its rows never pass through this process), a table's columns
+    where its types allow (`Store.read_columns`: no Python tuple per row), else `rows()`."""
     if name not in w.loads:
+        rec = w.tables.get(name)
+        columns = state.store.read_columns(rec) if rec is not None else None
+        if columns is not None:
+            return TableChange(columns=columns)
         return list(rows())
     src = w.snapshots.get(name)
     if src is None:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import random
 from collections import Counter
@@ -30,7 +31,13 @@ from planner.lower import compile_mfp
 from planner.mfp_columns import columns_mfp
 
 TYPES = {0: ("BIGINT", pa.int64()), 1: ("INTEGER", pa.int32()), 2: ("DOUBLE", pa.float64()),
-         3: ("BOOLEAN", pa.bool_()), 4: ("VARCHAR", pa.string()), 5: ("SMALLINT", pa.int16())}
+         3: ("BOOLEAN", pa.bool_()), 4: ("VARCHAR", pa.string()), 5: ("SMALLINT", pa.int16()),
+         6: ("DATE", pa.date32()), 7: ("TIMESTAMP", pa.timestamp("us"))}
+DATES = [datetime.date(1, 1, 1), datetime.date(2024, 2, 29), datetime.date(9999, 12, 31),
+         datetime.date(2024, 3, 1)]
+STAMPS = [datetime.datetime(2024, 2, 29), datetime.datetime(2024, 2, 29, 0, 0, 0, 1),
+          datetime.datetime(1, 1, 1), datetime.datetime(9999, 12, 31, 23, 59, 59, 999999)]
+STRS = ["a", "b", "", "éé", "é", "\U0001f600", "ab"]
 FLOATS = [0.0, -0.0, 1.5, -2.25, 1e300, -1e300, math.inf, -math.inf, 3.0]
 BIG = [2 ** 62, -(2 ** 62), 2 ** 63 - 1, -(2 ** 63)]
 
@@ -47,7 +54,11 @@ def _value(rng: random.Random, col: int) -> Any:
     if col == 3:
         return rng.random() < 0.5
     if col == 4:
-        return rng.choice(["a", "b", "", "éé"])
+        return rng.choice(STRS)
+    if col == 6:
+        return rng.choice(DATES)
+    if col == 7:
+        return rng.choice(STAMPS)
     return rng.randint(-5, 5)
 
 
@@ -92,9 +103,21 @@ def _predicate(rng: random.Random, depth: int) -> Any:
     if r < 0.5:
         return Col(3)
     op = rng.choice(["eq", "ne", "lt", "le", "gt", "ge"])
-    if rng.random() < 0.6:
+    r = rng.random()
+    if r < 0.4:
         return Call(op, (_int_expr(rng, 1), _int_expr(rng, 1)), "BOOLEAN")
-    return Call(op, (_float_expr(rng, 1), _float_expr(rng, 1)), "BOOLEAN")
+    if r < 0.55:
+        return Call(op, (_float_expr(rng, 1), _float_expr(rng, 1)), "BOOLEAN")
+    if r < 0.6:  # an int with a float: Python's exact comparison (the rows decide)
+        return Call(op, (Col(0), Col(2)), "BOOLEAN")
+    if r < 0.7:
+        return Call(op, (Col(4), rng.choice([Col(4), Lit(rng.choice(STRS), "VARCHAR")])),
+                    "BOOLEAN")
+    if r < 0.8:
+        return Call(op, (Col(6), rng.choice([Col(6), Lit(rng.choice(DATES), "DATE")])), "BOOLEAN")
+    stamp = Call("cast", (Col(6),), "TIMESTAMP")
+    return Call(op, (stamp, rng.choice([Col(7), Lit(rng.choice(STAMPS), "TIMESTAMP")])),
+                "BOOLEAN")
 
 
 def _random_mfp(rng: random.Random) -> Mfp:
@@ -181,7 +204,8 @@ AGGS = (Agg("count_star", None, False, "BIGINT"), Agg("count", 1, False, "BIGINT
         Agg("sum", 1, False, "HUGEINT"), Agg("avg", 2, False, "DOUBLE"),
         Agg("min", 1, False, "BIGINT"), Agg("max", 2, False, "DOUBLE"),
         Agg("sum", 2, False, "DOUBLE"), Agg("min", 3, False, "SMALLINT"),
-        Agg("max", 3, False, "SMALLINT"))
+        Agg("max", 3, False, "SMALLINT"), Agg("min", 5, False, "DATE"),
+        Agg("max", 5, False, "DATE"), Agg("count", 5, False, "BIGINT"))
 
 
 def _state_view(st: Any) -> Any:
@@ -202,11 +226,13 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
     floats = [None if rng.random() < 0.1 else rng.choice([0.1, 2.5, -3.75, 1e-300, 7.0, 1e300])
               for _ in range(n)]
     small = [rng.randint(-3, 3) for _ in range(n)]
+    dates = [None if rng.random() < 0.1 else rng.choice(DATES) for _ in range(n)]
     table = pa.table([pa.array(keys_a, pa.int32()), pa.array(ints, pa.int64()),
                       pa.array(floats, pa.float64()), pa.array(small, pa.int16()),
-                      pa.array(keys_b, pa.string())], names=list("abcde"))
+                      pa.array(keys_b, pa.string()), pa.array(dates, pa.date32())],
+                     names=list("abcdef"))
     plan = IncrementalAggregates(AGGS)
-    for key in ((0,), (4,), (0, 4), (3,)):
+    for key in ((0,), (4,), (0, 4), (3,), (5,)):
         built = build_states(plan, table, key)
         assert built is not None
         rows = list(rows_of(table, table.num_columns))
@@ -286,3 +312,14 @@ def test_int_sums_past_int64_are_exact() -> None:
     if built is not None:
         assert built[(1,)].output()[0] == [((3 * 2 ** 62,), 1)]
         assert built[(2,)].output()[0] == [((-(2 ** 63),), 1)]
+
+
+def test_an_int_compared_with_a_float_is_exact() -> None:
+    """2**53 + 1 > 2.0**53 in Python (and SQL); a double conversion would make them equal."""
+    table = pa.table([pa.array([2 ** 53 + 1], pa.int64()), pa.array([2.0 ** 53])],
+                     names=["i", "f"])
+    m = Mfp(Get("t", 2), (), (Call("gt", (Col(0), Col(1)), "BOOLEAN"),), (0,))
+    got = columns_mfp(m)(table)  # type: ignore[misc]
+    want = _reference(m, list(rows_of(table, 2)))
+    assert want == [(2 ** 53 + 1,)]
+    assert got is None or list(rows_of(got, 1)) == want

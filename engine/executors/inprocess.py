@@ -18,7 +18,7 @@ from engine.kernels import Logic, group_by_time, history, join_batches, reduce_k
 from engine.lattice import Antichain, Time, less_equal
 from engine.rows_at import RowsAt, rows_by_key
 from engine.rows_batch import KeyedRowsBatch
-from engine.sources import FileSource, read_arrow, rows_of, updates_of
+from engine.sources import FileSource, read_arrow, updates_of
 from engine.trace import (
     Batch,
     arrange_updates,
@@ -53,12 +53,11 @@ class InProcessExecutor:
             return payload.updates()  # type: ignore[union-attr]
         return payload  # type: ignore[return-value]
 
-    def read(self, source: FileSource, time: Time) -> Updates | RowsAt:
+    def read(self, source: FileSource, time: Time) -> Updates | ColumnsAt:
         """Every row of a bulk source at `time` (see `engine.sources`); without a diff column,
-        kept as the rows (engine.rows_at)."""
+        kept as the columns read (engine.columns_at)."""
         if not source.diff_column:
-            table = read_arrow(source)
-            return RowsAt(list(rows_of(table, table.num_columns)), time, 1)
+            return ColumnsAt(read_arrow(source), time, 1)
         return updates_of(source, time)
 
     def apply(self, logic: Callable[[Updates], Updates], payload: Updates | RowsAt
