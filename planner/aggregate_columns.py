@@ -66,6 +66,8 @@ def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
                 return None
             sums[i] = np.add.reduceat(np.where(valid, vals, 0) if valid is not None else vals,
                                       starts).tolist()
+        elif kind == "sum" and vkind == "float":
+            sums[i] = _float_sums(vals, valid, starts)
     counts = {x: (sizes if valid is None else np.add.reduceat(valid.astype(np.int64), starts))
               for x, (_, valid, _) in cols.items()}
     distinct = {}
@@ -108,6 +110,8 @@ def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
             if vkind == "int":
                 acc.n = counts_l[x][g]
                 acc.exact = sums[i][g]
+            elif sums[i] is not None:
+                acc.n, acc.n_float, acc.scaled, acc.nan, acc.pinf, acc.ninf = sums[i][g]
             else:
                 part = vals[a:b] if valid is None else vals[a:b][valid[a:b]]
                 if not acc.add_floats(part):
@@ -116,6 +120,36 @@ def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
                         acc.add(v, 1)
         states[keys(g, a)] = st
     return states
+
+
+def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
+                ) -> list[tuple[int, int, int, int, int, int]] | None:
+    """Per group, `_ExactSum`'s (n, n_float, scaled, nan, pinf, ninf) over the group's
+    non-NULL floats, exactly as `add_floats` of the group's values computes them, with one
+    scale for every group (so one NumPy pass and a Python `sum` of ints per group); None
+    when the values' exponents are too far apart for one scale (then group by group)."""
+    from planner.aggregate import _FLOAT_SCALE_BITS
+
+    present = np.ones(len(vals), dtype=bool) if valid is None else valid
+    finite = np.isfinite(vals) & present
+    x = np.where(finite, vals, 0.0)
+    nz = x[x != 0]
+    shift = _FLOAT_SCALE_BITS
+    if len(nz):
+        _, exps = np.frexp(nz)
+        # as in add_floats: every finite value times 2**shift is an integer-valued double
+        shift = min(_FLOAT_SCALE_BITS, 53 - int(exps.min()))
+        if int(exps.max()) + shift >= 1024:
+            return None
+    ints = list(map(int, np.ldexp(x, shift).tolist()))
+    up = _FLOAT_SCALE_BITS - shift
+    bounds = np.append(starts, len(vals)).tolist()
+    n = np.add.reduceat(present.astype(np.int64), starts).tolist()
+    nan = np.add.reduceat((np.isnan(vals) & present).astype(np.int64), starts).tolist()
+    pinf = np.add.reduceat((vals == np.inf) & present, starts, dtype=np.int64).tolist()
+    ninf = np.add.reduceat((vals == -np.inf) & present, starts, dtype=np.int64).tolist()
+    return [(n[g], n[g], sum(ints[bounds[g]:bounds[g + 1]]) << up, nan[g], pinf[g], ninf[g])
+            for g in range(len(starts))]
 
 
 def _group(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, Any] | None:
