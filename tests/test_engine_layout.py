@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
         "engine.sources",
         "engine.fields",
         "engine.rows_at",
+        "engine.columns_at",
     ),
     ("engine.trace", "engine.rows_batch", "engine.kernels", "engine.columnar"),
     ("engine.executors",),
