@@ -288,10 +288,13 @@ def join_arranged(
 
 
 def half_join(stream: Any, arranged: Arrangement, key: Callable[[Any], Any],
-              f: Callable[[Any, Any], Any], strict: bool, name: str = "half_join") -> Any:
+              f: Callable[[Any, Any], Any], strict: bool, name: str = "half_join",
+              key_columns: tuple[int, ...] | None = None, concat: bool = False) -> Any:
     """The collection of ``f(d, w)`` for each stream record ``d`` and arrangement value ``w``
-    under ``key(d)`` at a time not after (``strict``: before) the stream update's."""
-    return Collection(HalfJoinOp(stream.op, arranged, key, f, strict, name))
+    under ``key(d)`` at a time not after (``strict``: before) the stream update's. With
+    `key_columns` (``key(d)`` is those columns of d) and `concat` (``f(d, w)`` is ``d + w``)
+    rows that arrive as columns are joined as columns."""
+    return Collection(HalfJoinOp(stream.op, arranged, key, f, strict, name, key_columns, concat))
 
 
 # The graph layer builds inputs through this module (see `Dataflow.input_factory`).

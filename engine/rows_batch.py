@@ -25,6 +25,7 @@ import numpy as np
 
 from engine.lattice import Antichain, Time
 from engine.rows_at import key_getter
+from engine.sources import rows_of
 from engine.trace import Batch, Entry
 
 _INT = {int}
@@ -48,11 +49,17 @@ def _summed(vals: list[Any], t: Time, r: int) -> list[Entry]:
 class KeyedRowsBatch(Batch):
     """`rows` keyed by the columns `key`, every update at `time` with `diff` (see module)."""
 
-    __slots__ = ("rows", "key", "time", "diff", "_dict", "_sorted", "_order", "_probes")
+    __slots__ = ("_rows", "table", "key", "time", "diff", "_dict", "_sorted", "_order",
+                 "_probes")
 
-    def __init__(self, rows: list[Any], key: tuple[int, ...], time: Time, diff: int,
-                 lower: Antichain, upper: Antichain, since: Antichain, seq: int = 0) -> None:
-        self.rows = rows
+    def __init__(self, rows: list[Any] | None, key: tuple[int, ...], time: Time, diff: int,
+                 lower: Antichain, upper: Antichain, since: Antichain, seq: int = 0,
+                 table: Any = None) -> None:
+        # With `table` (an Arrow table: the batch of a keyed engine.columns_at payload) the
+        # rows are made from it when first read; a half join may probe the table itself
+        # (engine.columns_join) without them.
+        self._rows = rows
+        self.table = table
         self.key = key
         self.time = time
         self.diff = diff
@@ -60,7 +67,7 @@ class KeyedRowsBatch(Batch):
         self.upper = upper
         self.since = since
         self.seq = seq
-        self.records = len(rows)
+        self.records = len(rows) if rows is not None else int(table.num_rows)
         self._dict: dict[Any, list[Entry]] | None = None
         # The sorted key column and the row order it came from; None until first wanted,
         # False when the key is not one column of int64-sized ints (then the dict serves).
@@ -70,6 +77,13 @@ class KeyedRowsBatch(Batch):
         # `_probe_limit()` of them the dict (a fraction of a microsecond per row to build, then
         # a hash lookup per probe) is the cheaper way to answer the rest.
         self._probes = 0
+
+    @property
+    def rows(self) -> list[Any]:
+        r = self._rows
+        if r is None:
+            r = self._rows = list(rows_of(self.table, self.table.num_columns))
+        return r
 
     # -- the dict form ---------------------------------------------------------------------------
     @property  # type: ignore[override]
@@ -201,19 +215,28 @@ class KeyedRowsBatch(Batch):
         return len(self.updates)
 
     def sample(self) -> tuple[Any, Entry]:
-        row = self.rows[0]
+        if self._rows is None:  # one row, not all of them
+            row = next(rows_of(self.table.slice(0, 1), self.table.num_columns))
+        else:
+            row = self._rows[0]
         return key_getter(self.key)(row), (row, self.time, self.diff)
 
     def with_upper(self, upper: Antichain, seq: int) -> Batch:
-        b = KeyedRowsBatch(self.rows, self.key, self.time, self.diff, self.lower, upper,
-                           self.since, seq)
+        b = KeyedRowsBatch(self._rows, self.key, self.time, self.diff, self.lower, upper,
+                           self.since, seq, self.table)
         b._dict, b._sorted, b._order = self._dict, self._sorted, self._order
         return b
 
     def approx_bytes(self) -> int:
-        """The rows (sampled), their list slots, and whichever index has been built."""
-        if not self.rows:
+        """The rows (sampled), their list slots, and whichever index has been built (the
+        Arrow table's buffers while the rows are not made)."""
+        if not self.records:
             return 0
+        if self._rows is None:
+            total = int(self.table.nbytes)
+            if self._sorted is not None and self._sorted is not False:
+                total += 16 * self.records
+            return total
         row = self.rows[0]
         per_row = 8 + sys.getsizeof(row) + sum(sys.getsizeof(x) for x in row)
         total = self.records * per_row

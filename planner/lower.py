@@ -347,12 +347,14 @@ class Lowerer:
                         pairs.append((at[own[b]], a - offs[j]))
                 arr = self.arrange(ArrangeBy(r.inputs[j], tuple(b for _, b in pairs)), scope,
                                    env, env_key, shared=False)
-                stream = half_join(stream, arr, _getter(tuple(a for a, _ in pairs)),
-                                   _concat, strict=j < i, name=f"delta.{i}.{j}")
+                cols = tuple(a for a, _ in pairs)
+                stream = half_join(stream, arr, _getter(cols), _concat, strict=j < i,
+                                   name=f"delta.{i}.{j}", key_columns=cols, concat=True)
                 layout += [(j, c) for c in range(r.inputs[j].arity)]
             at = {g: n for n, g in enumerate(layout)}
             perm = tuple(at[g] for g in own)
-            outs.append(stream if perm == tuple(range(len(perm))) else stream.map(_getter(perm)))
+            outs.append(stream if perm == tuple(range(len(perm))) else stream.map(
+                projection(perm) if self.fuse else _getter(perm)))
         return outs[0].concat(*outs[1:])
 
     def letrec(self, r: LetRec, scope: Any, env: dict[str, Any]) -> Any:

@@ -46,6 +46,7 @@ LAYERS: list[tuple[str, ...]] = [
         "engine.columns_at",
     ),
     ("engine.trace", "engine.rows_batch", "engine.kernels", "engine.columnar"),
+    ("engine.columns_join",),
     ("engine.executors",),
     ("engine.progress", "engine.dataflow"),
     ("engine.operators",),

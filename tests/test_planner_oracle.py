@@ -158,10 +158,15 @@ GROUPS = 6
 
 @pytest.mark.parametrize("columns", [False, True], ids=["rows", "columns"])
 @pytest.mark.parametrize("group", range(GROUPS))
-def test_incremental_matches_duckdb(group: int, columns: bool) -> None:
+def test_incremental_matches_duckdb(group: int, columns: bool,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Every view equals DuckDB after every batch, its first contents sent as rows (the
     per-row kernels) or as columns (the vectorised ones: planner.mfp_columns,
-    planner.aggregate_columns)."""
+    planner.aggregate_columns, engine.columns_join, which then joins even these small
+    tables as columns)."""
+    import engine.operators.half_join as half_join
+
+    monkeypatch.setattr(half_join, "COLUMNS_MIN_ROWS", 1)
     mine = [s for i, s in enumerate(VIEWS) if i % GROUPS == group]
     replay_against_duckdb(World(100 + group), mine, batches=21, base_views=BASE_VIEWS,
                           columns=columns)

@@ -146,7 +146,12 @@ class InProcessExecutor:
         """A batch `[lower, upper)` of `ready` updates, keyed by the data or its first half."""
         since = Antichain([(0,) * dims])
         if ready.__class__ is ColumnsAt:
-            ready = ready.as_rows()  # type: ignore[union-attr]
+            c: ColumnsAt = ready  # type: ignore[assignment]
+            if c.key is not None and not by_self:
+                # the rows are made from the table when first read (engine.rows_batch)
+                return KeyedRowsBatch(None, c.key, c.time, c.diff, lower, upper, since,
+                                      table=c.table)
+            ready = c.as_rows()
         if ready.__class__ is RowsAt:
             p: RowsAt = ready  # type: ignore[assignment]
             if p.key is not None and not by_self:

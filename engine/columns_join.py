@@ -1,0 +1,176 @@
+"""A half join of columns: a stream's rows at one time, as columns, looked up in keyed batches
+that hold their rows as columns too (a hydrating delta join).
+
+`join_columns(stream, key, batches, t0, strict)` is `engine.operators.half_join`'s step for one
+`ColumnsAt` stream payload at time `t0` whose join function concatenates the two rows: for each
+batch whose time passes the half join's test (`s < t0` when `strict`, else `s <= t0`) the pairs
+of rows with equal keys, as one Arrow table of the stream row's columns then the batch row's,
+at the stream's time with the product of the two diffs. Invariant: the rows of the returned
+payloads are exactly the multiset the row path produces from the same updates (`f(d, w)` for
+every matching pair, diff `r * q`); where that cannot be decided on columns it returns None and
+the caller takes the row path. The subset: batches that are `KeyedRowsBatch`es holding a table
+(engine.rows_batch), and key columns of one kind on both sides: integers, strings or dates,
+without NULL (Python's `None == None` would match what SQL's join never does: the planner
+filters NULL keys out before, and a NULL here is left to the rows).
+
+Why: at hydration every input of a delta join changes at once, and its first path joins every
+row of one input with the others; probed row by row that is most of a many-way view's
+hydration. On columns it is a sort and a search per key column (one integer key) or Arrow's
+hash join (any other key), and the output stays columns for the next step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from engine.columns_at import ColumnsAt
+from engine.rows_batch import KeyedRowsBatch
+
+
+def join_columns(stream: ColumnsAt, key: tuple[int, ...], batches: list[Any], t0: int,
+                 strict: bool) -> tuple[list[ColumnsAt], ColumnsAt | None, list[Any]] | None:
+    """The half join of `stream` with the batches that hold columns (see the module doc),
+    and what is left to the row path: the stream rows whose key is among the other batches'
+    keys (a semi-join on columns: at hydration those are small, a reduce's output say) with
+    those batches. None when even that cannot be decided on columns (then all by rows)."""
+    import pyarrow as pa
+
+    chosen, others = [], []
+    for b in batches:
+        if not b.records:
+            continue
+        if b.__class__ is not KeyedRowsBatch or b.table is None:
+            others.append(b)
+            continue
+        s = b.time[0]
+        if s < t0 or (not strict and s == t0):
+            chosen.append(b)
+    out = []
+    left = stream.table
+    for b in chosen:
+        pairs = _matches(left, key, b.table, b.key)
+        if pairs is None:
+            return None
+        i, j = pairs
+        if not len(i):
+            continue
+        lt, rt = left.take(pa.array(i)), b.table.take(pa.array(j))
+        cols = lt.columns + rt.columns
+        out.append(ColumnsAt(pa.table(cols, names=[f"c{n}" for n in range(len(cols))]),
+                             stream.time, stream.diff * b.diff))
+    if not others:
+        return out, None, []
+    rest = _semi_join(stream, key, others)
+    if rest is None:
+        if out:
+            return None  # the rows of every batch, rather than columns for some
+        rest = stream
+    return out, rest, others
+
+
+def _semi_join(stream: ColumnsAt, key: tuple[int, ...], batches: list[Any]) -> ColumnsAt | None:
+    """The stream rows whose key is a key of one of `batches` (a superset of those that
+    join: times are tested by the row path), for one key column of ints or strings whose
+    batch keys are all of that exact class; None otherwise."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(key) != 1:
+        return None
+    col = stream.table.column(key[0])
+    kind = _kind(col)
+    cls = {"int": int, "str": str}.get(kind or "")
+    if cls is None:
+        return None
+    values = []
+    for b in batches:
+        keys = b.updates.keys()
+        if len(keys) > len(stream):
+            return None  # as many probes as rows: the row path's lookups are as cheap
+        for k in keys:
+            if k.__class__ is not tuple or len(k) != 1 or k[0].__class__ is not cls:
+                return None  # e.g. 1.0 == 1 by Python's rules: the rows decide
+            values.append(k[0])
+    if cls is int and values and not (-(2 ** 63) <= min(values) and max(values) < 2 ** 63):
+        return None
+    value_set = pa.array(values, type=pa.int64() if cls is int else pa.string())
+    probe = col
+    if cls is int:
+        ints = _int64(col)
+        if ints is None:
+            return None
+        probe = pa.array(ints)
+    mask = pc.is_in(probe, value_set=value_set)
+    return ColumnsAt(stream.table.filter(mask), stream.time, stream.diff, stream.key)
+
+
+def _kind(col: Any) -> str | None:
+    import pyarrow as pa
+
+    t = col.type
+    if col.null_count:
+        return None
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "str"
+    if pa.types.is_date32(t):
+        return "date"
+    return None
+
+
+def _matches(left: Any, lkey: tuple[int, ...], right: Any, rkey: tuple[int, ...]
+             ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Row numbers (i, j) of every pair with left's columns `lkey` equal to right's `rkey`;
+    None when a key column is outside the subset."""
+    import pyarrow as pa
+
+    lcols = [left.column(k) for k in lkey]
+    rcols = [right.column(k) for k in rkey]
+    kinds = []
+    for a, b in zip(lcols, rcols, strict=True):
+        ka, kb = _kind(a), _kind(b)
+        if ka is None or ka != kb:
+            return None
+        kinds.append(ka)
+    if kinds == ["int"]:
+        la, ra = _int64(lcols[0]), _int64(rcols[0])
+        if la is None or ra is None:
+            return None
+        return _sorted_matches(la, ra)
+    # Any other key: Arrow's hash join of the key columns and the row numbers.
+    common = [pa.int64() if k == "int" else pa.string() if k == "str" else pa.date32()
+              for k in kinds]
+    names = [f"k{n}" for n in range(len(kinds))]
+    lt = pa.table([c.cast(t) for c, t in zip(lcols, common, strict=True)]
+                  + [pa.array(np.arange(left.num_rows))], names=names + ["__i"])
+    rt = pa.table([c.cast(t) for c, t in zip(rcols, common, strict=True)]
+                  + [pa.array(np.arange(right.num_rows))], names=names + ["__j"])
+    joined = lt.join(rt, keys=names, join_type="inner", use_threads=False)
+    return (joined.column("__i").to_numpy(), joined.column("__j").to_numpy())
+
+
+def _int64(col: Any) -> np.ndarray | None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_uint64(col.type) and len(col) and pc.max(col).as_py() >= 2 ** 63:
+        return None
+    return col.cast(pa.int64()).to_numpy()
+
+
+def _sorted_matches(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs of equal int64 keys by one sort of the right side and a search per left key."""
+    order = np.argsort(right, kind="stable")
+    s = right[order]
+    lo = np.searchsorted(s, left, "left")
+    hi = np.searchsorted(s, left, "right")
+    counts = hi - lo
+    total = int(counts.sum())
+    i = np.repeat(np.arange(len(left)), counts)
+    # each left row's range of the sorted right side, back to back
+    starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    j = order[starts + np.arange(total)]
+    return i, j
