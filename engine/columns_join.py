@@ -26,7 +26,12 @@ from typing import Any
 import numpy as np
 
 from engine.columns_at import ColumnsAt
+from engine.lattice import join
 from engine.rows_batch import KeyedRowsBatch
+
+# More output pairs than this are left to the row path, which charges the run's budget as it
+# goes (engine.budget): a runaway join fails there before it fills memory.
+MAX_PAIRS = 20_000_000
 
 
 def join_columns(stream: ColumnsAt, key: tuple[int, ...], batches: list[Any], t0: int,
@@ -106,6 +111,41 @@ def _semi_join(stream: ColumnsAt, key: tuple[int, ...], batches: list[Any]) -> C
     return ColumnsAt(stream.table.filter(mask), stream.time, stream.diff, stream.key)
 
 
+def join_tables(new: Any, others: list[Any], new_is_left: bool) -> ColumnsAt | None:
+    """A binary join's step on columns: `new`'s rows joined with every batch of `others`,
+    each output row the left row's columns then the right row's, at the lattice join of the
+    two batches' times with the product of their diffs, as one payload; None (the row path)
+    unless every batch holds its rows as a table (`KeyedRowsBatch`), the keys are in the
+    subset, and the outputs share one time and one diff (a hydration: they do)."""
+    import pyarrow as pa
+
+    if new.__class__ is not KeyedRowsBatch or new.table is None:
+        return None
+    parts, stamp = [], None
+    for b in others:
+        if not b.records:
+            continue
+        if b.__class__ is not KeyedRowsBatch or b.table is None:
+            return None
+        left, right = (new, b) if new_is_left else (b, new)
+        pairs = _matches(left.table, left.key, right.table, right.key)
+        if pairs is None:
+            return None
+        i, j = pairs
+        if not len(i):
+            continue
+        at = (join(new.time, b.time), new.diff * b.diff)
+        if stamp is not None and at != stamp:
+            return None
+        stamp = at
+        cols = left.table.take(pa.array(i)).columns + right.table.take(pa.array(j)).columns
+        parts.append(pa.table(cols, names=[f"c{n}" for n in range(len(cols))]))
+    if stamp is None:
+        return ColumnsAt(new.table.slice(0, 0), new.time, new.diff)  # nothing joined
+    table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    return ColumnsAt(table, stamp[0], stamp[1])
+
+
 def _kind(col: Any) -> str | None:
     import pyarrow as pa
 
@@ -127,6 +167,11 @@ def _matches(left: Any, lkey: tuple[int, ...], right: Any, rkey: tuple[int, ...]
     None when a key column is outside the subset."""
     import pyarrow as pa
 
+    if not lkey:  # a cross join: every pair
+        n, m = left.num_rows, right.num_rows
+        if n * m > MAX_PAIRS:
+            return None
+        return np.repeat(np.arange(n), m), np.tile(np.arange(m), n)
     lcols = [left.column(k) for k in lkey]
     rcols = [right.column(k) for k in rkey]
     kinds = []
@@ -149,6 +194,8 @@ def _matches(left: Any, lkey: tuple[int, ...], right: Any, rkey: tuple[int, ...]
     rt = pa.table([c.cast(t) for c, t in zip(rcols, common, strict=True)]
                   + [pa.array(np.arange(right.num_rows))], names=names + ["__j"])
     joined = lt.join(rt, keys=names, join_type="inner", use_threads=False)
+    if joined.num_rows > MAX_PAIRS:
+        return None
     return (joined.column("__i").to_numpy(), joined.column("__j").to_numpy())
 
 
@@ -161,7 +208,8 @@ def _int64(col: Any) -> np.ndarray | None:
     return col.cast(pa.int64()).to_numpy()
 
 
-def _sorted_matches(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _sorted_matches(left: np.ndarray, right: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
     """Pairs of equal int64 keys by one sort of the right side and a search per left key."""
     order = np.argsort(right, kind="stable")
     s = right[order]
@@ -169,6 +217,8 @@ def _sorted_matches(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np
     hi = np.searchsorted(s, left, "right")
     counts = hi - lo
     total = int(counts.sum())
+    if total > MAX_PAIRS:
+        return None
     i = np.repeat(np.arange(len(left)), counts)
     # each left row's range of the sorted right side, back to back
     starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)

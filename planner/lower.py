@@ -270,7 +270,7 @@ class Lowerer:
                 r.right, tuple(b for _, b in r.keys))
             left = self.arrange(la, scope, env, env_key)
             right = self.arrange(ra, scope, env, env_key)
-            return left.join_map(right, lambda k, a, b: a + b)
+            return left.join_map(right, _concat_values)
         if isinstance(r, DeltaJoin):
             if scope.parent is None and scope.dims == 1 and \
                     getattr(self.df.executor, "name", "") == "inprocess":
@@ -378,6 +378,14 @@ class Lowerer:
 
 def _concat(row: tuple[Any, ...], other: tuple[Any, ...]) -> tuple[Any, ...]:
     return row + other
+
+
+def _concat_values(key: Any, row: tuple[Any, ...], other: tuple[Any, ...]) -> tuple[Any, ...]:
+    return row + other
+
+
+# The executor may join batches of columns as columns for it (engine.columns_join).
+_concat_values.concatenates = True  # type: ignore[attr-defined]
 
 
 def lower(plan: Rel, df: Any, sources: dict[str, Any]) -> Any:

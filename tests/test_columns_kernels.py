@@ -357,9 +357,10 @@ def _run_views(sqls: list[str], cat: Any, tables: dict[str, pa.Table], columns: 
 
 
 def test_delta_joins_of_columns_equal_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Three-way joins on int and string keys, NULL keys, and an IN subquery (a reduce's
-    output, joined by the semi-join on columns), hydrated as columns and as rows, then changed:
-    equal after every epoch, and the columns were joined as columns."""
+    """Three-way (delta) joins on int and string keys, NULL keys, an IN subquery (a reduce's
+    output, joined by the semi-join on columns), binary joins on two keys and a cross join,
+    hydrated as columns and as rows, then changed: equal after every epoch, and the columns
+    were joined as columns."""
     import engine.operators.half_join as half_join
     from planner import Catalog, Column, TableSchema
 
@@ -372,6 +373,16 @@ def test_delta_joins_of_columns_equal_rows(monkeypatch: pytest.MonkeyPatch) -> N
         return out
 
     monkeypatch.setattr(half_join, "join_columns", counted)
+    import engine.executors.inprocess as inprocess
+
+    real_tables = inprocess.join_tables
+
+    def counted_tables(*args: Any) -> Any:
+        out = real_tables(*args)
+        calls["tables" if out is not None and len(out) else "table_rows"] += 1
+        return out
+
+    monkeypatch.setattr(inprocess, "join_tables", counted_tables)
     rng = random.Random(3)
     nc, no, nl = 300, 2000, 8000
     segs = ["A", "B", "C"]
@@ -401,13 +412,17 @@ def test_delta_joins_of_columns_equal_rows(monkeypatch: pytest.MonkeyPatch) -> N
         "AND c.seg = l.flag",
         "SELECT o.ok, o.pri, sum(l.qty) FROM o, l WHERE o.ok = l.ok AND o.ok IN "
         "(SELECT ok FROM l GROUP BY ok HAVING sum(qty) > 120) GROUP BY o.ok, o.pri",
+        # binary joins: two keys (an int and a string), and a cross join
+        "SELECT c.ck, o.ok FROM c, o WHERE c.ck = o.ck AND c.seg = o.pri",
+        "SELECT c.seg, p.pri, count(*) FROM c, (SELECT DISTINCT pri FROM o) p "
+        "GROUP BY c.seg, p.pri",
     ]
     changes = [
         {"l": [((5, 60.0, "A"), 1), ((7, 99.0, "B"), 1)], "o": [((5, 1, "C"), 1)]},
         {"c": [((1, "B"), 1)], "l": [((5, 60.0, "A"), -1)]},
     ]
     with_columns = _run_views(sqls, cat, tables, True, changes)
-    assert calls["columns"] >= 2, calls
+    assert calls["columns"] >= 2 and calls["tables"] >= 1, calls
     with_rows = _run_views(sqls, cat, tables, False, changes)
     assert with_columns == with_rows
     assert all(all(s) for s in with_rows[0])

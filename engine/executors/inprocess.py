@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.columns_at import ColumnsAt
+from engine.columns_join import join_tables
 from engine.consolidation import consolidate
 from engine.executors.base import Updates
 from engine.kernels import Logic, group_by_time, history, join_batches, reduce_key
@@ -174,7 +175,14 @@ class InProcessExecutor:
     def join(
         self, new: Batch, others: list[Batch], f: Callable[[Any, Any, Any], Any], new_is_left: bool,
         budget: Any = None,
-    ) -> Updates:
+    ) -> Updates | ColumnsAt:
+        if getattr(f, "concatenates", False) and others:
+            # f(k, a, b) is a + b: batches holding their rows as columns join as columns
+            joined = join_tables(new, others, new_is_left)
+            if joined is not None:
+                if budget is not None:
+                    budget.charge(len(joined))
+                return joined
         out: Updates = []
         join_batches(new, others, f, new_is_left, out, budget)
         return out
