@@ -29,7 +29,7 @@ from operator import countOf, itemgetter, ne
 from typing import Any
 
 import numpy as np
-from sortedcontainers import SortedKeyList, SortedList
+from sortedcontainers import SortedList
 
 from engine.canonical import canonical
 from planner.errors import EvaluationError
@@ -673,7 +673,9 @@ class TopKState:
     def __init__(self, plan: IncrementalTopK) -> None:
         self.plan = plan
         self.counts: dict[tuple[Any, ...], int] = {}
-        self.index = SortedKeyList(key=plan.row_order)
+        # entries (row_order(row), row): each row's order key computed once per insertion
+        # or removal (a key function would compute it twice in a bulk build)
+        self.index = SortedList()
         self.rows = 0
 
     def apply(self, changes: list[tuple[Any, int]]) -> int:
@@ -687,7 +689,7 @@ class TopKState:
                 else:
                     del counts[row]
             self.rows += sum(d for _, d in changes)
-            index.update(list(counts))
+            index.update(sorted(zip(map(self.plan.row_order, counts), counts, strict=True)))
             return len(changes) + len(counts)
         touched = 0
         for row, d in changes:
@@ -702,9 +704,9 @@ class TopKState:
             if (c0 == 0) != (c1 == 0):
                 touched += _log2_cost(len(index))
                 if c0 == 0:
-                    index.add(row)
+                    index.add((self.plan.row_order(row), row))
                 else:
-                    index.remove(row)
+                    index.remove((self.plan.row_order(row), row))
         return touched
 
     def output(self) -> tuple[list[tuple[Any, int]], int]:
@@ -714,7 +716,7 @@ class TopKState:
         left = plan.limit if plan.limit is not None else math.inf
         read = 0
         counts = self.counts
-        for row in self.index:
+        for _, row in self.index:
             if left <= 0:
                 break
             read += 1
