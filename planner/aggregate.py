@@ -600,6 +600,8 @@ class AggregateState:
         return self.rows == 0 and not any(self.values.values())
 
     def size(self) -> int:
+        if not self.values:  # counts and sums only: the state is its accumulators
+            return 1
         return 1 + sum(len(v) for v in self.values.values()) + sum(
             len(i) for i in self.index.values())
 

@@ -118,7 +118,7 @@ def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
                     acc.__init__()  # type: ignore[misc]
                     for v in part.tolist():
                         acc.add(v, 1)
-        states[keys(g, a)] = st
+        states[keys[g]] = st
     return states
 
 
@@ -152,9 +152,10 @@ def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
             for g in range(len(starts))]
 
 
-def _group(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, Any] | None:
-    """The rows' order grouped by key (stable), each group's first position in it, and
-    `keys(g, first position)` -> group g's key tuple; None for a key type left to rows."""
+def _group(table: Any, key: tuple[int, ...]
+           ) -> tuple[np.ndarray, np.ndarray, list[tuple[Any, ...]]] | None:
+    """The rows' order grouped by key (stable), each group's first position in it, and each
+    group's key tuple; None for a key type left to rows."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -178,17 +179,13 @@ def _group(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, An
     order = np.argsort(codes, kind="stable")
     sorted_codes = codes[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
-    group_codes = sorted_codes[starts].tolist()
-    sizes = [len(d) for d in dicts]
-
-    def keys(g: int, _first: int) -> tuple[Any, ...]:
-        c = group_codes[g]
-        out = []
-        for d, size in zip(reversed(dicts), reversed(sizes), strict=True):
-            c, j = divmod(c, size)
-            out.append(d[j])
-        return tuple(reversed(out))
-
+    group_codes = sorted_codes[starts]
+    # each group's key: its code split back into one dictionary index per column
+    columns = []
+    for d in reversed(dicts):
+        group_codes, j = np.divmod(group_codes, len(d))
+        columns.append(list(map(d.__getitem__, j.tolist())))
+    keys = list(zip(*reversed(columns), strict=True))
     return order, starts, keys
 
 
