@@ -1,0 +1,104 @@
+"""COPY benchmark (issue 11, acceptance 4): a `--rows`-row (default 1,000,000) Parquet file
+COPYed into a table that three views read, through a real `diffsql serve` process, against
+DuckDB loading the same file into a table and computing the three views' SELECTs, in the
+same run.
+
+The views (created before the COPY, so the COPY maintains them): a GROUP BY with COUNT and
+SUM, a filter and projection, and MIN/MAX over a computed key. After the COPY each view's
+contents are checked against DuckDB over the server's own table (`/query`, an
+order-insensitive fingerprint) and against the standalone DuckDB's answer. The last line is
+
+    summary: rows=<n> copy_s=<x> duckdb_s=<x> ratio=<x> ok=<true|false>
+
+where `copy_s` is the COPY request's wall time (statement, change log, every view maintained,
+acknowledged) and `duckdb_s` is DuckDB's load and three SELECTs (best of three).
+
+    python bench/bulk_copy.py [--rows 1000000] [--executor inprocess] [--repo DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+from restart import REPO, Server, _check
+
+VIEWS = {
+    "by_k": "SELECT k, count(*) AS n, sum(v) AS total FROM t GROUP BY k",
+    "small_k": "SELECT id, v FROM t WHERE k < 5",
+    "buckets": "SELECT k % 10 AS b, max(v) AS top, min(id) AS first FROM t GROUP BY k % 10",
+}
+CHECK = {
+    "by_k": (VIEWS["by_k"], "k::BIGINT, n::BIGINT, total::DOUBLE"),
+    "small_k": (VIEWS["small_k"], "id::BIGINT, v::DOUBLE"),
+    "buckets": (VIEWS["buckets"], "b::BIGINT, top::DOUBLE, first::BIGINT"),
+}
+SCHEMA = "id BIGINT, k INTEGER, v DOUBLE"
+
+
+def make_file(path: Path, rows: int) -> None:
+    con = duckdb.connect()
+    con.execute(f"COPY (SELECT x::BIGINT AS id, (x % 1000)::INTEGER AS k, "
+                f"((x * 7919) % 100003)::DOUBLE AS v FROM range({rows}) r(x)) "
+                f"TO '{path}' (FORMAT parquet)")
+
+
+def duckdb_time(path: Path) -> tuple[float, dict[str, list[tuple]]]:
+    best, answers = float("inf"), {}
+    for _ in range(3):
+        con = duckdb.connect()
+        t0 = time.perf_counter()
+        con.execute(f"CREATE TABLE t ({SCHEMA})")
+        con.execute(f"COPY t FROM '{path}' (FORMAT parquet)")
+        answers = {n: con.execute(q).fetchall() for n, q in VIEWS.items()}
+        best = min(best, time.perf_counter() - t0)
+        con.close()
+    return best, answers
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--executor", default="inprocess")
+    ap.add_argument("--repo", type=Path, default=REPO, help="run the server from this checkout")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="diffsql-copy-") as d:
+        tmp = Path(d)
+        data = tmp / "data"
+        (data / "import").mkdir(parents=True)
+        path = data / "import" / "t.parquet"
+        make_file(path, args.rows)
+        print(f"{args.rows:,} rows in {path.stat().st_size / 1e6:.1f} MB of Parquet")
+        duck, answers = duckdb_time(path)
+        print(f"DuckDB: CREATE, COPY and the three SELECTs: {duck:.3f} s (best of 3)")
+        server = Server(args.repo, data, ["--executor", args.executor, "--query-timeout", "600",
+                                          "--write-timeout", "3600"])
+        server.start()
+        try:
+            server.sql(f"CREATE TABLE t ({SCHEMA})")
+            for name, sql in VIEWS.items():
+                server.sql(f"CREATE VIEW {name} AS {sql}")
+            t0 = time.perf_counter()
+            server.sql("COPY t FROM 't.parquet' (FORMAT parquet)")
+            ours = time.perf_counter() - t0
+            ok = _check(server, CHECK)
+            for name, want in answers.items():
+                got = server.query(f"SELECT * FROM {name}")
+                if sorted(map(tuple, got)) != sorted(want):
+                    print(f"  MISMATCH {name}: {len(got)} rows vs DuckDB's {len(want)}")
+                    ok = False
+        finally:
+            server.stop()
+    print(f"diffsql: COPY into t with its three views maintained: {ours:.3f} s "
+          f"({ours / duck:.1f}x DuckDB)")
+    print(f"summary: rows={args.rows} copy_s={ours:.3f} duckdb_s={duck:.3f} "
+          f"ratio={ours / duck:.1f} ok={'true' if ok else 'false'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
