@@ -125,31 +125,46 @@ def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
 def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
                 ) -> list[tuple[int, int, int, int, int, int]] | None:
     """Per group, `_ExactSum`'s (n, n_float, scaled, nan, pinf, ninf) over the group's
-    non-NULL floats, exactly as `add_floats` of the group's values computes them, with one
-    scale for every group (so one NumPy pass and a Python `sum` of ints per group); None
-    when the values' exponents are too far apart for one scale (then group by group)."""
+    non-NULL floats, exactly as `add` of each value computes them: `scaled` is the exact sum
+    times 2**1074. Each finite value is M * 2**E with an integer |M| < 2**53 (`frexp`); the
+    M of one group and one exponent are summed in int64 halves (exact for 2**36 values), so
+    the Python work is a shift and an add per (group, exponent), not per value. None if a
+    sum would not be an integer at that scale (it always is: kept as a guard)."""
     from planner.aggregate import _FLOAT_SCALE_BITS
 
+    groups = len(starts)
     present = np.ones(len(vals), dtype=bool) if valid is None else valid
     finite = np.isfinite(vals) & present
-    x = np.where(finite, vals, 0.0)
-    nz = x[x != 0]
-    shift = _FLOAT_SCALE_BITS
-    if len(nz):
-        _, exps = np.frexp(nz)
-        # as in add_floats: every finite value times 2**shift is an integer-valued double
-        shift = min(_FLOAT_SCALE_BITS, 53 - int(exps.min()))
-        if int(exps.max()) + shift >= 1024:
-            return None
-    ints = list(map(int, np.ldexp(x, shift).tolist()))
-    up = _FLOAT_SCALE_BITS - shift
-    bounds = np.append(starts, len(vals)).tolist()
     n = np.add.reduceat(present.astype(np.int64), starts).tolist()
     nan = np.add.reduceat((np.isnan(vals) & present).astype(np.int64), starts).tolist()
     pinf = np.add.reduceat((vals == np.inf) & present, starts, dtype=np.int64).tolist()
     ninf = np.add.reduceat((vals == -np.inf) & present, starts, dtype=np.int64).tolist()
-    return [(n[g], n[g], sum(ints[bounds[g]:bounds[g + 1]]) << up, nan[g], pinf[g], ninf[g])
-            for g in range(len(starts))]
+    scaled = [0] * groups
+    group = np.repeat(np.arange(groups), np.diff(np.append(starts, len(vals))))
+    keep = finite & (vals != 0)
+    if keep.any():
+        m, e = np.frexp(vals[keep])
+        mant = (m * 2.0 ** 53).astype(np.int64)  # exact: m has 53 significant bits
+        exp = e.astype(np.int64) - 53
+        lo_e = int(exp.min())
+        span = int(exp.max()) - lo_e + 1
+        bucket = group[keep] * span + (exp - lo_e)
+        order = np.argsort(bucket, kind="stable")
+        b, mant = bucket[order], mant[order]
+        first = np.flatnonzero(np.concatenate(([True], b[1:] != b[:-1])))
+        high = np.add.reduceat(mant >> 26, first).tolist()  # |M >> 26| < 2**27
+        low = np.add.reduceat(mant & ((1 << 26) - 1), first).tolist()
+        for key, hi_sum, lo_sum in zip(b[first].tolist(), high, low, strict=True):
+            g, k = divmod(key, span)
+            total = (hi_sum << 26) + lo_sum
+            up = k + lo_e + _FLOAT_SCALE_BITS
+            if up >= 0:
+                scaled[g] += total << up
+            elif total % (1 << -up):
+                return None
+            else:
+                scaled[g] += total >> -up
+    return [(n[g], n[g], scaled[g], nan[g], pinf[g], ninf[g]) for g in range(groups)]
 
 
 def _group(table: Any, key: tuple[int, ...]
@@ -229,15 +244,23 @@ def _distinct_values(col: tuple[np.ndarray, np.ndarray | None, str], starts: np.
     if valid is not None:
         nulls = np.bincount(group[~valid], minlength=len(starts)).tolist()
         vals, group = vals[valid], group[valid]
-    order = np.lexsort((vals, group))
-    v, g = vals[order], group[order]
-    new = np.concatenate(([True], (v[1:] != v[:-1]) | (g[1:] != g[:-1]))) if len(v) else \
-        np.zeros(0, dtype=bool)
-    first = np.flatnonzero(new)
-    uniq = v[first]
+    lo = int(vals.min()) if len(vals) and kind != "float" else 0
+    span = int(vals.max()) - lo + 1 if len(vals) and kind != "float" else 0
+    if span and span * len(starts) < 2 ** 62:
+        # integers: (group, value) as one int64, so one sort finds the distinct pairs
+        combined, ucount = np.unique(group * span + (vals - lo), return_counts=True)
+        ugroup, offset = np.divmod(combined, span)
+        uniq = offset + lo
+    else:
+        order = np.lexsort((vals, group))
+        v, g = vals[order], group[order]
+        new = np.concatenate(([True], (v[1:] != v[:-1]) | (g[1:] != g[:-1]))) if len(v) else \
+            np.zeros(0, dtype=bool)
+        first = np.flatnonzero(new)
+        uniq = v[first]
+        ucount = np.diff(np.append(first, len(v)))
+        ugroup = g[first]
     if kind == "date":
         uniq = uniq.astype("datetime64[D]")  # `tolist` gives datetime.date objects
-    ucount = np.diff(np.append(first, len(v)))
-    ugroup = g[first]
     bounds = np.searchsorted(ugroup, np.arange(len(starts) + 1)).tolist()
     return uniq, ucount, bounds, nulls

@@ -223,8 +223,8 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
     keys_a = [rng.choice([None, 1, 2, 3, -4]) for _ in range(n)]
     keys_b = [rng.choice(["x", "y", None, ""]) for _ in range(n)]
     ints = [None if rng.random() < 0.1 else rng.randint(-10 ** 6, 10 ** 6) for _ in range(n)]
-    # odd seeds: exponents too far apart for one scale (sums group by group), even: one scale
-    choices = [0.1, 2.5, -3.75, 1e-300, 7.0, 1e300] if seed % 2 else [
+    # odd seeds: exponents far apart and subnormals; even: a few exponents and an infinity
+    choices = [0.1, 2.5, -3.75, 1e-300, 7.0, 1e300, 5e-324, -1.5e-320] if seed % 2 else [
         0.1, 2.5, -3.75, 7.0, 1234.56, 0.0, math.inf, 1e-12]
     floats = [None if rng.random() < 0.1 else rng.choice(choices) for _ in range(n)]
     small = [rng.randint(-3, 3) for _ in range(n)]
