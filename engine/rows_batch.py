@@ -46,6 +46,19 @@ def _summed(vals: list[Any], t: Time, r: int) -> list[Entry]:
     return [(v, t, c * r) for v, c in Counter(vals).items()]
 
 
+def _int_column(col: Any) -> np.ndarray | None:
+    """An Arrow column of integers without NULL as int64 (what `_index` builds from exact
+    Python ints), or None for any other column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_integer(col.type) or col.null_count:
+        return None
+    if pa.types.is_uint64(col.type) and len(col) and pc.max(col).as_py() >= 2 ** 63:
+        return None
+    return col.cast(pa.int64()).to_numpy()
+
+
 class KeyedRowsBatch(Batch):
     """`rows` keyed by the columns `key`, every update at `time` with `diff` (see module)."""
 
@@ -131,7 +144,14 @@ class KeyedRowsBatch(Batch):
         s = self._sorted
         if s is None:
             s = self._sorted = False
-            if len(self.key) == 1 and len(self.rows) >= SORTED_MIN_ROWS:
+            if self._rows is None and len(self.key) == 1 and self.records >= SORTED_MIN_ROWS:
+                # from the table's key column, without making the rows
+                arr = _int_column(self.table.column(self.key[0]))
+                if arr is not None:
+                    order = np.argsort(arr)
+                    s = self._sorted = arr[order]
+                    self._order = order
+            elif len(self.key) == 1 and len(self.rows) >= SORTED_MIN_ROWS:
                 col = list(map(itemgetter(self.key[0]), self.rows))
                 if set(map(type, col)) == _INT:  # exact ints (bool is not int here)
                     try:
@@ -144,16 +164,27 @@ class KeyedRowsBatch(Batch):
         return s is not False
 
     def _entries(self, lo: int, hi: int) -> list[Entry]:
-        rows = self.rows
+        picked = self._pick(self._order[lo:hi].tolist())
         if hi - lo == 1:
-            return [(rows[int(self._order[lo])], self.time, self.diff)]
-        return _summed([rows[j] for j in self._order[lo:hi].tolist()], self.time, self.diff)
+            return [(picked[0], self.time, self.diff)]
+        return _summed(picked, self.time, self.diff)
+
+    def _pick(self, positions: list[int]) -> list[Any]:
+        """The rows at `positions`: from the rows, or taken from the table while they are
+        not made (a probe after a hydration reads its hits only)."""
+        if self._rows is not None:
+            rows = self._rows
+            return [rows[j] for j in positions]
+        import pyarrow as pa
+
+        return list(rows_of(self.table.take(pa.array(positions, type=pa.int64())),
+                            self.table.num_columns))
 
     def _probe(self, k: Any) -> list[Entry] | None:
         if self._dict is not None:
             return self._dict.get(k)
         self._probes += 1
-        if self._probes > max(64, len(self.rows) >> 3):
+        if self._probes > max(64, self.records >> 3):
             return self.updates.get(k)
         if k.__class__ is not tuple or len(k) != 1 or k[0].__class__ is not int:
             # A key of another type may still equal an int key by Python's rules (1.0 == 1):
@@ -175,7 +206,7 @@ class KeyedRowsBatch(Batch):
     def get_many(self, keys: list[Any]) -> list[list[Entry] | None]:
         # Probes of most of the rows: the dict is cheaper than entries built per hit (a
         # quarter of them or fewer is a vectorised search and entries for the hits only).
-        if self._dict is not None or len(keys) << 2 > len(self.rows) or not self._index():
+        if self._dict is not None or len(keys) << 2 > self.records or not self._index():
             return list(map(self.updates.get, keys))
         if len(keys) < VECTOR_MIN_KEYS:
             return list(map(self._probe, keys))
@@ -197,14 +228,14 @@ class KeyedRowsBatch(Batch):
         # the hits' rows in one gather: row numbers of every hit's range, back to back
         counts = his - los
         starts = np.repeat(los - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-        picked = self._order[starts + np.arange(int(counts.sum()))].tolist()
-        rows, t, r = self.rows, self.time, self.diff
+        rows = self._pick(self._order[starts + np.arange(int(counts.sum()))].tolist())
+        t, r = self.time, self.diff
         at = 0
         for p, n in zip(hit.tolist(), counts.tolist(), strict=True):
             if n == 1:
-                out[p] = [(rows[picked[at]], t, r)]
+                out[p] = [(rows[at], t, r)]
             else:
-                out[p] = _summed([rows[j] for j in picked[at:at + n]], t, r)
+                out[p] = _summed(rows[at:at + n], t, r)
             at += n
         return out
 

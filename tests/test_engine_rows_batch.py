@@ -88,6 +88,44 @@ def test_the_sorted_index_serves_int_keys() -> None:
 
 
 @pytest.mark.parametrize("seed", range(12))
+def test_a_batch_of_columns_answers_as_the_reference_batch(seed: int) -> None:
+    """A batch holding an Arrow table (a hydration's columns): probes by an int key are
+    answered from the table's key column and the hits' rows, the rows never all made;
+    then every answer equals the reference batch of the same rows."""
+    import pyarrow as pa
+
+    from engine.sources import rows_of
+
+    rng = random.Random(seed)
+    n = rng.choice([SORTED_MIN_ROWS - 1, SORTED_MIN_ROWS, 3000])
+    key_type = rng.choice([pa.int64(), pa.int32(), pa.string()])
+    keys = [rng.randrange(-40, 40) for _ in range(n)]
+    table = pa.table([pa.array(keys if key_type != pa.string() else [str(k) for k in keys],
+                               key_type),
+                      pa.array([rng.choice([None, 1.5, "x"]) and rng.random() for _ in range(n)]),
+                      pa.array([rng.randrange(5) for _ in range(n)], pa.int16())],
+                     names=["k", "v", "w"])
+    rows = list(rows_of(table, 3))
+    key = (0,)
+    t, diff = (3,), rng.choice([1, -1])
+    lower, upper, since = Antichain([(0,)]), Antichain([(4,)]), Antichain([(0,)])
+    ref = arrange_updates(RowsAt(rows, t, diff, key).updates(), False, lower, upper, since)
+    probes = [(r[0],) for r in rng.sample(rows, 40)] + [(10**6,), (-3,)]
+    b = KeyedRowsBatch(None, key, t, diff, lower, upper, since, table=table)
+    assert b.records == n and b.approx_bytes() > 0
+    assert [_entries(e) for e in b.get_many(probes)] == \
+        [_entries(ref.updates.get(k)) for k in probes]
+    assert [_entries(b.lookup()(k)) for k in probes[:5]] == \
+        [_entries(ref.updates.get(k)) for k in probes[:5]]
+    if key_type != pa.string() and n >= SORTED_MIN_ROWS:
+        assert b._rows is None  # answered from the key column and the hits alone
+    odd = [("7",), (2.0,), (True,), (None,)]  # equal to an int key by Python's rules, or not
+    assert [_entries(e) for e in b.get_many(odd)] == [_entries(ref.updates.get(k)) for k in odd]
+    assert {k: _entries(v) for k, v in b.updates.items()} == \
+        {k: _entries(v) for k, v in ref.updates.items()}
+
+
+@pytest.mark.parametrize("seed", range(12))
 def test_join_over_rows_batches_equals_join_over_reference(seed: int) -> None:
     rng = random.Random(seed)
     lower, upper, since = Antichain([(0,)]), Antichain([(2,)]), Antichain([(0,)])
