@@ -285,11 +285,27 @@ class Dataflow:
             while self.step():
                 n += 1
                 if max_steps is not None and n >= max_steps:
-                    break
+                    return n
+            self._settle()
             return n
         finally:
             if paused:
                 gc.enable()
+
+    def _settle(self) -> None:
+        """After a run: batches that kept a hydration's rows as columns (engine.rows_batch)
+        make their rows now, and drop the columns. The columns served the run's bulk joins;
+        from here on single updates probe the batches, and a row read from a list costs
+        nothing where one taken from columns costs about 100 us (making all of them on the
+        first write would stall that write instead)."""
+        for trace in self.traces:
+            existing = getattr(trace, "existing_batches", None)
+            if existing is None:
+                continue
+            for b in existing():
+                settle = getattr(b, "settle", None)
+                if settle is not None and settle():
+                    trace.forget_size(b)
 
     def release(self) -> None:
         """Drop this dataflow's readers of imported traces, so they no longer hold back

@@ -98,6 +98,18 @@ class KeyedRowsBatch(Batch):
             r = self._rows = list(rows_of(self.table, self.table.num_columns))
         return r
 
+    def settle(self) -> bool:
+        """Make the rows and an index (the sorted key column, else the dict) and drop the
+        table (see `Dataflow._settle`), so the first single update that probes the batch
+        does not pay for either; True if it changed."""
+        if self.table is None:
+            return False
+        _ = self.rows
+        self.table = None
+        if not self._index():
+            _ = self.updates
+        return True
+
     # -- the dict form ---------------------------------------------------------------------------
     @property  # type: ignore[override]
     def updates(self) -> dict[Any, list[Entry]]:

@@ -337,6 +337,10 @@ class Trace:
                 out.insert(t)
         return out
 
+    def forget_size(self, b: Batch) -> None:
+        """Drop `b`'s memoised size (its representation changed, not its contents)."""
+        self._sizes.pop(id(b), None)
+
     def existing_batches(self) -> list[Batch]:
         return self.spine + self.pending
 
