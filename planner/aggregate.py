@@ -565,6 +565,9 @@ class AggregateState:
                 read += 1
                 if not idx:
                     out.append(None)
+                elif idx.__class__ is not SortedList:  # built from columns (sorted_counts)
+                    read += _log2_cost(len(idx))
+                    out.append((idx.first() if f == "min" else idx.last_tied())[3])
                 elif f == "min":
                     out.append(idx[0][3])
                 else:

@@ -28,8 +28,12 @@ import numpy as np
 
 from engine.sources import column_values
 from planner.aggregate import AggregateState, IncrementalAggregates, _midnight
+from planner.sorted_counts import SortedCounts
 
 _FUNCS = {"count_star", "count", "sum", "avg", "min", "max"}
+# A group with at least this many distinct MIN/MAX values keeps them in arrays
+# (planner.sorted_counts: a few NumPy calls to build, worth it past a few hundred values).
+ARRAY_INDEX_MIN = 256
 
 
 def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
@@ -85,6 +89,14 @@ def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         st.rows = sizes_l[g]
         for x, (uniq, ucount, bounds, nulls) in distinct.items():
             lo, hi = bounds[g], bounds[g + 1]
+            if hi - lo >= ARRAY_INDEX_MIN and x in st.index:
+                # many distinct values: kept in arrays (planner.sorted_counts)
+                base = uniq[lo:hi]
+                sc = SortedCounts(base.astype(np.int64) if cols[x][2] == "date" else base,
+                                  ucount[lo:hi], cols[x][2], nulls[g])
+                st.values[x] = sc  # type: ignore[assignment]
+                st.index[x] = sc.index  # type: ignore[assignment]
+                continue
             present = uniq[lo:hi].tolist()
             values = st.values[x]
             values.update(zip(present, ucount[lo:hi].tolist(), strict=True))

@@ -1,0 +1,257 @@
+"""One group's MIN/MAX argument built from columns: value -> count and its sorted index, over
+NumPy arrays instead of a dict entry and an index tuple per distinct value.
+
+`SortedCounts(values, counts, kind, nulls)` holds the group's distinct non-NULL values at its
+hydration (`values` ascending, int64 or float64 without NaN, or dates as days since 1970) with
+their counts, and later values that are not among them in an overlay (a dict and a
+`SortedList` of `_value_entry`s, exactly the per-row state). A Fenwick tree over "count > 0"
+of the base values finds the k-th present one in O(log n), so MIN, MAX and the value below
+MAX cost O(log n) whatever was deleted before (no scan over dead values).
+
+It plays both parts `AggregateState` gives a MIN/MAX argument: `counts` (the value -> count
+map: `get`, item assignment and deletion, `len`, iteration; NULL's count included) and
+`index` (the sorted index of present values: `add`/`remove` of entries, `len`, `first`,
+`last_tied`). Invariant: both answer exactly what the dict and the `SortedList` of the
+per-row state answer after the same changes, keys compared by Python's rules (1 == 1.0 == True,
+-0.0 == 0.0, a NaN only itself, a date never equal to a datetime); tests compare the two.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from sortedcontainers import SortedList
+
+_EPOCH = datetime.date(1970, 1, 1).toordinal()
+_I64 = (-(1 << 63), (1 << 63) - 1)
+
+
+class SortedCounts:
+    """See the module docstring. `kind` is "int", "float" or "date"."""
+
+    __slots__ = ("base", "counts", "kind", "tree", "live", "nulls", "extra", "extra_index",
+                 "index")
+
+    def __init__(self, values: np.ndarray, counts: np.ndarray, kind: str, nulls: int) -> None:
+        self.base = values
+        self.counts = counts.astype(np.int64)
+        self.kind = kind
+        self.nulls = nulls
+        self.extra: dict[Any, int] = {}
+        self.extra_index: SortedList = SortedList()
+        self.live = int(np.count_nonzero(self.counts > 0))
+        self.tree = _fenwick((self.counts > 0).astype(np.int64))
+        self.index = _Index(self)
+
+    # -- positions in the base -------------------------------------------------------------
+    def _find(self, v: Any) -> int:
+        """The base position of a value equal to `v` by Python's rules, or -1."""
+        c = v.__class__
+        kind = self.kind
+        if kind == "date":
+            if c is not datetime.date:
+                return -1
+            x: Any = v.toordinal() - _EPOCH
+        elif c is int or c is bool or c is float:
+            if kind == "int":
+                if c is float and not (math.isfinite(v) and v.is_integer()):
+                    return -1
+                x = int(v)
+                if not _I64[0] <= x <= _I64[1]:
+                    return -1
+            else:
+                if c is float:
+                    if v != v:
+                        return -1  # a NaN equals only itself: the overlay's dict decides
+                    x = v
+                else:
+                    x = float(v)
+                    if x != v:
+                        return -1
+        else:
+            return -1
+        i = int(np.searchsorted(self.base, x))
+        return i if i < len(self.base) and self.base[i] == x else -1
+
+    def _value(self, i: int) -> Any:
+        x = self.base[i].item()
+        if self.kind == "date":
+            return datetime.date.fromordinal(x + _EPOCH)
+        return x
+
+    def _set_base(self, i: int, c: int) -> None:
+        was = self.counts[i] > 0
+        self.counts[i] = c
+        if was != (c > 0):
+            d = 1 if c > 0 else -1
+            self.live += d
+            _add(self.tree, i, d)
+
+    def _kth(self, k: int) -> int:
+        """The position of the k-th (from 0) present base value."""
+        return _find_kth(self.tree, k)
+
+    # -- the value -> count map ------------------------------------------------------------
+    def get(self, v: Any, default: Any = None) -> Any:
+        if v is None:
+            return self.nulls if self.nulls else default
+        i = self._find(v)
+        if i >= 0:
+            c = int(self.counts[i])
+            return c if c else default
+        return self.extra.get(v, default)
+
+    def __getitem__(self, v: Any) -> int:
+        c = self.get(v)
+        if c is None:
+            raise KeyError(v)
+        return c  # type: ignore[no-any-return]
+
+    def __setitem__(self, v: Any, c: int) -> None:
+        if v is None:
+            self.nulls = c
+            return
+        i = self._find(v)
+        if i >= 0:
+            self._set_base(i, c)
+        else:
+            self.extra[v] = c
+
+    def __delitem__(self, v: Any) -> None:
+        if v is None:
+            if not self.nulls:
+                raise KeyError(v)
+            self.nulls = 0
+            return
+        i = self._find(v)
+        if i >= 0:
+            if self.counts[i] <= 0:
+                raise KeyError(v)
+            self._set_base(i, 0)
+        else:
+            del self.extra[v]
+
+    def __len__(self) -> int:
+        return self.live + len(self.extra) + (1 if self.nulls else 0)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.nulls:
+            yield None
+        for i in np.flatnonzero(self.counts > 0).tolist():
+            yield self._value(i)
+        yield from self.extra
+
+    def keys(self) -> Iterator[Any]:
+        return iter(self)
+
+
+class _Index:
+    """The sorted index part of a `SortedCounts` (see there)."""
+
+    __slots__ = ("sc",)
+
+    def __init__(self, sc: SortedCounts) -> None:
+        self.sc = sc
+
+    def _entry(self, i: int) -> tuple[Any, ...]:
+        v = self.sc._value(i)
+        if self.sc.kind == "date":
+            return (4, datetime.datetime(v.year, v.month, v.day), 0, v)
+        return (2, v, 0, v)
+
+    def add(self, entry: tuple[Any, ...]) -> None:
+        # a base value's presence follows its count, set just before
+        if self.sc._find(entry[3]) < 0:
+            self.sc.extra_index.add(entry)
+
+    def remove(self, entry: tuple[Any, ...]) -> None:
+        if self.sc._find(entry[3]) < 0:
+            self.sc.extra_index.remove(entry)
+
+    def update(self, entries: list[tuple[Any, ...]]) -> None:
+        for e in entries:
+            self.add(e)
+
+    def __len__(self) -> int:
+        return self.sc.live + len(self.sc.extra_index)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        base = [self._entry(i) for i in np.flatnonzero(self.sc.counts > 0).tolist()]
+        return iter(sorted(base + list(self.sc.extra_index)))
+
+    def first(self) -> tuple[Any, ...]:
+        """The smallest entry (MIN)."""
+        sc = self.sc
+        cands = []
+        if sc.live:
+            cands.append(self._entry(sc._kth(0)))
+        if sc.extra_index:
+            cands.append(sc.extra_index[0])
+        return min(cands)
+
+    def last_tied(self) -> tuple[Any, ...]:
+        """The first of the entries tied with the largest on (rank, value) (MAX: the value
+        `max()` returns, e.g. inf before a NaN)."""
+        sc = self.sc
+        cands = []
+        if sc.live:
+            cands.append(self._entry(sc._kth(sc.live - 1)))
+        ex = sc.extra_index
+        if ex:
+            cands.append(ex[-1])
+        top = max(cands)
+        tied = []
+        if ex:
+            j = ex.bisect_left(top[:2])
+            if j < len(ex) and ex[j][:2] == top[:2]:
+                tied.append(ex[j])
+        if sc.live:
+            x = top[1]
+            v = x.date() if sc.kind == "date" and x == datetime.datetime(
+                x.year, x.month, x.day) else x
+            i = sc._find(v) if sc.kind != "date" or v.__class__ is datetime.date else -1
+            if i >= 0 and sc.counts[i] > 0:
+                tied.append(self._entry(i))
+        return min(tied)
+
+
+def _fenwick(flags: np.ndarray) -> np.ndarray:
+    """A Fenwick tree (1-based, in an array of len + 1) of `flags`, built in one pass:
+    node i sums flags over (i - lowbit(i), i]."""
+    n = len(flags)
+    csum = np.concatenate(([0], np.cumsum(flags)))
+    idx = np.arange(1, n + 1)
+    low = idx & -idx
+    tree = np.zeros(n + 1, dtype=np.int64)
+    tree[1:] = csum[idx] - csum[idx - low]
+    return tree
+
+
+def _add(tree: np.ndarray, i: int, d: int) -> None:
+    n = len(tree) - 1
+    j = i + 1
+    while j <= n:
+        tree[j] += d
+        j += j & -j
+
+
+def _find_kth(tree: np.ndarray, k: int) -> int:
+    """The 0-based position whose prefix count first exceeds k (the k-th present)."""
+    n = len(tree) - 1
+    pos = 0
+    step = 1 << (n.bit_length() - 1) if n else 0
+    rem = k + 1
+    while step:
+        nxt = pos + step
+        if nxt <= n and tree[nxt] < rem:
+            pos = nxt
+            rem -= int(tree[nxt])
+        step >>= 1
+    return pos  # 1-based pos + 1 is the answer; 0-based it is pos

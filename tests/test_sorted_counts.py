@@ -1,0 +1,97 @@
+"""planner.sorted_counts against the per-row state it stands in for.
+
+A group's MIN/MAX state built from columns keeps its values in arrays (`SortedCounts`); the
+same group built from rows keeps a dict and a `SortedList`. After the same random changes
+(removing the extremes, reviving dead values, values that are not among the first ones,
+values equal by Python's rules but of another class, NULLs, NaN) both states hold the same
+value -> count map, the same sorted index and give the same MIN and MAX.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import random
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import planner.aggregate_columns as aggregate_columns
+from engine.sources import rows_of
+from planner.aggregate import IncrementalAggregates, _value_key
+from planner.aggregate_columns import build_states
+from planner.ir import Agg
+from planner.sorted_counts import SortedCounts
+
+D0 = datetime.date(2020, 1, 1)
+
+
+def _values(kind: str, rng: random.Random, n: int) -> list[Any]:
+    if kind == "int":
+        return [rng.randint(-30, 30) if rng.random() > 0.1 else None for _ in range(n)]
+    if kind == "float":
+        return [rng.choice([0.5, -1.25, 3.0, 1e300, -math.inf, 7.75]) if rng.random() > 0.1
+                else None for _ in range(n)]
+    return [D0 + datetime.timedelta(days=rng.randint(-40, 40)) if rng.random() > 0.1 else None
+            for _ in range(n)]
+
+
+def _other(kind: str, rng: random.Random) -> Any:
+    """A value to change: mostly of the column's class, some equal by Python's rules only."""
+    if kind == "int":
+        return rng.choice([rng.randint(-40, 40), rng.randint(-40, 40), 3.0, None, 2 ** 70])
+    if kind == "float":
+        return rng.choice([0.5, -1.25, 3, 2.0, -0.0, 0.0, math.inf, math.nan, None, 7.75, 1e300])
+    return rng.choice([D0 + datetime.timedelta(days=rng.randint(-50, 50)),
+                       datetime.datetime(2020, 1, 1), None])
+
+
+def _view(st: Any) -> Any:
+    return ({a: sorted(((repr(k), c) for k, c in dict(v).items())) for a, v in
+             st.values.items()},
+            {a: [repr(e) for e in i] for a, i in st.index.items()},
+            repr(st.output()[0]))
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "date"])
+@pytest.mark.parametrize("seed", range(4))
+def test_sorted_counts_equals_the_per_row_state(kind: str, seed: int,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(aggregate_columns, "ARRAY_INDEX_MIN", 1)
+    rng = random.Random(seed)
+    vals = _values(kind, rng, 400)
+    atype = {"int": pa.int64(), "float": pa.float64(), "date": pa.date32()}[kind]
+    table = pa.table([pa.array([1] * len(vals)), pa.array(vals, atype)], names=["k", "v"])
+    vtype = {"int": "BIGINT", "float": "DOUBLE", "date": "DATE"}[kind]
+    plan = IncrementalAggregates((Agg("min", 1, False, vtype), Agg("max", 1, False, vtype),
+                                  Agg("count_star", None, False, "BIGINT")))
+    built = build_states(plan, table, (0,))
+    assert built is not None
+    got = built[(1,)]
+    assert isinstance(got.values[1], SortedCounts)
+    want = plan((1,))
+    want.apply_vals(list(rows_of(table, 2)), 1)
+    assert _view(got) == _view(want)
+    held = [r for r in rows_of(table, 2)]
+    for _ in range(300):
+        if held and rng.random() < 0.55:
+            # remove a held row: often the current extreme
+            if rng.random() < 0.3:
+                present = [r for r in held if r[1] is not None and r[1] == r[1]]
+                if present:
+                    ext = min(present, key=lambda r: _value_key(r[1])) if rng.random() < 0.5 \
+                        else max(present, key=lambda r: _value_key(r[1]))
+                    held.remove(ext)
+                    change = [(ext, -1)]
+                else:
+                    change = [(held.pop(rng.randrange(len(held))), -1)]
+            else:
+                change = [(held.pop(rng.randrange(len(held))), -1)]
+        else:
+            row = (1, _other(kind, rng))
+            held.append(row)
+            change = [(row, 1)]
+        got.apply(change)
+        want.apply(change)
+        assert _view(got) == _view(want), change
