@@ -212,7 +212,7 @@ def _group(table: Any, key: tuple[int, ...]
     for d in reversed(dicts):
         group_codes, j = np.divmod(group_codes, len(d))
         columns.append(list(map(d.__getitem__, j.tolist())))
-    keys = list(zip(*reversed(columns), strict=True))
+    keys = list(zip(*reversed(columns), strict=True)) if columns else [()] * len(starts)
     return order, starts, keys
 
 

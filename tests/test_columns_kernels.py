@@ -234,7 +234,7 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
                       pa.array(keys_b, pa.string()), pa.array(dates, pa.date32())],
                      names=list("abcdef"))
     plan = IncrementalAggregates(AGGS)
-    for key in ((0,), (4,), (0, 4), (3,), (5,)):
+    for key in ((0,), (4,), (0, 4), (3,), (5,), ()):
         built = build_states(plan, table, key)
         assert built is not None
         rows = list(rows_of(table, table.num_columns))
