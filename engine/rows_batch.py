@@ -46,6 +46,16 @@ def _summed(vals: list[Any], t: Time, r: int) -> list[Entry]:
     return [(v, t, c * r) for v, c in Counter(vals).items()]
 
 
+def _int_list(values: list[Any]) -> np.ndarray | None:
+    """A list of exact Python ints (not bools) as int64, or None."""
+    if set(map(type, values)) != _INT:
+        return None
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        return None
+
+
 def _int_column(col: Any) -> np.ndarray | None:
     """An Arrow column of integers without NULL as int64 (what `_index` builds from exact
     Python ints), or None for any other column."""
@@ -63,7 +73,7 @@ class KeyedRowsBatch(Batch):
     """`rows` keyed by the columns `key`, every update at `time` with `diff` (see module)."""
 
     __slots__ = ("_rows", "table", "key", "time", "diff", "_dict", "_sorted", "_order",
-                 "_probes")
+                 "_radix", "_probes")
 
     def __init__(self, rows: list[Any] | None, key: tuple[int, ...], time: Time, diff: int,
                  lower: Antichain, upper: Antichain, since: Antichain, seq: int = 0,
@@ -86,6 +96,8 @@ class KeyedRowsBatch(Batch):
         # False when the key is not one column of int64-sized ints (then the dict serves).
         self._sorted: Any = None
         self._order: Any = None
+        # with several key columns: (low bound, span, stride) of each, for `_code`
+        self._radix: list[tuple[int, int, int]] | None = None
         # Single-key probes answered by the sorted index (each a few microseconds): past
         # `_probe_limit()` of them the dict (a fraction of a microsecond per row to build, then
         # a hash lookup per probe) is the cheaper way to answer the rest.
@@ -104,9 +116,10 @@ class KeyedRowsBatch(Batch):
         does not pay for either; True if it changed."""
         if self.table is None:
             return False
+        indexed = self._index()  # from the table's key column while there is one
         _ = self.rows
         self.table = None
-        if not self._index():
+        if not indexed:
             _ = self.updates
         return True
 
@@ -152,28 +165,61 @@ class KeyedRowsBatch(Batch):
 
     # -- the sorted index ------------------------------------------------------------------------
     def _index(self) -> bool:
-        """Build the sorted key column if it applies; True when it is there."""
+        """Build the sorted key column if it applies; True when it is there. The key is one
+        column of exact ints, or several whose value ranges fit one int64 code together
+        (`_codes`: (k1 - lo1) * stride1 + ...), as a join on two int columns has."""
         s = self._sorted
         if s is None:
             s = self._sorted = False
-            if self._rows is None and len(self.key) == 1 and self.records >= SORTED_MIN_ROWS:
-                # from the table's key column, without making the rows
-                arr = _int_column(self.table.column(self.key[0]))
-                if arr is not None:
-                    order = np.argsort(arr)
-                    s = self._sorted = arr[order]
-                    self._order = order
-            elif len(self.key) == 1 and len(self.rows) >= SORTED_MIN_ROWS:
-                col = list(map(itemgetter(self.key[0]), self.rows))
-                if set(map(type, col)) == _INT:  # exact ints (bool is not int here)
-                    try:
-                        arr = np.array(col, dtype=np.int64)
-                    except OverflowError:
-                        return False
-                    order = np.argsort(arr)  # the order of equal keys is immaterial
-                    s = self._sorted = arr[order]
+            if self.records < SORTED_MIN_ROWS:
+                return False
+            if self._rows is None:
+                # from the table's key columns, without making the rows
+                cols = [_int_column(self.table.column(k)) for k in self.key]
+            else:
+                cols = [_int_list(list(map(itemgetter(k), self.rows))) for k in self.key]
+            if cols and all(c is not None for c in cols):
+                codes = self._encode(cols)  # type: ignore[arg-type]
+                if codes is not None:
+                    order = np.argsort(codes)  # the order of equal keys is immaterial
+                    s = self._sorted = codes[order]
                     self._order = order
         return s is not False
+
+    def _encode(self, cols: list[np.ndarray]) -> np.ndarray | None:
+        """One int64 code per row for the key columns `cols` (the column itself for one),
+        remembering each column's low bound and stride for probes; None when the ranges'
+        product does not fit."""
+        if len(cols) == 1:
+            self._radix = None
+            return cols[0]
+        radix, total = [], 1
+        for c in reversed(cols):
+            lo = int(c.min()) if len(c) else 0
+            span = (int(c.max()) - lo + 1) if len(c) else 1
+            radix.append((lo, span, total))
+            total *= span
+            if total >= 1 << 62:
+                return None
+        radix.reverse()
+        self._radix = radix
+        codes = np.zeros(len(cols[0]), dtype=np.int64)
+        for c, (lo, _, stride) in zip(cols, radix, strict=True):
+            codes += (c - lo) * stride
+        return codes
+
+    def _code(self, k: Any) -> int | None:
+        """A probe key's code, None when no row can have it (a part outside its column's
+        range); the caller has checked it is a tuple of exact ints of the key's length."""
+        if self._radix is None:
+            k0 = k[0]
+            return k0 if _I64_MIN <= k0 <= _I64_MAX else None
+        code = 0
+        for x, (lo, span, stride) in zip(k, self._radix, strict=True):
+            if not 0 <= x - lo < span:
+                return None
+            code += (x - lo) * stride
+        return code
 
     def _entries(self, lo: int, hi: int) -> list[Entry]:
         picked = self._pick(self._order[lo:hi].tolist())
@@ -198,16 +244,16 @@ class KeyedRowsBatch(Batch):
         self._probes += 1
         if self._probes > max(64, self.records >> 3):
             return self.updates.get(k)
-        if k.__class__ is not tuple or len(k) != 1 or k[0].__class__ is not int:
+        if k.__class__ is not tuple or len(k) != len(self.key) or set(map(type, k)) != _INT:
             # A key of another type may still equal an int key by Python's rules (1.0 == 1):
             # the dict answers exactly.
             return self.updates.get(k)
-        k0 = k[0]
-        if not _I64_MIN <= k0 <= _I64_MAX:
+        code = self._code(k)
+        if code is None:
             return None
         s = self._sorted
-        lo = int(s.searchsorted(k0, "left"))
-        hi = int(s.searchsorted(k0, "right"))
+        lo = int(s.searchsorted(code, "left"))
+        hi = int(s.searchsorted(code, "right"))
         return self._entries(lo, hi) if hi > lo else None
 
     def lookup(self) -> Callable[[Any], list[Entry] | None]:
@@ -222,20 +268,32 @@ class KeyedRowsBatch(Batch):
             return list(map(self.updates.get, keys))
         if len(keys) < VECTOR_MIN_KEYS:
             return list(map(self._probe, keys))
-        if set(map(type, keys)) != _TUPLE or set(map(len, keys)) != {1}:
+        if set(map(type, keys)) != _TUPLE or set(map(len, keys)) != {len(self.key)}:
             return list(map(self._probe, keys))
-        firsts = list(map(itemgetter(0), keys))
-        if set(map(type, firsts)) != _INT:
+        parts = [list(map(itemgetter(i), keys)) for i in range(len(self.key))]
+        if any(set(map(type, p)) != _INT for p in parts):
             return list(map(self._probe, keys))
         try:
-            probe = np.array(firsts, dtype=np.int64)
+            arrs = [np.array(p, dtype=np.int64) for p in parts]
         except OverflowError:
             return list(map(self._probe, keys))
+        if self._radix is None:
+            probe, valid = arrs[0], None
+        else:
+            probe = np.zeros(len(keys), dtype=np.int64)
+            valid = np.ones(len(keys), dtype=bool)
+            for a, (lo, span, stride) in zip(arrs, self._radix, strict=True):
+                # compared, not subtracted first: a - lo may wrap for a far outside
+                valid &= (a >= lo) & (a <= lo + span - 1)
+                probe += np.where(valid, a - lo, 0) * stride
         s = self._sorted
         los = s.searchsorted(probe, "left")
         his = s.searchsorted(probe, "right")
         out: list[list[Entry] | None] = [None] * len(keys)
-        hit = np.flatnonzero(his > los)
+        found = his > los
+        if valid is not None:
+            found &= valid
+        hit = np.flatnonzero(found)
         los, his = los[hit], his[hit]
         # the hits' rows in one gather: row numbers of every hit's range, back to back
         counts = his - los
@@ -267,7 +325,8 @@ class KeyedRowsBatch(Batch):
     def with_upper(self, upper: Antichain, seq: int) -> Batch:
         b = KeyedRowsBatch(self._rows, self.key, self.time, self.diff, self.lower, upper,
                            self.since, seq, self.table)
-        b._dict, b._sorted, b._order = self._dict, self._sorted, self._order
+        b._dict, b._sorted, b._order, b._radix = self._dict, self._sorted, self._order, \
+            self._radix
         return b
 
     def approx_bytes(self) -> int:

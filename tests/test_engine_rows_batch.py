@@ -336,3 +336,38 @@ def test_rows_by_key_equals_reference(seed: int) -> None:
     for key in ((0,), (0, 2), (2,)):
         got, want = rows_by_key(rows, key), rows_by_key_reference(rows, key)
         assert list(got.items()) == list(want.items())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_sorted_index_serves_keys_of_several_int_columns(seed: int) -> None:
+    """Two or three int key columns coded as one int64: answers equal the reference's, probes
+    outside a column's range (also where subtracting its low bound would wrap) miss, and no
+    dict is built."""
+    rng = random.Random(seed)
+    width = rng.choice([2, 3])
+    base = rng.choice([0, 2**63 - 200, -(2**63)])
+    rows = [tuple(base + rng.randrange(40) if c == 0 else rng.randrange(-20, 20)
+                  for c in range(width)) + ("v",) for _ in range(2000)]
+    key = tuple(range(width))
+    lower, upper, since = Antichain([(0,)]), Antichain([(4,)]), Antichain([(0,)])
+    ref = arrange_updates(RowsAt(rows, (1,), 1, key).updates(), False, lower, upper, since)
+    b = KeyedRowsBatch(rows, key, (1,), 1, lower, upper, since)
+    probes = [r[:width] for r in rng.sample(rows, 60)]
+    probes += [(min(max(base + rng.randrange(-3, 43), -(2**63)), 2**63 - 1),)
+               + tuple(rng.randrange(-25, 25) for _ in range(width - 1)) for _ in range(60)]
+    probes += [(-(2**63),) + (0,) * (width - 1), (2**63 - 1,) + (0,) * (width - 1)]
+    # just past each column's range, next to real keys (a code must not spill into a
+    # neighbouring key's)
+    for c in range(width):
+        lo, hi = min(r[c] for r in rows), max(r[c] for r in rows)
+        for r in rng.sample(rows, 5):
+            probes += [r[:c] + (hi + 1,) + r[c + 1:width], r[:c] + (lo - 1,) + r[c + 1:width]]
+    assert [_entries(e) for e in b.get_many(probes)] == \
+        [_entries(ref.updates.get(k)) for k in probes]
+    get = b.lookup()
+    one_by_one = probes[:4] + probes[-60:]  # (past 64 single probes the dict answers)
+    assert [_entries(get(k)) for k in one_by_one] == \
+        [_entries(ref.updates.get(k)) for k in one_by_one]
+    if len(probes) << 2 <= len(rows):  # (more probes than that: the dict is cheaper)
+        assert b._dict is None and b._sorted is not False
+    assert b.key_count() == len(ref.updates)
