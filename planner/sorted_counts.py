@@ -34,7 +34,7 @@ class SortedCounts:
     """See the module docstring. `kind` is "int", "float" or "date"."""
 
     __slots__ = ("base", "counts", "kind", "tree", "live", "nulls", "extra", "extra_index",
-                 "index")
+                 "index", "last", "ends")
 
     def __init__(self, values: np.ndarray, counts: np.ndarray, kind: str, nulls: int) -> None:
         self.base = values
@@ -46,10 +46,22 @@ class SortedCounts:
         self.live = int(np.count_nonzero(self.counts > 0))
         self.tree = _fenwick((self.counts > 0).astype(np.int64))
         self.index = _Index(self)
+        self.last: tuple[Any, int] | None = None
+        self.ends: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
 
     # -- positions in the base -------------------------------------------------------------
     def _find(self, v: Any) -> int:
-        """The base position of a value equal to `v` by Python's rules, or -1."""
+        """The base position of a value equal to `v` by Python's rules, or -1. A change asks
+        for one value several times in a row (its count, then its index entry): the last
+        answer is kept for that value object."""
+        last = self.last
+        if last is not None and last[0] is v:
+            return last[1]
+        i = self._search(v)
+        self.last = (v, i)
+        return i
+
+    def _search(self, v: Any) -> int:
         c = v.__class__
         kind = self.kind
         if kind == "date":
@@ -90,10 +102,20 @@ class SortedCounts:
             d = 1 if c > 0 else -1
             self.live += d
             _add(self.tree, i, d)
+            self.ends = None
 
     def _kth(self, k: int) -> int:
         """The position of the k-th (from 0) present base value."""
         return _find_kth(self.tree, k)
+
+    def _ends(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """The entries of the smallest and the largest present base value (some must be
+        present), kept until a base value appears or disappears."""
+        e = self.ends
+        if e is None:
+            e = self.ends = (self.index._entry(self._kth(0)),
+                             self.index._entry(self._kth(self.live - 1)))
+        return e
 
     # -- the value -> count map ------------------------------------------------------------
     def get(self, v: Any, default: Any = None) -> Any:
@@ -189,24 +211,24 @@ class _Index:
     def first(self) -> tuple[Any, ...]:
         """The smallest entry (MIN)."""
         sc = self.sc
-        cands = []
-        if sc.live:
-            cands.append(self._entry(sc._kth(0)))
-        if sc.extra_index:
-            cands.append(sc.extra_index[0])
-        return min(cands)
+        if not sc.extra_index:
+            return sc._ends()[0]
+        if not sc.live:
+            return sc.extra_index[0]  # type: ignore[no-any-return]
+        return min(sc._ends()[0], sc.extra_index[0])
 
     def last_tied(self) -> tuple[Any, ...]:
         """The first of the entries tied with the largest on (rank, value) (MAX: the value
         `max()` returns, e.g. inf before a NaN)."""
         sc = self.sc
-        cands = []
-        if sc.live:
-            cands.append(self._entry(sc._kth(sc.live - 1)))
         ex = sc.extra_index
-        if ex:
-            cands.append(ex[-1])
-        top = max(cands)
+        if not ex:
+            return sc._ends()[1]  # distinct base values never tie on (rank, value)
+        if sc.live:
+            top = sc._ends()[1]
+            if top >= ex[-1]:
+                return top  # tied overlay entries sort after it
+        top = ex[-1]
         tied = []
         if ex:
             j = ex.bisect_left(top[:2])
