@@ -131,6 +131,29 @@ _PYTHON_RANGE = {  # in Arrow's integer units: days (date32) and microseconds (t
 }
 
 
+# From this many changes a log append goes as Arrow columns (`_append_log_columns`).
+ARROW_LOG_ROWS = 256
+
+
+def _arrow_type(name: str) -> Any:
+    def make() -> Any:
+        import pyarrow as pa
+
+        return getattr(pa, name)() if name != "timestamp" else pa.timestamp("us")
+    return make
+
+
+# Column types whose Python values (as the store returns them) an Arrow array of this type
+# holds exactly, for the change log's bulk append.
+_LOG_ARROW = {
+    "BIGINT": _arrow_type("int64"), "INTEGER": _arrow_type("int64"),
+    "SMALLINT": _arrow_type("int64"), "TINYINT": _arrow_type("int64"),
+    "DOUBLE": _arrow_type("float64"), "BOOLEAN": _arrow_type("bool_"),
+    "VARCHAR": _arrow_type("string"), "DATE": _arrow_type("date32"),
+    "TIMESTAMP": _arrow_type("timestamp"),
+}
+
+
 def _table_defs(rec: TableRecord) -> str:
     """The column and key definitions of a user table, with the range checks above."""
     defs = []
@@ -393,6 +416,8 @@ class Store:
             )
             return
         stamps = [ts for ts, b in batches for _ in b]
+        if len(changes) >= ARROW_LOG_ROWS and self._append_log_columns(rec, stamps, changes):
+            return
         params: list[list[Any]] = [stamps, [d for _, d in changes]]
         params += [[row[i] for row, _ in changes] for i in range(len(types))]
         unnests = ["UNNEST($1::BIGINT[])", "UNNEST($2::BIGINT[])"] + [
@@ -401,6 +426,35 @@ class Store:
         self.conn.execute(
             f"INSERT INTO {log_table(rec.table_id)} SELECT {', '.join(unnests)}", params
         )
+
+    def _append_log_columns(self, rec: TableRecord, stamps: list[int],
+                            changes: Sequence[tuple[Row, int]]) -> bool:
+        """`append_log_at`'s many rows as Arrow columns, each built with its column's exact
+        Arrow type (no inference) and cast by DuckDB as the parameter path casts: for column
+        types whose Python values Arrow holds exactly (`_LOG_ARROW`). False, having written
+        nothing, for any other type or a value Arrow refuses (then the parameter path)."""
+        import pyarrow as pa
+
+        kinds = [_LOG_ARROW.get(c["type"]) for c in rec.columns]
+        if any(k is None for k in kinds):
+            return False
+        try:
+            cols = [pa.array(stamps, pa.int64()), pa.array([d for _, d in changes], pa.int64())]
+            cols += [pa.array([row[i] for row, _ in changes], k())  # type: ignore[misc]
+                     for i, k in enumerate(kinds)]
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
+            return False
+        names = [f"c{i}" for i in range(len(cols))]
+        casts = ", ".join(f"CAST(c{i + 2} AS {c['type']})" for i, c in enumerate(rec.columns))
+        self.conn.register(_SOURCE, pa.table(cols, names=names))
+        try:
+            self.conn.execute(
+                f"INSERT INTO {log_table(rec.table_id)} SELECT c0, c1, {casts} "
+                f"FROM temp.{_SOURCE}"
+            )
+        finally:
+            self._unregister()
+        return True
 
     def insert_arrow(self, rec: TableRecord, data: Any, columns: Sequence[str]) -> Any:
         """Insert the rows of Arrow table `data` into `rec`: its columns, by position, go to

@@ -218,14 +218,19 @@ def test_tables_from_before_the_range_checks_get_them(tmp_path: Path) -> None:
         store.close()
 
 
-def test_change_log_keeps_every_special_value_exactly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("arrow_from", [10**9, 2], ids=["typed-lists", "arrow"])
+def test_change_log_keeps_every_special_value_exactly(tmp_path: Path, arrow_from: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The change log (what a restart replays) holds exactly the rows DuckDB stored, whether a
-    write logs one row (typed parameters) or many (typed lists): same values, same Python types,
-    the sign of -0.0 and every DECIMAL digit."""
+    write logs one row (typed parameters) or many (typed lists, or Arrow columns from
+    `store.ARROW_LOG_ROWS` rows where the column's type allows): same values, same Python
+    types, the sign of -0.0 and every DECIMAL digit."""
+    from server import store
     from server.core import Database
     from server.executors import InProcessExecutor
     from server.settings import Settings
 
+    monkeypatch.setattr(store, "ARROW_LOG_ROWS", arrow_from)
     db = Database(Settings(data_dir=tmp_path / "data"), InProcessExecutor())
     try:
         for i, (type_, values) in enumerate(SPECIAL.items()):
