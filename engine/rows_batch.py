@@ -7,6 +7,12 @@ Python object per row), or else from the `key -> [(row, time, diff)]` dict, buil
 exactly as `arrange_updates` builds it. A hydrating join probes such a batch with the keys of
 the smaller side, so most rows of a large table are never touched by Python at all.
 
+Built from a keyed `ColumnsAt` (engine.columns_at) it holds the Arrow table instead: the rows
+are made when first read, the sorted index comes from the table's key columns, and probes take
+only their hits' rows; `settle` (at the end of a run) makes the rows and drops the table. Keys
+of several exact-int columns are indexed as one int64 code (each column's offset from its low
+bound times a stride).
+
 Invariant: the batch denotes exactly `arrange_updates(RowsAt(rows, time, diff, key).updates(),
 False, lower, upper, since)`: `updates`, `lookup` and `get_many` answer what that batch's dict
 answers, with equal rows of a key summed into one entry. `records` counts the rows, which

@@ -13,7 +13,9 @@ and compiles it once, so a row costs one call and straight-line code:
         return (((row[0],), (row[0], row[1], row[2])),)
 
 Invariant: ``keyed_mfp(m, keys)(row)`` equals ``reference_keyed_mfp(m, keys)(row)`` (the
-composition of ``lower.compile_mfp`` and the key getter) for every row. Only predicates whose
+composition of ``lower.compile_mfp`` and the key getter) for every row. A kernel also
+carries ``over_columns`` (planner.mfp_columns) where the Mfp's expressions allow it: the same
+step over a table's columns. Only predicates whose
 generated text is exactly the evaluator's semantics are generated: IS [NOT] NULL of a column,
 and comparisons of columns and non-NULL literals (``_cmp``: NULL on either side is not TRUE,
 otherwise Python's operator); any other Mfp (maps, other functions) returns None and the caller

@@ -23,6 +23,11 @@ with partially ordered times "before t" is not a prefix, and the telescoping fai
 the in-process executor's batches directly (there is no half-join kernel in the executor
 boundary yet), so other executors get the binary plan.
 
+A stream payload of columns (engine.columns_at, a hydration) whose key is columns of the row
+and whose `f` concatenates is joined as columns with the batches that hold tables
+(engine.columns_join); what that cannot decide, or the batches that hold rows, take the path
+above, so the output is the same multiset either way.
+
 Compaction: this reader lets the trace advance times only to ``m - 1``, where ``m`` is the
 earliest time a stream update may still have; for every later ``t`` both ``s <= t`` and
 ``s < t`` (= ``s <= t - 1``) are unchanged by advancing ``s`` to it.
