@@ -24,6 +24,27 @@ from engine.rows_at import RowsAt
 from engine.sources import rows_of
 
 
+def value_kind(t: Any) -> str:
+    """The kind of Python value an Arrow type converts to, as the columns kernels group them:
+    "int", "float" (float64 only), "bool", "str", "date", "timestamp" (microseconds, no time
+    zone), else "other"."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_float64(t):
+        return "float"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "str"
+    if pa.types.is_date32(t):
+        return "date"
+    if pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None:
+        return "timestamp"
+    return "other"
+
+
 class ColumnsAt:
     """`(row, time, diff)` for each row of the Arrow table `table` (see module doc).
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from engine.columns_at import ColumnsAt
+from engine.columns_at import ColumnsAt, value_kind
 from engine.lattice import join
-from engine.rows_batch import KeyedRowsBatch
+from engine.rows_batch import KeyedRowsBatch, int_column
 
 # More output pairs than this are left to the row path, which charges the run's budget as it
 # goes (engine.budget): a runaway join fails there before it fills memory.
@@ -103,7 +103,7 @@ def _semi_join(stream: ColumnsAt, key: tuple[int, ...], batches: list[Any]) -> C
     value_set = pa.array(values, type=pa.int64() if cls is int else pa.string())
     probe = col
     if cls is int:
-        ints = _int64(col)
+        ints = int_column(col)
         if ints is None:
             return None
         probe = pa.array(ints)
@@ -147,18 +147,9 @@ def join_tables(new: Any, others: list[Any], new_is_left: bool) -> ColumnsAt | N
 
 
 def _kind(col: Any) -> str | None:
-    import pyarrow as pa
-
-    t = col.type
-    if col.null_count:
-        return None
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "str"
-    if pa.types.is_date32(t):
-        return "date"
-    return None
+    """A key column's kind if the subset joins it (int, str, date, no NULL), else None."""
+    kind = value_kind(col.type)
+    return kind if not col.null_count and kind in ("int", "str", "date") else None
 
 
 def _matches(left: Any, lkey: tuple[int, ...], right: Any, rkey: tuple[int, ...]
@@ -181,7 +172,7 @@ def _matches(left: Any, lkey: tuple[int, ...], right: Any, rkey: tuple[int, ...]
             return None
         kinds.append(ka)
     if kinds == ["int"]:
-        la, ra = _int64(lcols[0]), _int64(rcols[0])
+        la, ra = int_column(lcols[0]), int_column(rcols[0])
         if la is None or ra is None:
             return None
         return _sorted_matches(la, ra)
@@ -197,15 +188,6 @@ def _matches(left: Any, lkey: tuple[int, ...], right: Any, rkey: tuple[int, ...]
     if joined.num_rows > MAX_PAIRS:
         return None
     return (joined.column("__i").to_numpy(), joined.column("__j").to_numpy())
-
-
-def _int64(col: Any) -> np.ndarray | None:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_uint64(col.type) and len(col) and pc.max(col).as_py() >= 2 ** 63:
-        return None
-    return col.cast(pa.int64()).to_numpy()
 
 
 def _sorted_matches(left: np.ndarray, right: np.ndarray

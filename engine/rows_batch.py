@@ -62,7 +62,7 @@ def _int_list(values: list[Any]) -> np.ndarray | None:
         return None
 
 
-def _int_column(col: Any) -> np.ndarray | None:
+def int_column(col: Any) -> np.ndarray | None:
     """An Arrow column of integers without NULL as int64 (what `_index` builds from exact
     Python ints), or None for any other column."""
     import pyarrow as pa
@@ -181,7 +181,7 @@ class KeyedRowsBatch(Batch):
                 return False
             if self._rows is None:
                 # from the table's key columns, without making the rows
-                cols = [_int_column(self.table.column(k)) for k in self.key]
+                cols = [int_column(self.table.column(k)) for k in self.key]
             else:
                 cols = [_int_list(list(map(itemgetter(k), self.rows))) for k in self.key]
             if cols and all(c is not None for c in cols):

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.columns_at import value_kind
 from engine.sources import column_values
 from planner.aggregate import AggregateState, IncrementalAggregates, _midnight
 from planner.sorted_counts import SortedCounts
@@ -183,7 +184,6 @@ def _group(table: Any, key: tuple[int, ...]
            ) -> tuple[np.ndarray, np.ndarray, list[tuple[Any, ...]]] | None:
     """The rows' order grouped by key (stable), each group's first position in it, and each
     group's key tuple; None for a key type left to rows."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     n = table.num_rows
@@ -192,9 +192,7 @@ def _group(table: Any, key: tuple[int, ...]
     radix = 1
     for i in key:
         col = table.column(i)
-        t = col.type
-        if not (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_string(t)
-                or pa.types.is_large_string(t) or pa.types.is_date32(t)):
+        if value_kind(col.type) not in ("int", "bool", "str", "date"):
             return None
         enc = pc.dictionary_encode(col.combine_chunks(), null_encoding="encode")
         size = len(enc.dictionary)

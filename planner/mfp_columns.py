@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.columns_at import value_kind
 from planner.ir import Call, Col, Lit, Mfp, Scalar
 from planner.scalar import INT_RANGE, norm_type
 
@@ -104,22 +105,7 @@ def _pc() -> Any:
 
 
 def _kind(v: Any) -> str:
-    import pyarrow as pa
-
-    t = v.type
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_float64(t):
-        return "float"
-    if pa.types.is_boolean(t):
-        return "bool"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "str"
-    if pa.types.is_date32(t):
-        return "date"
-    if pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None:
-        return "timestamp"
-    return "other"
+    return value_kind(v.type)
 
 
 def _has_nan(v: Any) -> bool:
