@@ -162,12 +162,23 @@ def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
         lo_e = int(exp.min())
         span = int(exp.max()) - lo_e + 1
         bucket = group[keep] * span + (exp - lo_e)
-        order = np.argsort(bucket, kind="stable")
-        b, mant = bucket[order], mant[order]
-        first = np.flatnonzero(np.concatenate(([True], b[1:] != b[:-1])))
-        high = np.add.reduceat(mant >> 26, first).tolist()  # |M >> 26| < 2**27
-        low = np.add.reduceat(mant & ((1 << 26) - 1), first).tolist()
-        for key, hi_sum, lo_sum in zip(b[first].tolist(), high, low, strict=True):
+        if groups * span <= 4 * len(bucket) and len(bucket) < 2 ** 26:
+            # One pass, no sort: bincount sums in float64, exact here because every partial
+            # sum is an integer below 2**26 * 2**27 = 2**53.
+            high_f = np.bincount(bucket, weights=mant >> 26, minlength=groups * span)
+            low_f = np.bincount(bucket, weights=mant & ((1 << 26) - 1), minlength=groups * span)
+            nonzero = np.flatnonzero(np.bincount(bucket, minlength=groups * span))
+            keys = nonzero.tolist()
+            high = high_f[nonzero].astype(np.int64).tolist()
+            low = low_f[nonzero].astype(np.int64).tolist()
+        else:
+            order = np.argsort(bucket, kind="stable")
+            b, mant = bucket[order], mant[order]
+            first = np.flatnonzero(np.concatenate(([True], b[1:] != b[:-1])))
+            keys = b[first].tolist()
+            high = np.add.reduceat(mant >> 26, first).tolist()  # |M >> 26| < 2**27
+            low = np.add.reduceat(mant & ((1 << 26) - 1), first).tolist()
+        for key, hi_sum, lo_sum in zip(keys, high, low, strict=True):
             g, k = divmod(key, span)
             total = (hi_sum << 26) + lo_sum
             up = k + lo_e + _FLOAT_SCALE_BITS
@@ -262,7 +273,9 @@ def _distinct_values(col: tuple[np.ndarray, np.ndarray | None, str], starts: np.
         ugroup, offset = np.divmod(combined, span)
         uniq = offset + lo
     else:
-        order = np.lexsort((vals, group))
+        # what np.lexsort((vals, group)) gives, in about half its time: stable sorts compose
+        order = np.argsort(vals, kind="stable")
+        order = order[np.argsort(group[order], kind="stable")]
         v, g = vals[order], group[order]
         new = np.concatenate(([True], (v[1:] != v[:-1]) | (g[1:] != g[:-1]))) if len(v) else \
             np.zeros(0, dtype=bool)
