@@ -660,20 +660,32 @@ class IncrementalAggregates:
     def __call__(self, key: Any) -> AggregateState:
         return AggregateState(self)
 
-    def build_columns(self, table: Any, key: tuple[int, ...]) -> dict[Any, AggregateState] | None:
-        """Every group's state from an Arrow table's rows keyed by `key`, or None to build
-        them from rows (see planner.aggregate_columns)."""
-        from planner.aggregate_columns import build_states
+    def build_columns(self, table: Any, key: tuple[int, ...]) -> Any:
+        """Every group's state from an Arrow table's rows keyed by `key`, held as arrays until
+        a group changes (`planner.aggregate_columns.BuiltGroups`), or None to build them from
+        rows."""
+        from planner.aggregate_columns import build_groups
 
-        return build_states(self, table, key)
+        return build_groups(self, table, key)
 
 
 class TopKState:
     """One group's rows (row -> count) with a sorted index in ORDER BY order (ties broken as
     `topk_rows` breaks them); the output is the window [offset, offset + limit), read by
-    walking the index from its start: O(log n) per change plus O(offset + limit) per output."""
+    walking the index from its start: O(log n) per change plus O(offset + limit) per output.
 
-    __slots__ = ("plan", "counts", "index", "rows")
+    A large first batch (a hydration) with a LIMIT and a numeric first ORDER BY column indexes
+    only the rows that can be in the window (their first value at least as good as the
+    (offset + limit)-th best, by one `np.partition`); the others wait in the *reserve*, sorted
+    by that value by NumPy, without an order key each. Invariant: every row of `counts` whose
+    order key is at most `bound` is in the index; every other row is in the index or, if it
+    came in that batch and was never taken out, in `reserve[next:]` (`reserve_live` of them),
+    whose keys are all above `bound`. A later row always goes to the index. When the window
+    reaches past `bound`, the next few reserved rows (ties of the first value kept together)
+    are indexed, so no change costs more than O((offset + limit) log n)."""
+
+    __slots__ = ("plan", "counts", "index", "rows", "bound", "reserve", "reserve_vals",
+                 "next", "reserve_live")
 
     def __init__(self, plan: IncrementalTopK) -> None:
         self.plan = plan
@@ -682,6 +694,11 @@ class TopKState:
         # or removal (a key function would compute it twice in a bulk build)
         self.index = SortedList()
         self.rows = 0
+        self.bound: tuple[Any, ...] | None = None  # None: everything is in the index
+        self.reserve: list[tuple[Any, ...]] = []
+        self.reserve_vals: np.ndarray | None = None
+        self.next = 0
+        self.reserve_live = 0
 
     def apply(self, changes: list[tuple[Any, int]]) -> int:
         counts, index = self.counts, self.index
@@ -694,9 +711,14 @@ class TopKState:
                 else:
                     del counts[row]
             self.rows += sum(d for _, d in changes)
-            index.update(sorted(zip(map(self.plan.row_order, counts), counts, strict=True)))
-            return len(changes) + len(counts)
+            self._drop_reserve()
+            rows = self._split_reserve()
+            index.update(sorted(zip(map(self.plan.row_order, rows), rows, strict=True)))
+            if self.reserve:
+                self.bound = index[-1][0]
+            return len(changes) + len(rows)
         touched = 0
+        row_order = self.plan.row_order
         for row, d in changes:
             self.rows += d
             touched += 1
@@ -708,21 +730,105 @@ class TopKState:
                 del counts[row]
             if (c0 == 0) != (c1 == 0):
                 touched += _log2_cost(len(index))
+                entry = (row_order(row), row)
                 if c0 == 0:
-                    index.add((self.plan.row_order(row), row))
-                else:
-                    index.remove((self.plan.row_order(row), row))
+                    index.add(entry)
+                elif self.bound is None or entry[0] <= self.bound or entry in index:
+                    index.remove(entry)
+                else:  # a reserved row: its entry in `reserve` is skipped when reached
+                    self.reserve_live -= 1
+                    if not self.reserve_live:
+                        self._drop_reserve()
         return touched
 
+    def _split_reserve(self) -> list[tuple[Any, ...]]:
+        """The rows of `counts` to index now; the rest (when that leaves most rows out) go to
+        the reserve, ordered by their first ORDER BY value. Everything is indexed without a
+        LIMIT, for few rows, or unless that column holds only ints (within int64) or only
+        floats without NaN."""
+        plan = self.plan
+        rows = list(self.counts)
+        need = plan.offset + plan.limit if plan.limit is not None else 0
+        if plan.first is None or need <= 0 or len(rows) <= 4 * need + 64:
+            return rows
+        col, desc = plan.first
+        vals = [row[col] for row in rows]
+        kinds = set(map(type, vals))
+        if kinds == _INT_KIND:
+            try:
+                arr = np.array(vals, dtype=np.int64)
+            except OverflowError:
+                return rows
+        elif kinds == _FLOAT_KIND:
+            arr = np.array(vals, dtype=np.float64)
+            if np.isnan(arr).any():
+                return rows
+        else:
+            return rows
+        if desc:
+            arr = -arr if arr.dtype == np.float64 else ~arr  # best first, exactly (~x = -x-1)
+        order = np.argsort(arr, kind="stable")
+        ranked = arr[order]
+        cut = int(np.searchsorted(ranked, ranked[need - 1], side="right"))
+        picked = order[:cut].tolist()
+        self.reserve = [rows[i] for i in order[cut:].tolist()]
+        self.reserve_vals = ranked[cut:]
+        self.reserve_live = len(self.reserve)
+        return [rows[i] for i in picked]
+
+    def _refill(self) -> int:
+        """Index the next reserved rows: at least offset + limit of them, with every row tied
+        with the last on the first value (so the rest stay strictly after them). Returns
+        the records touched."""
+        plan, counts, index = self.plan, self.counts, self.index
+        assert self.reserve_vals is not None and plan.limit is not None
+        start = self.next
+        stop = min(start + plan.offset + plan.limit, len(self.reserve))
+        stop = int(np.searchsorted(self.reserve_vals, self.reserve_vals[stop - 1], side="right"))
+        touched = 0
+        for row in self.reserve[start:stop]:
+            touched += 1
+            if row in counts:
+                entry = (plan.row_order(row), row)
+                if entry not in index:  # not taken out and put back since
+                    index.add(entry)
+                    self.reserve_live -= 1
+                    touched += _log2_cost(len(index))
+                if self.bound is None or entry[0] > self.bound:
+                    self.bound = entry[0]
+        self.next = stop
+        if stop == len(self.reserve) or not self.reserve_live:
+            self._drop_reserve()
+        return touched
+
+    def _drop_reserve(self) -> None:
+        """No row is reserved any more: the index holds them all."""
+        self.bound, self.reserve, self.reserve_vals = None, [], None
+        self.next = self.reserve_live = 0
+
     def output(self) -> tuple[list[tuple[Any, int]], int]:
+        read = 0
+        while True:
+            out, left, walked = self._window()
+            read += walked
+            if left <= 0 or self.bound is None:
+                return out, read
+            read += self._refill()  # the window reaches past `bound`
+
+    def _window(self) -> tuple[list[tuple[Any, int]], Any, int]:
+        """The window's rows from the index, up to `bound`; how many it still lacks (0 when
+        full), and the entries read."""
         plan = self.plan
         out: list[tuple[Any, int]] = []
         skip = plan.offset
         left = plan.limit if plan.limit is not None else math.inf
         read = 0
         counts = self.counts
-        for _, row in self.index:
+        bound = self.bound
+        for key, row in self.index:
             if left <= 0:
+                break
+            if bound is not None and key > bound:
                 break
             read += 1
             cnt = counts[row]
@@ -733,7 +839,7 @@ class TopKState:
             skip = 0
             left -= take
             out.append((row, int(take)))
-        return out, read
+        return out, left, read
 
     def empty(self) -> bool:
         return not self.counts
@@ -749,6 +855,9 @@ class IncrementalTopK:
         self.limit = limit
         self.offset = offset
         parts = [(k.col, k.desc, 0 if k.nulls_first != k.desc else 1) for k in order]
+        # the first ORDER BY column and its direction: a hydration indexes only the rows
+        # that can be in the window by it (TopKState._split_reserve)
+        self.first = (order[0].col, order[0].desc) if order else None
 
         def row_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
             # Per ORDER BY key (nulls rank, value rank, value), negated for DESC (numbers by

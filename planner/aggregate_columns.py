@@ -26,9 +26,17 @@ from typing import Any
 
 import numpy as np
 
+from engine.canonical import canonical_column
 from engine.columns_at import value_kind
 from engine.sources import column_values
-from planner.aggregate import AggregateState, IncrementalAggregates, _midnight
+from planner.aggregate import (
+    AggregateState,
+    IncrementalAggregates,
+    _ExactSum,
+    _finish_avg,
+    _finish_sum,
+    _midnight,
+)
 from planner.sorted_counts import SortedCounts
 
 _FUNCS = {"count_star", "count", "sum", "avg", "min", "max"}
@@ -39,13 +47,25 @@ ARRAY_INDEX_MIN = 256
 
 def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
                  ) -> dict[Any, AggregateState] | None:
+    """Every group's state at once (the eager form of `build_groups`; tests compare it with
+    the per-row states)."""
+    built = build_groups(plan, table, key)
+    if built is None:
+        return None
+    return {k: built.state(g) for g, k in enumerate(built.keys)}
+
+
+def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
+                 ) -> BuiltGroups | None:
+    """The groups of `table`'s rows keyed by its columns `key`, held as arrays (see
+    `BuiltGroups`); None for what this module leaves to rows."""
     if any(a.func not in _FUNCS or a.distinct for a in plan.aggs):
         return None
     if any(kind == "stat" for kind, *_ in plan.accs):
         return None
     n = table.num_rows
     if not n:
-        return {}
+        return BuiltGroups(plan, [], np.zeros(0, dtype=np.int64), {}, {}, {}, {})
     grouping = _group(table, key)
     if grouping is None:
         return None
@@ -70,9 +90,11 @@ def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
             if bound and bound * n >= 2 ** 63:
                 return None
             sums[i] = np.add.reduceat(np.where(valid, vals, 0) if valid is not None else vals,
-                                      starts).tolist()
+                                      starts)
         elif kind == "sum" and vkind == "float":
             sums[i] = _float_sums(vals, valid, starts)
+            if sums[i] is None:  # the rare fallback: each group's floats added in `state`
+                sums[i] = (vals, valid, np.append(starts, n))
     counts = {x: (sizes if valid is None else np.add.reduceat(valid.astype(np.int64), starts))
               for x, (_, valid, _) in cols.items()}
     distinct = {}
@@ -81,33 +103,50 @@ def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         if d is None:
             return None
         distinct[x] = d
-    states: dict[Any, AggregateState] = {}
-    ends = np.append(starts[1:], n).tolist()
-    sizes_l = sizes.tolist()
-    counts_l = {x: c.tolist() for x, c in counts.items()}
-    for g, (a, b) in enumerate(zip(starts.tolist(), ends, strict=True)):
+    kinds = {x: kind for x, (_, _, kind) in cols.items()}
+    return BuiltGroups(plan, keys, sizes, kinds, sums, counts, distinct)
+
+
+class BuiltGroups:
+    """Every group's aggregate state, held as arrays (the engine's `BuiltStates`): `keys`,
+    `outputs()` for all groups at once, and `state(g)`, group `g`'s `AggregateState`, made
+    only when the group first changes. Invariant: `state(g)` equals a new state that
+    `apply_vals`d the group's rows with diff 1, `outputs()[g]` equals its `output()[0]`, and
+    `records()` the sum of their `size()` (tests compare all three with the per-row states)."""
+
+    __slots__ = ("plan", "keys", "sizes", "kinds", "sums", "counts", "distinct")
+
+    def __init__(self, plan: IncrementalAggregates, keys: list[Any], sizes: np.ndarray,
+                 kinds: dict[int, str], sums: dict[int, Any], counts: dict[int, np.ndarray],
+                 distinct: dict[int, tuple[np.ndarray, np.ndarray, list[int], list[int]]]
+                 ) -> None:
+        self.plan, self.keys, self.sizes, self.kinds = plan, keys, sizes, kinds
+        self.sums, self.counts, self.distinct = sums, counts, distinct
+
+    def state(self, g: int) -> AggregateState:
+        plan = self.plan
         st = AggregateState(plan)
-        st.rows = sizes_l[g]
-        for x, (uniq, ucount, bounds, nulls) in distinct.items():
+        st.rows = int(self.sizes[g])
+        for x, (uniq, ucount, bounds, nulls) in self.distinct.items():
             lo, hi = bounds[g], bounds[g + 1]
             if hi - lo >= ARRAY_INDEX_MIN and x in st.index:
                 # many distinct values: kept in arrays (planner.sorted_counts)
                 base = uniq[lo:hi]
-                sc = SortedCounts(base.astype(np.int64) if cols[x][2] == "date" else base,
-                                  ucount[lo:hi], cols[x][2], nulls[g])
+                date = self.kinds[x] == "date"
+                sc = SortedCounts(base.astype(np.int64) if date else base,
+                                  ucount[lo:hi], self.kinds[x], nulls[g])
                 st.values[x] = sc  # type: ignore[assignment]
                 st.index[x] = sc.index  # type: ignore[assignment]
                 continue
             present = uniq[lo:hi].tolist()
             values = st.values[x]
             values.update(zip(present, ucount[lo:hi].tolist(), strict=True))
-            nn = nulls[g]
-            if nn:
-                values[None] = nn
+            if nulls[g]:
+                values[None] = nulls[g]
             idx = st.index.get(x)
             if idx is None:
                 continue
-            if cols[x][2] == "date":
+            if self.kinds[x] == "date":
                 # dates: _value_entry(v) is (4, v's midnight, 0, v), in v's order
                 idx.update([(4, _midnight(v), 0, v) for v in present])
             else:
@@ -117,22 +156,100 @@ def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
             kind, x, _, _ = plan.accs[i]
             acc = st.accs[i]
             if kind == "count":
-                acc[0] = counts_l[x][g]
+                acc[0] = int(self.counts[x][g])
                 continue
-            vals, valid, vkind = cols[x]
-            if vkind == "int":
-                acc.n = counts_l[x][g]
-                acc.exact = sums[i][g]
-            elif sums[i] is not None:
-                acc.n, acc.n_float, acc.scaled, acc.nan, acc.pinf, acc.ninf = sums[i][g]
+            s = self.sums[i]
+            if self.kinds[x] == "int":
+                acc.n = int(self.counts[x][g])
+                acc.exact = int(s[g])
+            elif isinstance(s, list):
+                acc.n, acc.n_float, acc.scaled, acc.nan, acc.pinf, acc.ninf = s[g]
             else:
-                part = vals[a:b] if valid is None else vals[a:b][valid[a:b]]
+                vals, valid, bounds = s
+                part = vals[bounds[g]:bounds[g + 1]]
+                if valid is not None:
+                    part = part[valid[bounds[g]:bounds[g + 1]]]
                 if not acc.add_floats(part):
                     acc.__init__()  # type: ignore[misc]
                     for v in part.tolist():
                         acc.add(v, 1)
-        states[keys[g]] = st
-    return states
+        return st
+
+    def outputs(self) -> tuple[list[list[tuple[Any, int]]], int]:
+        """Every group's output, `[(row, 1)]` (no group is empty), and the records read, by
+        whole columns: one list per aggregate, zipped into rows."""
+        plan, groups = self.plan, len(self.keys)
+        if not groups:
+            return [], 0
+        columns: list[list[Any]] = []
+        read = 0
+        for a, slot in zip(plan.aggs, plan.slots, strict=True):
+            f = a.func
+            if f == "count_star":
+                columns.append(self.sizes.tolist())
+                continue
+            read += groups
+            if f in ("min", "max"):
+                assert a.arg is not None
+                columns.append(self._extremes(a.arg, f))
+                continue
+            kind, x, _, _ = plan.accs[slot]
+            n = self.counts[x]
+            if f == "count":
+                columns.append(n.tolist())
+                continue
+            totals = self._totals(slot)
+            present = (n > 0).tolist()
+            if f == "sum":
+                col = [_finish_sum(a, t) if p else None
+                       for t, p in zip(totals, present, strict=True)]
+            else:  # avg
+                col = [_finish_avg(t, c) if c else None
+                       for t, c in zip(totals, n.tolist(), strict=True)]
+            columns.append(canonical_column(col))
+        rows = list(zip(*columns, strict=True)) if columns else [()] * groups
+        return [[(r, 1)] for r in rows], read
+
+    def _extremes(self, x: int, f: str) -> list[Any]:
+        """MIN or MAX of `x` per group: the first or last of its distinct values (ascending,
+        without NaN or -0.0, so the last is the first of those tied for the maximum)."""
+        uniq, _, bounds, _ = self.distinct[x]
+        lo = np.asarray(bounds[:-1])
+        hi = np.asarray(bounds[1:])
+        has = hi > lo
+        pick = np.where(has, lo if f == "min" else hi - 1, 0)
+        vals = uniq[pick].tolist() if len(uniq) else [None] * len(lo)
+        if not has.all():
+            vals = [v if h else None for v, h in zip(vals, has.tolist(), strict=True)]
+        return vals
+
+    def _totals(self, i: int) -> list[Any]:
+        """Accumulator `i`'s `_ExactSum.total()` per group."""
+        s = self.sums[i]
+        if self.kinds[self.plan.accs[i][1]] == "int":
+            return s.tolist()
+        if not isinstance(s, list):
+            return [self.state(g).accs[i].total() for g in range(len(self.keys))]
+        acc = _ExactSum()
+        out = []
+        for fields in s:
+            acc.n, acc.n_float, acc.scaled, acc.nan, acc.pinf, acc.ninf = fields
+            out.append(acc.total())
+        return out
+
+    def records(self) -> int:
+        """The sum of every group's `size()`."""
+        plan, groups = self.plan, len(self.keys)
+        if not plan.value_args or not groups:
+            return groups
+        total = groups
+        for x in plan.value_args:
+            _, _, bounds, nulls = self.distinct[x]
+            d = bounds[-1] - bounds[0]
+            total += d + sum(1 for c in nulls if c)
+            if x in plan.indexed_args:
+                total += d
+        return total
 
 
 def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
@@ -140,9 +257,9 @@ def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
     """Per group, `_ExactSum`'s (n, n_float, scaled, nan, pinf, ninf) over the group's
     non-NULL floats, exactly as `add` of each value computes them: `scaled` is the exact sum
     times 2**1074. Each finite value is M * 2**E with an integer |M| < 2**53 (`frexp`); the
-    M of one group and one exponent are summed in int64 halves (exact for 2**36 values), so
-    the Python work is a shift and an add per (group, exponent), not per value. None if a
-    sum would not be an integer at that scale (it always is: kept as a guard)."""
+    M of one group and one exponent are summed in int64 halves (exact for 2**36 values), then
+    shifted and added per group as Python ints in object arrays (C loops). None if a sum
+    would not be an integer at that scale (it always is: kept as a guard)."""
     from planner.aggregate import _FLOAT_SCALE_BITS
 
     groups = len(starts)
@@ -168,26 +285,34 @@ def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
             high_f = np.bincount(bucket, weights=mant >> 26, minlength=groups * span)
             low_f = np.bincount(bucket, weights=mant & ((1 << 26) - 1), minlength=groups * span)
             nonzero = np.flatnonzero(np.bincount(bucket, minlength=groups * span))
-            keys = nonzero.tolist()
-            high = high_f[nonzero].astype(np.int64).tolist()
-            low = low_f[nonzero].astype(np.int64).tolist()
+            keys = nonzero
+            high = high_f[nonzero].astype(np.int64)
+            low = low_f[nonzero].astype(np.int64)
         else:
             order = np.argsort(bucket, kind="stable")
             b, mant = bucket[order], mant[order]
             first = np.flatnonzero(np.concatenate(([True], b[1:] != b[:-1])))
-            keys = b[first].tolist()
-            high = np.add.reduceat(mant >> 26, first).tolist()  # |M >> 26| < 2**27
-            low = np.add.reduceat(mant & ((1 << 26) - 1), first).tolist()
-        for key, hi_sum, lo_sum in zip(keys, high, low, strict=True):
-            g, k = divmod(key, span)
-            total = (hi_sum << 26) + lo_sum
-            up = k + lo_e + _FLOAT_SCALE_BITS
-            if up >= 0:
-                scaled[g] += total << up
-            elif total % (1 << -up):
-                return None
-            else:
-                scaled[g] += total >> -up
+            keys = b[first]
+            high = np.add.reduceat(mant >> 26, first)  # |M >> 26| < 2**27
+            low = np.add.reduceat(mant & ((1 << 26) - 1), first)
+        # Each (group, exponent)'s total scaled by 2**1074, summed per group: Python ints
+        # (they pass 64 bits), in object arrays so the loop over the pairs runs in C. `keys`
+        # ascend, so each group's pairs are adjacent.
+        g_of, k_of = np.divmod(keys, span)
+        up = k_of + (lo_e + _FLOAT_SCALE_BITS)
+        total = (high.astype(object) << 26) + low.astype(object)
+        shift = up.astype(object)
+        below = np.flatnonzero(up < 0)  # subnormals' mantissas: an exact right shift
+        for i in below.tolist():
+            t, u = total[i], -int(up[i])
+            if t % (1 << u):
+                return None  # not an integer at this scale (never, for doubles): a guard
+            total[i], shift[i] = t >> u, 0
+        total = total << shift
+        firsts = np.flatnonzero(np.concatenate(([True], g_of[1:] != g_of[:-1])))
+        per_group = np.zeros(groups, dtype=object)
+        per_group[g_of[firsts]] = np.add.reduceat(total, firsts)
+        scaled = per_group.tolist()
     return [(n[g], n[g], scaled[g], nan[g], pinf[g], ninf[g]) for g in range(groups)]
 
 

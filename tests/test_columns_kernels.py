@@ -24,7 +24,7 @@ import pytest
 from engine.rows_at import rows_by_key_reference
 from engine.sources import rows_of
 from planner.aggregate import IncrementalAggregates
-from planner.aggregate_columns import build_states
+from planner.aggregate_columns import build_groups, build_states
 from planner.errors import EvaluationError
 from planner.ir import Agg, Call, Col, Get, Lit, Mfp
 from planner.lower import compile_mfp
@@ -246,6 +246,12 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
         assert set(built) == set(want)
         for k, st in want.items():
             assert _state_view(built[k]) == _state_view(st), k
+        # the lazy form: every group's output by whole columns, and the records held
+        groups = build_groups(plan, table, key)
+        assert groups is not None
+        outputs, _ = groups.outputs()
+        assert [repr(o) for o in outputs] == [repr(want[k].output()[0]) for k in groups.keys]
+        assert groups.records() == sum(st.size() for st in want.values())
         # and each built state keeps working: a change applies as to the per-row state
         k0 = next(iter(want))
         change = [(rows[0][:1] + (5,) + rows[0][2:], 1), (rows[0], -1)]

@@ -224,6 +224,95 @@ def test_topk_equals_general_reduce(seed: int) -> None:
         assert list(op.capabilities()) == []
 
 
+def _ranked_stream(seed: int, epochs: int, initial: int) -> list[list[tuple[tuple[Any, ...], int]]]:
+    """A hydration of `initial` rows in 2 groups whose first ORDER BY columns (A: ints with
+    ties, C: floats with ties and -0.0) are numeric, then changes aimed at the top of the
+    order (so the window eats into the reserve), below it, and rows taken out and put back."""
+    rng = random.Random(seed)
+    floats = [x / 4 for x in range(-40, 40)] + [-0.0, 1e16, -1e16]
+
+    def row() -> tuple[Any, ...]:
+        return canonical((rng.randrange(2), rng.randint(-60, 60), rng.choice(floats),
+                          None, rng.choice(STRINGS)))
+
+    live: Counter[tuple[Any, ...]] = Counter()
+    out: list[list[tuple[tuple[Any, ...], int]]] = []
+    gone: list[tuple[Any, ...]] = []
+    for e in range(epochs):
+        changes: list[tuple[tuple[Any, ...], int]] = []
+        for _ in range(initial if e == 0 else rng.randint(1, 8)):
+            op = rng.random()
+            rows = sorted(live, key=repr)
+            if e == 0 or op < 0.25 or not rows:
+                r = row()
+                n = rng.choice([1, 1, 2])
+            elif op < 0.35 and gone:
+                r, n = rng.choice(gone), 1  # put back a row taken out
+            else:
+                # take out one of the best or worst by A or C (the window's side or the far end)
+                col = rng.choice([A, C])
+                ranked = sorted(rows, key=lambda x: (x[col], repr(x)))
+                r = rng.choice(ranked[:6] + ranked[-6:]) if rng.random() < 0.8 else \
+                    rng.choice(rows)
+                n = -live[r] if rng.random() < 0.7 else -1
+                gone.append(r)
+            live[r] += n
+            changes.append((r, n))
+            live = +live
+        out.append(changes)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_topk_reserve_equals_general_reduce(seed: int) -> None:
+    """A hydration large enough to index only the window's candidates (TopKState's reserve):
+    after every epoch, under every batching, the window equals the reference's."""
+    rng = random.Random(seed)
+    stream = _ranked_stream(seed, epochs=80, initial=rng.choice([300, 1000]))
+    first = SortKey(rng.choice([A, C]), rng.random() < 0.5, rng.random() < 0.5)
+    order = (first,) + tuple(SortKey(col, rng.random() < 0.5, rng.random() < 0.5)
+                             for col in rng.sample([C, S], rng.randint(0, 2)) if col != first.col)
+    limit = rng.choice([1, 3, 5])
+    offset = rng.choice([0, 0, 2])
+
+    def reference(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+        return topk_rows(vals, order, limit, offset)
+
+    # the hydration left most rows of each group in the reserve
+    op, _, _ = run_both(stream[:1], IncrementalTopK(order, limit, offset), reference, [1])
+    assert all(st.reserve_live > len(st.index) for st in op.states.values())
+    for chunks in chunkings(rng, len(stream)):
+        op, fast, ref = run_both(stream, IncrementalTopK(order, limit, offset), reference,
+                                 chunks)
+        for epoch in range(len(stream)):
+            assert accumulated(fast, epoch) == accumulated(ref, epoch), (order, limit, offset)
+
+
+def test_topk_hydration_indexes_only_the_window() -> None:
+    """100,000 rows in one group: the index holds the window's candidates, not the group;
+    then every row is deleted from the top, and each change still costs O(k log n)."""
+    k = 5
+    topk = IncrementalTopK((SortKey(1, desc=True),), k, 0)
+    df = Dataflow()
+    handle, rows = df.new_input()
+    op: ReduceTotalOp = rows.map(lambda r: ((r[0],), r)).reduce_total(topk).op
+    n = 100_000
+    handle.send(((0, v), 1) for v in range(n))
+    handle.advance_to(1)
+    df.run()
+    st = op.states[(0,)]
+    assert len(st.index) == k and st.reserve_live == n - k
+    worst = 0
+    for i in range(3 * k):
+        before = op.records_touched
+        handle.remove((0, n - 1 - i))
+        handle.advance_to(2 + i)
+        df.run()
+        worst = max(worst, op.records_touched - before)
+    assert worst <= 4 * math.log2(n) + 8 * k + 8, worst
+    assert len(st.index) <= 4 * k
+
+
 def test_single_raises_like_reference() -> None:
     aggs = (Agg("single", A, False, "INTEGER", "(SELECT a)"),)
     ok = [[((0, 5, None, None, None), 1), ((1, None, None, None, None), 1)]]

@@ -6,10 +6,11 @@ at every interesting time. When the times are totally ordered (a root scope with
 coordinate, the epoch), every complete time has a single predecessor state, and the reduce can
 instead keep, per key, a state summarising the key's input accumulated up to the frontier.
 
-Invariant: after each activation, for every key `k`, `states[k]` is the key's input
+Invariant: after each activation, for every key `k`, its state (`states[k]`, or still in
+the arrays of a hydration from columns, `built`, until `k` first changes) is the key's input
 accumulated at every time not beyond the input frontier (`upper`), and `emitted[k]` is the
-output the operator has sent for `k` accumulated over the same times, which equals
-`states[k].output()`. For each newly complete time `t`, in increasing order, the operator
+output the operator has sent for `k` accumulated over the same times, which equals the
+state's `output()`. For each newly complete time `t`, in increasing order, the operator
 applies `t`'s input diffs to the states of the keys they touch and sends, at `t`, the
 retraction of each such key's previous output and its new output (nothing when unchanged).
 Updates at times not yet complete wait in a buffer, with capabilities held at their lower
@@ -45,9 +46,9 @@ class KeyState(Protocol):
 
     # Optionally `apply_vals(vals, diff) -> int`: `apply` of `(val, diff)` for every val (a
     # hydration's rows, given without a pair per row).
-    # The factory may have `build_columns(table, key) -> dict[key, KeyState] | None`: the
-    # states of every group of an Arrow table's rows keyed by the columns `key`, each equal to
-    # a new state that `apply`d the group's rows with diff 1 (or None: build them from rows).
+    # The factory may have `build_columns(table, key) -> BuiltStates | None`: the states of
+    # every group of an Arrow table's rows keyed by the columns `key` (or None: build them
+    # from rows).
 
     def output(self) -> tuple[list[tuple[Any, int]], int]:
         """The key's output `[(out, multiplicity)]` for its current input, and records read."""
@@ -60,6 +61,21 @@ class KeyState(Protocol):
     def size(self) -> int:
         """Records held, for `arrangement_stats`."""
         ...
+
+
+class BuiltStates(Protocol):
+    """The states of many keys built at once from columns, each made only when its key first
+    changes: `state(i)` equals a new state that `apply`d key `keys[i]`'s values with diff 1,
+    `outputs()` is every key's `output()` in `keys` order (with the records read), and
+    `records()` the sum of their `size()`."""
+
+    keys: list[Any]
+
+    def state(self, i: int) -> KeyState: ...
+
+    def outputs(self) -> tuple[list[list[tuple[Any, int]]], int]: ...
+
+    def records(self) -> int: ...
 
 
 class ReduceTotalOp(Operator):
@@ -75,6 +91,10 @@ class ReduceTotalOp(Operator):
         super().__init__(scope, name, [source])
         self.new_state = new_state
         self.states: dict[Any, KeyState] = {}
+        # Keys whose state is still held by `built` (a hydration from columns), by position:
+        # a key is in `states` or in `unbuilt`, never both.
+        self.built: BuiltStates | None = None
+        self.unbuilt: dict[Any, int] = {}
         self.emitted: dict[Any, list[tuple[Any, int]]] = {}
         self.buffer: list[Any] = []
         self.buffer_lower = Antichain()
@@ -100,7 +120,7 @@ class ReduceTotalOp(Operator):
         self.upper = frontier
         if ready is None:
             return
-        if not self.states and self._build_from_columns(ex, ready):
+        if not self.states and not self.unbuilt and self._build_from_columns(ex, ready):
             return
         by_time = ex.group_by_time(ready) if hasattr(ex, "group_by_time") else \
             group_by_time(ex.collect(ready))
@@ -123,21 +143,21 @@ class ReduceTotalOp(Operator):
         cols = keyed_columns(ready)
         if cols is None or cols.diff != 1:
             return False
-        states = build(cols.table, cols.key)
-        if states is None:
+        built = build(cols.table, cols.key)
+        if built is None:
             return False
         t = cols.time
+        outputs, read = built.outputs()
         out: list[tuple[Any, Time, int]] = []
-        touched = len(cols)
-        for key, st in states.items():
-            new, read = st.output()
-            touched += read
+        emitted = self.emitted
+        for key, new in zip(built.keys, outputs, strict=True):
             for n, k in new:
                 out.append(((key, n), t, k))
-            self.states[key] = st
-            self.emitted[key] = new
-            self.state_records += st.size()
-        self.records_touched += touched
+            emitted[key] = new
+        self.built = built
+        self.unbuilt = dict(zip(built.keys, range(len(built.keys)), strict=True))
+        self.state_records += built.records()
+        self.records_touched += len(cols) + read
         if out:
             self.send(ex.from_updates(out), [t])
         return True
@@ -150,13 +170,20 @@ class ReduceTotalOp(Operator):
         that all change by it."""
         states, emitted = self.states, self.emitted
         touched = 0
+        unbuilt = self.unbuilt
         for key, changes in per_key.items():
             st = states.get(key)
-            if st is None:
+            if st is not None:
+                before = st.size()
+            elif unbuilt and key in unbuilt:
+                assert self.built is not None
+                st = states[key] = self.built.state(unbuilt.pop(key))
+                before = st.size()
+                if not unbuilt:
+                    self.built = None  # every state is made: the arrays can go
+            else:
                 st = states[key] = self.new_state(key)
                 before = 0
-            else:
-                before = st.size()
             if diff is None:
                 touched += st.apply(changes)
             else:
