@@ -1,26 +1,29 @@
 """Aggregate states of every group built from whole Arrow columns (a view's hydration).
 
-`build_states(plan, table, key)` returns, for the rows of `table` keyed by its columns `key`,
-`{key tuple: AggregateState}`, each state equal to a new `plan(key)` that `apply_vals`d its
-group's rows with diff 1 (the per-row path, `AggregateState._build_rows`, is the reference:
-tests/test_aggregate_columns.py checks one against the other, state by state). It returns None
-(the caller then builds from rows) when the table holds something this module does not decide
-exactly. The subset:
+`build_groups(plan, table, key)` returns the groups of `table`'s rows keyed by its columns
+`key` as a `BuiltGroups`: every group's output computed by whole columns, and each group's
+`AggregateState` made only when the group first changes, equal to a new `plan(key)` that
+`apply_vals`d the group's rows with diff 1 (the per-row path, `AggregateState._build_rows`,
+is the reference: tests/test_columns_kernels.py checks one against the other, state by state;
+`build_states` makes them all at once for that). It returns None (the caller then builds from
+rows) when the table holds something this module does not decide exactly. The subset:
 
 - group keys: columns of integer, boolean, string or date type (NULL is a group), grouped by
-  dictionary-encoding each column and one stable sort of the combined codes; float keys are
-  left to rows (Python's dict makes -0.0 and 0.0 one key, keeping the first seen);
+  dictionary-encoding each column and one stable sort of the combined codes (a radix sort
+  for up to 65,536 groups); float keys are left to rows (Python's dict makes -0.0 and 0.0 one
+  key, keeping the first seen);
 - aggregates: COUNT(*), COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x) without DISTINCT, over
   integer columns (sums in int64 where max|x| * rows cannot overflow), float64 columns
-  (exact sums as `_ExactSum.add_floats`; MIN/MAX only without NaN or -0.0, which the row path
-  orders and keys by its own rules) and dates (COUNT, MIN, MAX).
+  (exact sums per (group, exponent), see `_float_sums`; MIN/MAX only without NaN or -0.0,
+  which the row path orders and keys by its own rules) and dates (COUNT, MIN, MAX).
 
-Per group the Python work is a constant number of calls (slices, a dict and a sorted index
-of the group's distinct MIN/MAX values), never a call per row.
+The Python work at hydration is a constant number of calls per group (its key and output
+row), never a call per row; MIN and MAX are one `reduceat` each, and a group's sorted index
+of distinct values is built when it first changes.
 """
-
 from __future__ import annotations
 
+from collections import Counter
 from itertools import repeat
 from typing import Any
 
@@ -43,6 +46,9 @@ _FUNCS = {"count_star", "count", "sum", "avg", "min", "max"}
 # A group with at least this many distinct MIN/MAX values keeps them in arrays
 # (planner.sorted_counts: a few NumPy calls to build, worth it past a few hundred values).
 ARRAY_INDEX_MIN = 256
+# Below this many values a group's distinct values are counted and sorted by Python.
+_SMALL_GROUP = 64
+_I64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
@@ -65,7 +71,7 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         return None
     n = table.num_rows
     if not n:
-        return BuiltGroups(plan, [], np.zeros(0, dtype=np.int64), {}, {}, {}, {})
+        return BuiltGroups(plan, [], np.zeros(1, dtype=np.int64), {}, {}, {}, {})
     grouping = _group(table, key)
     if grouping is None:
         return None
@@ -97,56 +103,67 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
                 sums[i] = (vals, valid, np.append(starts, n))
     counts = {x: (sizes if valid is None else np.add.reduceat(valid.astype(np.int64), starts))
               for x, (_, valid, _) in cols.items()}
-    distinct = {}
     for x in plan.value_args:
-        d = _distinct_values(cols[x], starts, n)
-        if d is None:
-            return None
-        distinct[x] = d
+        vals, _, kind = cols[x]
+        if kind == "float" and (np.isnan(vals).any() or (np.signbit(vals) & (vals == 0)).any()):
+            return None  # NaN and -0.0: the row path orders and keys them by its own rules
     kinds = {x: kind for x, (_, _, kind) in cols.items()}
-    return BuiltGroups(plan, keys, sizes, kinds, sums, counts, distinct)
+    values = {x: cols[x] for x in plan.value_args}
+    return BuiltGroups(plan, keys, np.append(starts, n), kinds, sums, counts, values)
 
 
 class BuiltGroups:
     """Every group's aggregate state, held as arrays (the engine's `BuiltStates`): `keys`,
     `outputs()` for all groups at once, and `state(g)`, group `g`'s `AggregateState`, made
-    only when the group first changes. Invariant: `state(g)` equals a new state that
-    `apply_vals`d the group's rows with diff 1, `outputs()[g]` equals its `output()[0]`, and
-    `records()` the sum of their `size()` (tests compare all three with the per-row states)."""
+    only when the group first changes (a MIN/MAX argument's distinct values are sorted then,
+    for that group only). Invariant: `state(g)` equals a new state that `apply_vals`d the
+    group's rows with diff 1, and `outputs()[g]` equals its `output()[0]` (tests compare both
+    with the per-row states). `records_of(g)` counts group g's values as held here (each row's,
+    not each distinct value's), `records()` all groups'."""
 
-    __slots__ = ("plan", "keys", "sizes", "kinds", "sums", "counts", "distinct")
+    __slots__ = ("plan", "keys", "bounds", "kinds", "sums", "counts", "values", "held")
 
-    def __init__(self, plan: IncrementalAggregates, keys: list[Any], sizes: np.ndarray,
+    def __init__(self, plan: IncrementalAggregates, keys: list[Any], bounds: np.ndarray,
                  kinds: dict[int, str], sums: dict[int, Any], counts: dict[int, np.ndarray],
-                 distinct: dict[int, tuple[np.ndarray, np.ndarray, list[int], list[int]]]
-                 ) -> None:
-        self.plan, self.keys, self.sizes, self.kinds = plan, keys, sizes, kinds
-        self.sums, self.counts, self.distinct = sums, counts, distinct
+                 values: dict[int, tuple[np.ndarray, np.ndarray | None, str]]) -> None:
+        self.plan, self.keys, self.bounds, self.kinds = plan, keys, bounds, kinds
+        self.sums, self.counts, self.values = sums, counts, values
+        self.held: np.ndarray | None = None
 
     def state(self, g: int) -> AggregateState:
         plan = self.plan
         st = AggregateState(plan)
-        st.rows = int(self.sizes[g])
-        for x, (uniq, ucount, bounds, nulls) in self.distinct.items():
-            lo, hi = bounds[g], bounds[g + 1]
-            if hi - lo >= ARRAY_INDEX_MIN and x in st.index:
-                # many distinct values: kept in arrays (planner.sorted_counts)
-                base = uniq[lo:hi]
-                date = self.kinds[x] == "date"
-                sc = SortedCounts(base.astype(np.int64) if date else base,
-                                  ucount[lo:hi], self.kinds[x], nulls[g])
-                st.values[x] = sc  # type: ignore[assignment]
-                st.index[x] = sc.index  # type: ignore[assignment]
-                continue
-            present = uniq[lo:hi].tolist()
+        a, b = int(self.bounds[g]), int(self.bounds[g + 1])
+        st.rows = b - a
+        for x, (vals, valid, kind) in self.values.items():
+            part = vals[a:b]
+            nulls = 0
+            if valid is not None:
+                part = part[valid[a:b]]
+                nulls = b - a - len(part)
             values = st.values[x]
-            values.update(zip(present, ucount[lo:hi].tolist(), strict=True))
-            if nulls[g]:
-                values[None] = nulls[g]
             idx = st.index.get(x)
+            if len(part) < _SMALL_GROUP:
+                # a few values: Python's Counter and sort cost less than NumPy's calls
+                counted = Counter(part.astype("datetime64[D]").tolist() if kind == "date"
+                                  else part.tolist())
+                values.update(counted)
+                present = sorted(counted)
+            else:
+                uniq, ucount = np.unique(part, return_counts=True)
+                if len(uniq) >= ARRAY_INDEX_MIN and idx is not None:
+                    # many distinct values: kept in arrays (planner.sorted_counts)
+                    sc = SortedCounts(uniq, ucount, kind, nulls)
+                    st.values[x] = sc  # type: ignore[assignment]
+                    st.index[x] = sc.index  # type: ignore[assignment]
+                    continue
+                present = (uniq.astype("datetime64[D]") if kind == "date" else uniq).tolist()
+                values.update(zip(present, ucount.tolist(), strict=True))
+            if nulls:
+                values[None] = nulls
             if idx is None:
                 continue
-            if self.kinds[x] == "date":
+            if kind == "date":
                 # dates: _value_entry(v) is (4, v's midnight, 0, v), in v's order
                 idx.update([(4, _midnight(v), 0, v) for v in present])
             else:
@@ -175,6 +192,28 @@ class BuiltGroups:
                         acc.add(v, 1)
         return st
 
+    def _held(self) -> np.ndarray:
+        """Per group, its records as held here (see `records_of`), computed once."""
+        if self.held is not None:
+            return self.held
+        plan = self.plan
+        held = np.ones(len(self.keys), dtype=np.int64)
+        for x, (_, valid, _) in self.values.items():
+            present = self.counts[x]
+            held += present
+            if valid is not None:
+                held += (np.diff(self.bounds) - present) > 0
+            if x in plan.indexed_args:
+                held += present
+        self.held = held
+        return held
+
+    def records_of(self, g: int) -> int:
+        return int(self._held()[g]) if self.values else 1
+
+    def records(self) -> int:
+        return int(self._held().sum()) if self.values else len(self.keys)
+
     def outputs(self) -> tuple[list[list[tuple[Any, int]]], int]:
         """Every group's output, `[(row, 1)]` (no group is empty), and the records read, by
         whole columns: one list per aggregate, zipped into rows."""
@@ -186,7 +225,7 @@ class BuiltGroups:
         for a, slot in zip(plan.aggs, plan.slots, strict=True):
             f = a.func
             if f == "count_star":
-                columns.append(self.sizes.tolist())
+                columns.append(np.diff(self.bounds).tolist())
                 continue
             read += groups
             if f in ("min", "max"):
@@ -211,17 +250,22 @@ class BuiltGroups:
         return [[(r, 1)] for r in rows], read
 
     def _extremes(self, x: int, f: str) -> list[Any]:
-        """MIN or MAX of `x` per group: the first or last of its distinct values (ascending,
-        without NaN or -0.0, so the last is the first of those tied for the maximum)."""
-        uniq, _, bounds, _ = self.distinct[x]
-        lo = np.asarray(bounds[:-1])
-        hi = np.asarray(bounds[1:])
-        has = hi > lo
-        pick = np.where(has, lo if f == "min" else hi - 1, 0)
-        vals = uniq[pick].tolist() if len(uniq) else [None] * len(lo)
+        """MIN or MAX of `x` per group, by one `reduceat` (NULLs as the other extreme; a
+        group without a value gets None). There is no NaN or -0.0, so the maximum is the
+        one value tied for it."""
+        vals, valid, kind = self.values[x]
+        if kind == "float":
+            fill: Any = np.inf if f == "min" else -np.inf
+        else:
+            fill = _I64[1] if f == "min" else _I64[0]
+        if valid is not None:
+            vals = np.where(valid, vals, fill)
+        found = (np.minimum if f == "min" else np.maximum).reduceat(vals, self.bounds[:-1])
+        out = (found.astype("datetime64[D]") if kind == "date" else found).tolist()
+        has = self.counts[x] > 0
         if not has.all():
-            vals = [v if h else None for v, h in zip(vals, has.tolist(), strict=True)]
-        return vals
+            out = [v if h else None for v, h in zip(out, has.tolist(), strict=True)]
+        return out
 
     def _totals(self, i: int) -> list[Any]:
         """Accumulator `i`'s `_ExactSum.total()` per group."""
@@ -237,26 +281,13 @@ class BuiltGroups:
             out.append(acc.total())
         return out
 
-    def records(self) -> int:
-        """The sum of every group's `size()`."""
-        plan, groups = self.plan, len(self.keys)
-        if not plan.value_args or not groups:
-            return groups
-        total = groups
-        for x in plan.value_args:
-            _, _, bounds, nulls = self.distinct[x]
-            d = bounds[-1] - bounds[0]
-            total += d + sum(1 for c in nulls if c)
-            if x in plan.indexed_args:
-                total += d
-        return total
-
 
 def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
                 ) -> list[tuple[int, int, int, int, int, int]] | None:
     """Per group, `_ExactSum`'s (n, n_float, scaled, nan, pinf, ninf) over the group's
     non-NULL floats, exactly as `add` of each value computes them: `scaled` is the exact sum
-    times 2**1074. Each finite value is M * 2**E with an integer |M| < 2**53 (`frexp`); the
+    times 2**1074. Integer values whose sum stays far inside int64 are summed as int64. Else
+    each finite value is M * 2**E with an integer |M| < 2**53 (`frexp`); the
     M of one group and one exponent are summed in int64 halves (exact for 2**36 values), then
     shifted and added per group as Python ints in object arrays (C loops). None if a sum
     would not be an integer at that scale (it always is: kept as a guard)."""
@@ -270,6 +301,13 @@ def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
     pinf = np.add.reduceat((vals == np.inf) & present, starts, dtype=np.int64).tolist()
     ninf = np.add.reduceat((vals == -np.inf) & present, starts, dtype=np.int64).tolist()
     scaled = [0] * groups
+    whole = np.where(finite, vals, 0.0)
+    top = float(np.abs(whole).max()) if len(whole) else 0.0
+    if top * len(vals) < 2.0 ** 62 and bool((whole == np.trunc(whole)).all()):
+        # Integer values (quantities, counts stored as DOUBLE): int64 sums are exact.
+        totals = np.add.reduceat(whole.astype(np.int64), starts).astype(object)
+        scaled = (totals << _FLOAT_SCALE_BITS).tolist()
+        return [(n[g], n[g], scaled[g], nan[g], pinf[g], ninf[g]) for g in range(groups)]
     group = np.repeat(np.arange(groups), np.diff(np.append(starts, len(vals))))
     keep = finite & (vals != 0)
     if keep.any():
@@ -337,7 +375,8 @@ def _group(table: Any, key: tuple[int, ...]
             return None
         codes = codes * size + enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         dicts.append(column_values(enc.dictionary))
-    order = np.argsort(codes, kind="stable")
+    # numpy's stable sort of 16-bit integers is a radix sort: about 10x a comparison sort
+    order = np.argsort(codes.astype(np.uint16) if radix <= 1 << 16 else codes, kind="stable")
     sorted_codes = codes[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
     group_codes = sorted_codes[starts]
@@ -377,38 +416,3 @@ def _numeric(col: Any) -> tuple[np.ndarray, np.ndarray | None, str] | None:
     return vals, valid, kind
 
 
-def _distinct_values(col: tuple[np.ndarray, np.ndarray | None, str], starts: np.ndarray,
-                     n: int) -> tuple[np.ndarray, np.ndarray, list[int], list[int]] | None:
-    """Per group, the distinct non-NULL values in ascending order with their counts: arrays of
-    all groups' (value, count) one after another, each group's bounds in them, and each
-    group's NULL count. None for floats holding a NaN or -0.0."""
-    vals, valid, kind = col
-    if kind == "float" and (np.isnan(vals).any() or (np.signbit(vals) & (vals == 0)).any()):
-        return None
-    group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
-    nulls = [0] * len(starts)
-    if valid is not None:
-        nulls = np.bincount(group[~valid], minlength=len(starts)).tolist()
-        vals, group = vals[valid], group[valid]
-    lo = int(vals.min()) if len(vals) and kind != "float" else 0
-    span = int(vals.max()) - lo + 1 if len(vals) and kind != "float" else 0
-    if span and span * len(starts) < 2 ** 62:
-        # integers: (group, value) as one int64, so one sort finds the distinct pairs
-        combined, ucount = np.unique(group * span + (vals - lo), return_counts=True)
-        ugroup, offset = np.divmod(combined, span)
-        uniq = offset + lo
-    else:
-        # what np.lexsort((vals, group)) gives, in about half its time: stable sorts compose
-        order = np.argsort(vals, kind="stable")
-        order = order[np.argsort(group[order], kind="stable")]
-        v, g = vals[order], group[order]
-        new = np.concatenate(([True], (v[1:] != v[:-1]) | (g[1:] != g[:-1]))) if len(v) else \
-            np.zeros(0, dtype=bool)
-        first = np.flatnonzero(new)
-        uniq = v[first]
-        ucount = np.diff(np.append(first, len(v)))
-        ugroup = g[first]
-    if kind == "date":
-        uniq = uniq.astype("datetime64[D]")  # `tolist` gives datetime.date objects
-    bounds = np.searchsorted(ugroup, np.arange(len(starts) + 1)).tolist()
-    return uniq, ucount, bounds, nulls

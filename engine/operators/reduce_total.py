@@ -67,7 +67,8 @@ class BuiltStates(Protocol):
     """The states of many keys built at once from columns, each made only when its key first
     changes: `state(i)` equals a new state that `apply`d key `keys[i]`'s values with diff 1,
     `outputs()` is every key's `output()` in `keys` order (with the records read), and
-    `records()` the sum of their `size()`."""
+    `records()` the records held for all keys, `records_of(i)` for key `keys[i]` (until its
+    state is made and reports its own `size()`)."""
 
     keys: list[Any]
 
@@ -76,6 +77,8 @@ class BuiltStates(Protocol):
     def outputs(self) -> tuple[list[list[tuple[Any, int]]], int]: ...
 
     def records(self) -> int: ...
+
+    def records_of(self, i: int) -> int: ...
 
 
 class ReduceTotalOp(Operator):
@@ -177,8 +180,11 @@ class ReduceTotalOp(Operator):
                 before = st.size()
             elif unbuilt and key in unbuilt:
                 assert self.built is not None
-                st = states[key] = self.built.state(unbuilt.pop(key))
+                i = unbuilt.pop(key)
+                st = states[key] = self.built.state(i)
                 before = st.size()
+                # the arrays counted the group's records their way (records_of)
+                self.state_records += before - self.built.records_of(i)
                 if not unbuilt:
                     self.built = None  # every state is made: the arrays can go
             else:
