@@ -266,7 +266,8 @@ class Dataflow:
         return self._has_loops
 
     def run(self, max_steps: int | None = None) -> int:
-        """Step until quiescent: every submitted epoch processed, every loop converged.
+        """Step until quiescent: every submitted epoch processed, every loop converged (a
+        dataflow without loops is quiescent after one busy pass).
 
         Python's cyclic collector is paused while the dataflow runs. Updates, batches and
         traces are acyclic (tuples, lists and dicts of values), so reference counting frees
@@ -286,6 +287,12 @@ class Dataflow:
                 n += 1
                 if max_steps is not None and n >= max_steps:
                     return n
+                if not self.has_loops():
+                    # Without loops every operator comes after its inputs, so one pass in
+                    # that order consumed every message and saw every input's final reach:
+                    # a second pass would find nothing to do (it cost a third of a
+                    # single-row write's scheduling).
+                    break
             self._settle()
             return n
         finally:

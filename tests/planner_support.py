@@ -170,6 +170,8 @@ def replay_against_duckdb(world: World, views: list[str], cat: Catalog | None = 
         for h in handles.values():
             h.advance_to(batch + 1)
         df.run()
+        # quiescent: one more pass finds nothing to do (a loop-free run stops after one pass)
+        assert not df.step()
         world.sync()
         for sql, cap in caps:
             got, want = norm(cap.snapshot()), world.duck(sql)
