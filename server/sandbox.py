@@ -192,19 +192,29 @@ class Relation:
     arrow: Any = None
 
 
+# The name an Arrow relation is registered under in a sandbox (user names never start with
+# it: `load_relation` refuses them).
+_ARROW_PREFIX = "__diffsql_arrow_"
+
+
 def load_relation(con: duckdb.DuckDBPyConnection, name: str, rel: Relation) -> None:
-    """Create `name` in `con` and fill it with `rel`'s rows in one statement (no per-row
-    calls; an Arrow table is copied by DuckDB, casting to the declared types)."""
+    """Make `name` in `con` hold `rel`'s rows. An Arrow relation is registered, not copied:
+    `name` is a view over it that casts each column to its declared type (a no-op for the
+    types whose Arrow form is exact, the only ones given as Arrow), so the query scans the
+    Arrow buffers themselves. Python rows fill a table in one statement (no per-row calls)."""
+    if name.startswith(_ARROW_PREFIX):
+        raise SqlError(f"relation names may not start with {_ARROW_PREFIX}",
+                       code="unsupported")
+    if rel.arrow is not None:
+        source = _ARROW_PREFIX + name
+        con.register(source, rel.arrow)
+        casts = ", ".join(f"CAST(#{i + 1} AS {t}) AS {quote_ident(c)}"
+                          for i, (c, t) in enumerate(rel.columns))
+        con.execute(f"CREATE VIEW {quote_ident(name)} AS SELECT {casts} "
+                    f"FROM {quote_ident(source)}")
+        return
     cols = ", ".join(f"{quote_ident(c)} {t}" for c, t in rel.columns)
     con.execute(f"CREATE TABLE {quote_ident(name)} ({cols})")
-    if rel.arrow is not None:
-        source = "__diffsql_arrow_source"
-        con.register(source, rel.arrow)
-        try:
-            con.execute(f"INSERT INTO {quote_ident(name)} SELECT * FROM {source}")
-        finally:
-            con.unregister(source)
-        return
     if not rel.rows:
         return
     params = [[row[i] for row in rel.rows] for i in range(len(rel.columns))]
@@ -288,7 +298,7 @@ def run_query(
             timer.cancel()
         return QueryResult(columns, rows)
     finally:
-        _return_sandbox(con, memory_limit, list(relations), reusable=not interrupted.is_set())
+        _return_sandbox(con, memory_limit, relations, reusable=not interrupted.is_set())
 
 
 # Idle sandboxes by memory limit, at most _MAX_IDLE each.
@@ -315,8 +325,8 @@ def _take_sandbox(memory_limit: str) -> duckdb.DuckDBPyConnection:
     })
 
 
-def _return_sandbox(con: duckdb.DuckDBPyConnection, memory_limit: str, names: list[str],
-                    reusable: bool) -> None:
+def _return_sandbox(con: duckdb.DuckDBPyConnection, memory_limit: str,
+                    relations: dict[str, Relation], reusable: bool) -> None:
     """Drop the query's copies and pool `con` if it is empty again; else close it."""
     if reusable:
         try:
@@ -324,10 +334,17 @@ def _return_sandbox(con: duckdb.DuckDBPyConnection, memory_limit: str, names: li
                 con.execute("ROLLBACK")  # the READ ONLY transaction, if it began
             except duckdb.Error:
                 pass
-            for name in names:
-                con.execute(f"DROP TABLE IF EXISTS {quote_ident(name)}")
-            (tables,) = con.execute("SELECT count(*) FROM duckdb_tables()").fetchone() or (1,)
-            if tables == 0:
+            for name, rel in relations.items():
+                if rel.arrow is not None:  # a view over the registered Arrow table
+                    con.execute(f"DROP VIEW IF EXISTS {quote_ident(name)}")
+                    con.unregister(_ARROW_PREFIX + name)
+                else:
+                    con.execute(f"DROP TABLE IF EXISTS {quote_ident(name)}")
+            # fetchall: a result left unfinished would refuse the next query's `register`
+            ((left,),) = con.execute(
+                "SELECT (SELECT count(*) FROM duckdb_tables()) + "
+                "(SELECT count(*) FROM duckdb_views() WHERE NOT internal)").fetchall()
+            if left == 0:
                 with _idle_lock:
                     pool = _idle.setdefault(memory_limit, [])
                     if len(pool) < _MAX_IDLE:

@@ -128,6 +128,30 @@ def test_pooled_sandboxes_hold_only_their_query_relations() -> None:
     assert run_query("SELECT count(*) FROM duckdb_tables()", {}, **kw).rows == [(0,)]
 
 
+def test_arrow_relations_are_read_in_place_and_leave_nothing_behind() -> None:
+    """An Arrow relation is a view over the registered table (no copy), with its declared
+    types; after the query the pooled sandbox holds no table, view or registration."""
+    import pyarrow as pa
+
+    from server import sandbox
+
+    kw: dict = {"timeout": 5, "memory_limit": "256MB", "max_rows": 10}
+    arrow = pa.table({"x": pa.array([1, 2, None], pa.int32()), "d": pa.array([0.5, 1.5, 2.5])})
+    a = Relation([("x", "INTEGER"), ("d", "DOUBLE")], (), arrow)
+    rows = Relation([("y", "VARCHAR")], [("s",)])
+    for _ in range(3):
+        got = run_query("SELECT any_value(typeof(x)), sum(x), sum(d), (SELECT y FROM r) FROM a",
+                        {"a": a, "r": rows}, **kw)
+        assert got.rows == [("INTEGER", 3, 4.5, "s")]
+        with pytest.raises(ApiError):
+            run_query("SELECT * FROM a", {"r": rows}, **kw)  # gone after its query
+        assert run_query("SELECT count(*) FROM duckdb_views() WHERE NOT internal", {},
+                         **kw).rows == [(0,)]
+    assert sandbox._idle.get("256MB"), "sandboxes go back to the pool"
+    with pytest.raises(ApiError):
+        run_query("SELECT 1", {"__diffsql_arrow_a": a}, **kw)
+
+
 def test_statement_splitting_keeps_positions() -> None:
     sql = "CREATE TABLE t (a INTEGER);\n  INSERT INTO t VALUES (';');  -- c\nSELECT 1;;"
     assert [(p[1], p[2]) for p in split(sql)] == [(1, 1), (2, 3), (3, 1)]
