@@ -273,11 +273,29 @@ def test_aggregate_states_decline_what_rows_must_decide() -> None:
     assert build_states(distinct, ints, (0,)) is None
 
 
+def _hydrated(table: Any, cat: Any, sqls: list[str], columns: bool) -> tuple[Any, ...]:
+    """A dataflow of the views `sqls` over table t, fed `table` at time 0 as columns or as
+    rows and run: (dataflow, t's input handle, the views' captures, the table's rows)."""
+    import engine
+    from planner import compile_view
+
+    df = engine.Dataflow()
+    h, src = df.new_input("t")
+    caps = [compile_view(s, cat).build(df, {"t": src}).capture() for s in sqls]
+    rows = list(rows_of(table, table.num_columns))
+    if columns:
+        h.send_columns(table)
+    else:
+        h.send([(r, 1) for r in rows])
+    h.advance_to(1)
+    df.run()
+    return df, h, caps, rows
+
+
 def test_a_dataflow_fed_columns_equals_one_fed_rows() -> None:
     """Through the planner's lowering: filter, map, GROUP BY with every aggregate, over a
     table sent as columns and as rows, then the same changes to both."""
-    import engine
-    from planner import Catalog, Column, TableSchema, compile_view
+    from planner import Catalog, Column, TableSchema
     from tests.planner_support import norm
 
     rng = random.Random(7)
@@ -294,16 +312,7 @@ def test_a_dataflow_fed_columns_equals_one_fed_rows() -> None:
             "SELECT id, k * 2 AS k2, v * 2.0 AS v2 FROM t WHERE v > 0"]
     outs = []
     for columns in (True, False):
-        df = engine.Dataflow()
-        h, src = df.new_input("t")
-        caps = [compile_view(s, cat).build(df, {"t": src}).capture() for s in sqls]
-        rows = list(rows_of(table, 3))
-        if columns:
-            h.send_columns(table)
-        else:
-            h.send([(r, 1) for r in rows])
-        h.advance_to(1)
-        df.run()
+        df, h, caps, rows = _hydrated(table, cat, sqls, columns)
         snaps = [Counter(norm(c.snapshot())) for c in caps]
         h.send([(rows[0], -1), ((1, None, 0.5), 1), ((2, 99, -2.0), 1)])
         h.advance_to(2)
@@ -317,9 +326,8 @@ def test_states_held_as_arrays_are_made_when_their_group_changes() -> None:
     """A GROUP BY hydrated from columns holds its groups in arrays; a change to a group makes
     its state, the records it reports become the states' own sizes, and the view equals the
     same view fed rows."""
-    import engine
     from engine.operators.reduce_total import ReduceTotalOp
-    from planner import Catalog, Column, TableSchema, compile_view
+    from planner import Catalog, Column, TableSchema
     from tests.planner_support import norm
 
     rng = random.Random(3)
@@ -336,16 +344,8 @@ def test_states_held_as_arrays_are_made_when_their_group_changes() -> None:
     change = [(rows[i], -1) for i in range(0, n, 7)] + [((k, 5, 0.5), 1) for k in range(40)]
     results = []
     for columns in (True, False):
-        df = engine.Dataflow()
-        h, src = df.new_input("t")
-        cap = compile_view(sql, cat).build(df, {"t": src}).capture()
+        df, h, (cap,), _ = _hydrated(table, cat, [sql], columns)
         (op,) = [o for o in df.ops if isinstance(o, ReduceTotalOp)]
-        if columns:
-            h.send_columns(table)
-        else:
-            h.send([(r, 1) for r in rows])
-        h.advance_to(1)
-        df.run()
         if columns:
             assert len(op.unbuilt) == 31 and not op.states  # held as arrays
         h.send(change)
