@@ -21,12 +21,13 @@ from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, TokenError
 
 from planner.binder import Binder
-from planner.catalog import Catalog, Column, TableSchema, ViewDef
+from planner.cardinality import Estimator
+from planner.catalog import Catalog, Column, Statistics, TableSchema, ViewDef
 from planner.errors import PlanError
 from planner.ir import Rel, explain
 from planner.rewrites import RULES, optimize
 
-__all__ = ["Catalog", "Column", "CompiledView", "PlanError", "TableSchema", "ViewDef",
+__all__ = ["Catalog", "Column", "CompiledView", "PlanError", "Statistics", "TableSchema", "ViewDef",
            "compile_view"]
 
 
@@ -219,6 +220,6 @@ def _compile(sql: str, catalog: Catalog, name: str | None,
                             "names")
         names = renames + names[len(renames):]
     cols = [Column(n, t) for n, t in zip(names, bound.types, strict=True)]
-    plan = optimize(bound.rel, RULES)
+    plan = optimize(bound.rel, RULES, Estimator(catalog))
     return CompiledView(name=name, sql=body_sql, columns=cols, plan=plan,
                         dependencies=list(binder.deps), logical_plan=bound.rel)

@@ -7,6 +7,7 @@ Invariant: names are stored lower-case; a Column's ``type`` is DuckDB type text
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,17 @@ class ViewDef:
     columns: list[Column]
 
 
+class Statistics(Protocol):
+    """What the planner may know of a table's contents (None: not known). Only the order of
+    joins depends on it (planner.cardinality), never a result."""
+
+    def rows(self, table: str) -> int | None: ...
+
+    def distinct(self, table: str, column: str) -> int | None: ...
+
+
 @dataclass
 class Catalog:
     tables: dict[str, TableSchema] = field(default_factory=dict)
     views: dict[str, ViewDef] = field(default_factory=dict)
+    statistics: Statistics | None = None

@@ -11,9 +11,12 @@ and *predicates* over the concatenation of the leaves' columns, then rebuilds it
   (an expression key becomes a map column of its leaf); SQL equality never matches NULL, so both
   key expressions get an ``IS NOT NULL`` filter, while keys the binder wrote as ``Join.keys``
   (which match NULL with NULL, used by decorrelation) stay null-matching;
-- leaves join left-deep, greedily: start at the most filtered leaf, then always join a leaf
-  connected to the joined set by an equi-join edge (most filtered first, then FROM order); a
-  cross product happens only when no remaining leaf shares an equality with the joined set;
+- leaves join left-deep along equi-join edges (a cross product happens only when no remaining
+  leaf shares an equality with the joined set). With table statistics (``Catalog.statistics``,
+  read through ``planner.cardinality``) of three or more leaves the order is the one whose
+  intermediate results, each arranged for the next join, have the fewest estimated rows;
+  without them it is greedy: start at the most filtered leaf, then always join the most
+  filtered linked leaf (FROM order among equals);
 - every other conjunct applies right after the join that brings in the last leaf it reads.
 
 ``plan_delta_joins`` (the last rewrite) then turns a left-deep join of three or more inputs
@@ -30,8 +33,11 @@ Filters on one leaf keep their relative order, so a guard like ``a <> 0`` still 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from planner.cardinality import Estimator
 from planner.ir import (
     ArrangeBy,
     Call,
@@ -75,12 +81,13 @@ def _subst(e: Scalar, cols: list[Scalar]) -> Scalar:
     return map_cols(e, lambda i: cols[i])
 
 
-def _flatten(r: Rel, leaves: list[Rel], preds: list[Pred]) -> list[Scalar]:
+def _flatten(r: Rel, leaves: list[Rel], preds: list[Pred],
+             estimator: Estimator | None) -> list[Scalar]:
     """Leaves and predicates of r appended in place; returns r's columns as expressions over
     the concatenated leaf columns."""
     if isinstance(r, Join):
-        lo = _flatten(r.left, leaves, preds)
-        ro = _flatten(r.right, leaves, preds)
+        lo = _flatten(r.left, leaves, preds, estimator)
+        ro = _flatten(r.right, leaves, preds, estimator)
         for a, b in r.keys:
             la, rb = lo[a], ro[b]
             if not (isinstance(la, Col) and isinstance(rb, Col)):
@@ -88,14 +95,14 @@ def _flatten(r: Rel, leaves: list[Rel], preds: list[Pred]) -> list[Scalar]:
             preds.append(_KeyEq(la.index, rb.index))
         return lo + ro
     if isinstance(r, Mfp) and _joinish(r.input):
-        cols = list(_flatten(r.input, leaves, preds))
+        cols = list(_flatten(r.input, leaves, preds, estimator))
         for m in r.map:
             cols.append(_subst(m, cols))
         for p in r.filter:
             preds.append(_subst(p, cols))
         return [cols[i] for i in r.project]
     base = sum(x.arity for x in leaves)
-    leaves.append(order_joins(r))
+    leaves.append(order_joins(r, estimator))
     return [Col(base + i) for i in range(r.arity)]
 
 
@@ -123,7 +130,139 @@ def _score(preds: list[Scalar]) -> int:
     return s
 
 
-def _rebuild(leaves: list[Rel], preds: list[Pred], outs: list[Scalar]) -> Rel:
+Edge = tuple[int, int, int, int]  # (leaf A, column of A, leaf B, column of B): A.x = B.y
+
+
+def _classes(edges: list[Edge]) -> list[list[tuple[int, int]]]:
+    """The classes of (leaf, column) that the edges equate (union-find), each in first-seen
+    order."""
+    parent: dict[tuple[int, int], tuple[int, int]] = {}
+
+    def find(x: tuple[int, int]) -> tuple[int, int]:
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    for a, ca, b, cb in edges:
+        ra, rb = find((a, ca)), find((b, cb))
+        if ra != rb:
+            parent[ra] = rb
+    out: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for a, ca, b, cb in edges:
+        for x in ((a, ca), (b, cb)):
+            members = out.setdefault(find(x), [])
+            if x not in members:
+                members.append(x)
+    return list(out.values())
+
+
+def _implied(edges: list[Edge]) -> list[Edge]:
+    """The equalities the edges imply between leaves they do not link directly: with
+    ``c.x = s.y`` and ``s.y = n.z``, ``c.x = n.z`` lets the join start at c and n. Equality
+    is transitive whether or not it matches NULL: a NULL-matching edge next to a SQL one meets
+    a column filtered NOT NULL, so the implied edge matches as the SQL one does. An implied
+    edge is implied by the others, so adding it never changes the joined rows."""
+    out: list[Edge] = []
+    for members in _classes(edges):
+        cls = set(members)
+        linked = {(a, b) for a, ca, b, cb in edges if (a, ca) in cls}
+        linked |= {(b, a) for a, b in linked}
+        for i, (a, ca) in enumerate(members):
+            for b, cb in members[i + 1:]:
+                if a != b and (a, b) not in linked:
+                    out.append((a, ca, b, cb))
+                    linked |= {(a, b), (b, a)}
+    return out
+
+
+def _greedy_order(score: list[int], adj: dict[int, set[int]]) -> list[int]:
+    """Without statistics: start at the most filtered leaf, then always the most filtered leaf
+    linked to the joined set (FROM order among equals)."""
+    n = len(score)
+    start = max(range(n), key=lambda i: (score[i], -i))
+    order = [start]
+    joined = {start}
+    while len(order) < n:
+        rest = [i for i in range(n) if i not in joined]
+        linked = [i for i in rest if adj[i] & joined]
+        pick = max(linked or rest, key=lambda i: (score[i], -i))
+        order.append(pick)
+        joined.add(pick)
+    return order
+
+
+# Up to this many leaves every connected left-deep order is costed (2^n subsets); beyond it the
+# order is greedy on the same estimates.
+_EXHAUSTIVE = 12
+
+
+def joined_rows(inputs: list[Rel], edges: list[Edge],
+                estimator: Estimator) -> Callable[[int], float]:
+    """The estimated rows of joining a set of the inputs (a bit mask) along the edges among them.
+
+    They do not depend on the order the set is joined in: the product of its inputs' rows
+    divided, for each class of columns equated by the edges, by the distinct counts of all but
+    the smallest-domain member (the containment assumption: joining on ``a.x = b.y = c.z``
+    keeps one row per value of the smallest domain)."""
+    n = len(inputs)
+    est = [estimator.estimate(x) for x in inputs]
+    classes: list[dict[int, float]] = []
+    for members in _classes(edges):
+        ds: dict[int, float] = {}
+        for leaf, c in members:
+            d = estimator.distinct(est[leaf], c)
+            ds[leaf] = min(d, ds.get(leaf, d))
+        classes.append(ds)
+
+    def rows(mask: int) -> float:
+        r = math.prod(est[i].rows for i in range(n) if mask >> i & 1)
+        for members in classes:
+            ds = sorted(d for leaf, d in members.items() if mask >> leaf & 1)
+            for d in ds[1:]:
+                r /= d
+        return r
+
+    return rows
+
+
+def cheapest_order(inputs: list[Rel], edges: list[Edge], adj: dict[int, set[int]],
+                   estimator: Estimator) -> list[int]:
+    """The left-deep order whose intermediate results (every join's output except the last,
+    each of which is arranged for the next join) have the fewest estimated rows in total
+    (`joined_rows`). A set's rows do not depend on its order, so the search is over subsets
+    (Selinger's dynamic programme), extending a set only by an input linked to it unless none
+    is (a cross product is the last resort, as in the greedy order)."""
+    n = len(inputs)
+    rows = joined_rows(inputs, edges, estimator)
+    full = (1 << n) - 1
+    if n > _EXHAUSTIVE:
+        order = [min(range(n), key=lambda i: (rows(1 << i), i))]
+        mask = 1 << order[0]
+        while mask != full:
+            rest = [j for j in range(n) if not mask >> j & 1]
+            linked = [j for j in rest if any(mask >> k & 1 for k in adj[j])]
+            j = min(linked or rest, key=lambda j: (rows(mask | 1 << j), j))
+            order.append(j)
+            mask |= 1 << j
+        return order
+    best: dict[int, tuple[float, tuple[int, ...]]] = {1 << i: (0.0, (i,)) for i in range(n)}
+    for mask in sorted(range(1, full), key=lambda m: (m.bit_count(), m)):
+        if mask not in best:
+            continue
+        cost, order = best[mask]
+        rest = [j for j in range(n) if not mask >> j & 1]
+        linked = [j for j in rest if any(mask >> k & 1 for k in adj[j])]
+        for j in linked or rest:
+            nxt = mask | 1 << j
+            c = cost + (rows(nxt) if nxt != full else 0.0)
+            cand = (c, (*order, j))
+            if nxt not in best or cand < best[nxt]:
+                best[nxt] = cand
+    return list(best[full][1])
+
+
+def _rebuild(leaves: list[Rel], preds: list[Pred], outs: list[Scalar],
+             estimator: Estimator | None) -> Rel:
     offs: list[int] = []
     o = 0
     for leaf in leaves:
@@ -142,7 +281,7 @@ def _rebuild(leaves: list[Rel], preds: list[Pred], outs: list[Scalar]) -> Rel:
     top: list[Scalar] = []
     residual: list[tuple[frozenset[int], Scalar]] = []
     # edges: (leaf A, local column of A, leaf B, local column of B)
-    edges: list[tuple[int, int, int, int]] = []
+    edges: list[Edge] = []
 
     def key_col(e: Scalar, leaf: int) -> int:
         le = local(e, leaf)
@@ -199,20 +338,20 @@ def _rebuild(leaves: list[Rel], preds: list[Pred], outs: list[Scalar]) -> Rel:
         else:
             inputs.append(leaf)
 
-    score = [_score(own[i]) for i in range(len(leaves))]
+    informed = estimator is not None and estimator.informed and len(leaves) >= 3
+    if informed:
+        edges += _implied(edges)
     adj: dict[int, set[int]] = {i: set() for i in range(len(leaves))}
     for a, _, b, _ in edges:
         adj[a].add(b)
         adj[b].add(a)
-    start = max(range(len(leaves)), key=lambda i: (score[i], -i))
-    order = [start]
-    joined = {start}
-    while len(order) < len(leaves):
-        rest = [i for i in range(len(leaves)) if i not in joined]
-        linked = [i for i in rest if adj[i] & joined]
-        pick = max(linked or rest, key=lambda i: (score[i], -i))
-        order.append(pick)
-        joined.add(pick)
+    if informed:
+        assert estimator is not None
+        local_edges = [(a, lpos[a][ca], b, lpos[b][cb]) for a, ca, b, cb in edges]
+        order = cheapest_order(inputs, local_edges, adj, estimator)
+    else:
+        order = _greedy_order([_score(own[i]) for i in range(len(leaves))], adj)
+    start = order[0]
 
     pos: dict[tuple[int, int], int] = {}
     cur = inputs[start]
@@ -222,11 +361,19 @@ def _rebuild(leaves: list[Rel], preds: list[Pred], outs: list[Scalar]) -> Rel:
     pending = list(residual)
     for nxt in order[1:]:
         keys = []
+        equated: dict[int, int] = {}  # nxt's column -> the joined leaf first equated with it
         for a, ca, b, cb in edges:
             if a in done and b == nxt:
-                keys.append((pos[(a, ca)], lpos[b][cb]))
+                left, right, other = pos[(a, ca)], lpos[b][cb], a
             elif b in done and a == nxt:
-                keys.append((pos[(b, cb)], lpos[a][ca]))
+                left, right, other = pos[(b, cb)], lpos[a][ca], b
+            else:
+                continue
+            if informed and equated.setdefault(right, other) != other:
+                # Two joined leaves equated with one column of nxt are equal already: with
+                # the implied edges, the second of them joined on an edge to the first.
+                continue
+            keys.append((left, right))
         width = cur.arity
         cur = Join(cur, inputs[nxt], tuple(keys))
         for c, k in lpos[nxt].items():
@@ -254,19 +401,20 @@ def _rebuild(leaves: list[Rel], preds: list[Pred], outs: list[Scalar]) -> Rel:
     return Mfp(cur, tuple(maps), tuple(map_cols(c, place) for c in top), tuple(proj))
 
 
-def order_joins(r: Rel) -> Rel:
-    """Every maximal tree of inner joins and filters, rebuilt along its join graph."""
+def order_joins(r: Rel, estimator: Estimator | None = None) -> Rel:
+    """Every maximal tree of inner joins and filters, rebuilt along its join graph (ordered by
+    estimated cardinalities when the estimator has statistics)."""
     if _joinish(r):
         leaves: list[Rel] = []
         preds: list[Pred] = []
         try:
-            return _rebuild(leaves, preds, _flatten(r, leaves, preds))
+            return _rebuild(leaves, preds, _flatten(r, leaves, preds, estimator), estimator)
         except _Keep:
-            return with_children(r, [order_joins(k) for k in children(r)])
+            return with_children(r, [order_joins(k, estimator) for k in children(r)])
     kids = children(r)
     if not kids:
         return r
-    return with_children(r, [order_joins(k) for k in kids])
+    return with_children(r, [order_joins(k, estimator) for k in kids])
 
 
 # ---------------------------------------------------------------- delta joins

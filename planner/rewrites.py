@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from planner.cardinality import Estimator
 from planner.errors import EvaluationError
 from planner.ir import (
     ArrangeBy,
@@ -317,7 +318,8 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def optimize(r: Rel, rules: tuple[Rule, ...] = RULES) -> Rel:
+def optimize(r: Rel, rules: tuple[Rule, ...] = RULES, estimator: Estimator | None = None) -> Rel:
+    """r rewritten by each rule in turn; join ordering uses the estimator's statistics."""
     for rule in rules:
-        r = rule(r)
+        r = order_joins(r, estimator) if rule is order_joins else rule(r)
     return r

@@ -80,8 +80,11 @@ def infer_type(values: list[Any]) -> str:
     return "VARCHAR"
 
 
-def planner_catalog(tables: dict[str, TableRecord], views: dict[str, ViewRecord]) -> Any:
-    """The planner's view of the catalog records."""
+def planner_catalog(
+    tables: dict[str, TableRecord], views: dict[str, ViewRecord], statistics: Any = None
+) -> Any:
+    """The planner's view of the catalog records (and of the tables' contents, through
+    `server.statistics.TableStatistics`, when given: it orders joins)."""
     p = planner()
 
     def cols(cs: list[dict[str, Any]]) -> list[Any]:
@@ -93,6 +96,7 @@ def planner_catalog(tables: dict[str, TableRecord], views: dict[str, ViewRecord]
             for n, t in tables.items()
         },
         views={n: p.ViewDef(n, v.sql, cols(v.columns)) for n, v in views.items()},
+        statistics=statistics,
     )
 
 
@@ -175,13 +179,15 @@ def compile_statement(
     tables: dict[str, TableRecord],
     views: dict[str, ViewRecord],
     iteration_limit: int,
+    statistics: Any = None,
 ) -> Any:
-    """Plan the view (or query) of statement `s` against a catalog of tables and views."""
+    """Plan the view (or query) of statement `s` against a catalog of tables and views (and
+    the tables' statistics, which order its joins)."""
     p = planner()
     try:
         return p.compile_view(
             s.text,
-            planner_catalog(tables, views),
+            planner_catalog(tables, views, statistics),
             name=name,
             iteration_limit=iteration_limit,
         )
@@ -211,9 +217,10 @@ def explain(
     tables: dict[str, TableRecord],
     views: dict[str, ViewRecord],
     iteration_limit: int,
+    statistics: Any = None,
 ) -> dict[str, Any]:
-    """EXPLAIN CREATE VIEW / EXPLAIN SELECT: the plan the view would have; nothing is
-    created."""
+    """EXPLAIN CREATE VIEW / EXPLAIN SELECT: the plan the view would have (given the same
+    statistics); nothing is created."""
     inner = s.inner
     assert inner is not None
     name: str | None = None
@@ -222,7 +229,7 @@ def explain(
         if isinstance(target, exp.Schema):
             target = target.this
         name = name_of(target, inner)
-    compiled = compile_statement(inner, name, tables, views, iteration_limit)
+    compiled = compile_statement(inner, name, tables, views, iteration_limit, statistics)
     return {
         "statement": "EXPLAIN",
         "name": name,

@@ -36,6 +36,7 @@ from server.failures import error_json, failure
 from server.hydration import imports_of
 from server.sqltext import parse_statement
 from server.state import ServerState
+from server.statistics import TableStatistics
 from server.store import Row, Store
 from server.transaction import Write, table_input
 from server.views import Batch, Input, MaintainedView, TableChange, apply_batch, consolidate
@@ -265,7 +266,7 @@ def rebuild(
         earlier = {n: r for n, r in w.views.items() if w.views[n].seq < old.seq}
         compiled = compile_statement(
             parse_statement(old.sql), old.name, w.tables, earlier,
-            state.settings.iteration_limit,
+            state.settings.iteration_limit, TableStatistics.of(state.store.conn, w.tables),
         )
     view = MaintainedView(
         old.name,

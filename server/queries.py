@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from typing import Any
 
 from server.catalog import explain, infer_type, record
@@ -20,6 +20,7 @@ from server.errors import Conflict, Forbidden, SqlError
 from server.sandbox import Relation, check_relations, run_query
 from server.sqltext import Statement, parse_script
 from server.state import ServerState
+from server.statistics import TableStatistics
 from server.store import Row, Store, arrow_of
 from server.values import quote_ident, row_to_json
 
@@ -105,10 +106,14 @@ def read_many(state: ServerState, stmts: list[Statement]) -> list[dict[str, Any]
         records = {n: record(v) for n, v in state.views.items()}
     selects = iter(select_many(state, [s for s in stmts if s.kind == "SELECT"]))
     limit = state.settings.iteration_limit
-    return [
-        next(selects) if s.kind == "SELECT" else explain(s, tables, records, limit)
-        for s in stmts
-    ]
+    # EXPLAIN reads statistics as a view created now would: committed contents, through its
+    # own cursor (the write connection may be in use).
+    with closing(state.store.cursor()) as cur:
+        stats = TableStatistics.of(cur, tables)
+        return [
+            next(selects) if s.kind == "SELECT" else explain(s, tables, records, limit, stats)
+            for s in stmts
+        ]
 
 
 def select_many(state: ServerState, stmts: list[Statement]) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from server.catalog import planner, planner_catalog
 from server.failures import failure
 from server.hydration import imports_of
 from server.state import ServerState
+from server.statistics import TableStatistics
 from server.store import Row, Store, ViewRecord
 from server.views import Batch, Input, MaintainedView, TableChange, apply_batch
 
@@ -138,7 +139,9 @@ def _recover_views(state: ServerState) -> None:
     partial: set[str] = set()  # views rebuilt from the current tables only (no history)
     for vrec in state.view_records:
         view = state.views[vrec.name]
-        catalog = planner_catalog(state.tables, catalog_views)
+        catalog = planner_catalog(
+            state.tables, catalog_views, TableStatistics.of(state.store.conn, state.tables)
+        )
         catalog_views[vrec.name] = vrec
         try:
             missing = [

@@ -37,6 +37,7 @@ from server.queries import run_select, view_relation
 from server.sandbox import Relation, check_relations
 from server.sqltext import Statement
 from server.state import ServerState
+from server.statistics import TableStatistics
 from server.store import Store, TableRecord, ViewRecord
 from server.transaction import Write, load_file
 from server.values import normalize_type, quote_ident
@@ -176,7 +177,8 @@ def create_view(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
             return {"statement": "CREATE VIEW", "name": name, "created": False}
         kind = "table" if name in w.tables else "view"
         raise Conflict(f"a {kind} named {name!r} already exists", code="already_exists")
-    compiled = compile_statement(s, name, w.tables, w.views, state.settings.iteration_limit)
+    compiled = compile_statement(s, name, w.tables, w.views, state.settings.iteration_limit,
+                                 TableStatistics.of(state.store.conn, w.tables))
     deps = [str(d).lower() for d in compiled.dependencies]
     for d in deps:
         if d not in w.tables and d not in w.views:

@@ -49,6 +49,7 @@ from server.recovery import checkpoint, reload
 from server.sqltext import Statement
 from server.state import ServerState
 from server.statements import apply, select_in_write
+from server.statistics import TableStatistics
 from server.transaction import Write
 from server.views import Batch
 
@@ -128,7 +129,8 @@ def _statements(
             # error in it rolls back the whole request.
             results.append(select_in_write(state, w, s))
         elif s.kind == "EXPLAIN":
-            results.append(explain(s, w.tables, w.views, state.settings.iteration_limit))
+            results.append(explain(s, w.tables, w.views, state.settings.iteration_limit,
+                                   TableStatistics.of(state.store.conn, w.tables)))
         else:
             results.append(apply(state, w, s))
             w.trial = {}
