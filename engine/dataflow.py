@@ -301,10 +301,9 @@ class Dataflow:
 
     def _settle(self) -> None:
         """After a run: batches that kept a hydration's rows as columns (engine.rows_batch)
-        make their rows now, and drop the columns. The columns served the run's bulk joins;
-        from here on single updates probe the batches, and a row read from a list costs
-        nothing where one taken from columns costs about 100 us (making all of them on the
-        first write would stall that write instead)."""
+        get ready for single updates' probes: their sorted key index, and either a picker
+        per column (a probe converts its hits only) or, where a column has none, the rows
+        made now (making them on the first write would stall that write instead)."""
         for trace in self.traces:
             existing = getattr(trace, "existing_batches", None)
             if existing is None:

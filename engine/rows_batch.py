@@ -8,8 +8,10 @@ exactly as `arrange_updates` builds it. A hydrating join probes such a batch wit
 the smaller side, so most rows of a large table are never touched by Python at all.
 
 Built from a keyed `ColumnsAt` (engine.columns_at) it holds the Arrow table instead: the rows
-are made when first read, the sorted index comes from the table's key columns, and probes take
-only their hits' rows; `settle` (at the end of a run) makes the rows and drops the table. Keys
+are made only when something reads them all (the dict form), the sorted index comes from the
+table's key columns, and probes convert only their hits' values, column by column
+(`engine.sources.column_picker`); `settle` (at the end of a run) keeps it that way when the
+key is indexed and every column has a picker, and otherwise makes the rows. Keys
 of several exact-int columns are indexed as one int64 code (each column's offset from its low
 bound times a stride).
 
@@ -31,7 +33,7 @@ import numpy as np
 
 from engine.lattice import Antichain, Time
 from engine.rows_at import key_getter
-from engine.sources import rows_of
+from engine.sources import column_picker, rows_of
 from engine.trace import Batch, Entry
 
 _INT = {int}
@@ -79,7 +81,7 @@ class KeyedRowsBatch(Batch):
     """`rows` keyed by the columns `key`, every update at `time` with `diff` (see module)."""
 
     __slots__ = ("_rows", "table", "key", "time", "diff", "_dict", "_sorted", "_order",
-                 "_radix", "_probes")
+                 "_radix", "_probes", "_pickers")
 
     def __init__(self, rows: list[Any] | None, key: tuple[int, ...], time: Time, diff: int,
                  lower: Antichain, upper: Antichain, since: Antichain, seq: int = 0,
@@ -108,6 +110,10 @@ class KeyedRowsBatch(Batch):
         # `_probe_limit()` of them the dict (a fraction of a microsecond per row to build, then
         # a hash lookup per probe) is the cheaper way to answer the rest.
         self._probes = 0
+        # Per column of `table`, a function of row positions giving those rows' values
+        # (engine.sources.column_picker); None until first wanted, False when some column has
+        # no picker (then hits are taken from the table and converted as rows).
+        self._pickers: list[Callable[[np.ndarray], list[Any]]] | bool | None = None
 
     @property
     def rows(self) -> list[Any]:
@@ -117,17 +123,30 @@ class KeyedRowsBatch(Batch):
         return r
 
     def settle(self) -> bool:
-        """Make the rows and an index (the sorted key column, else the dict) and drop the
-        table (see `Dataflow._settle`), so the first single update that probes the batch
-        does not pay for either; True if it changed."""
-        if self.table is None:
+        """Make the batch ready for single updates' probes (see `Dataflow._settle`), so the
+        first of them does not pay for an index: with a sorted key column and a picker for
+        every column the rows stay columns, and each probe converts its hits only (a few
+        microseconds: no Python object per row is ever made for the rows nobody reads); else
+        the rows are made, with the dict when there is no sorted index, and the table is
+        dropped. True if the representation changed."""
+        if self.table is None or self._pickers:
             return False
         indexed = self._index()  # from the table's key column while there is one
+        if indexed and self._rows is None and self._column_pickers():
+            return False
         _ = self.rows
         self.table = None
+        self._pickers = None
         if not indexed:
             _ = self.updates
         return True
+
+    def _column_pickers(self) -> bool:
+        """Make the table's column pickers if every column has one; True when they are there."""
+        if self._pickers is None:
+            pickers = [column_picker(c) for c in self.table.columns]
+            self._pickers = False if any(p is None for p in pickers) else pickers
+        return bool(self._pickers)
 
     # -- the dict form ---------------------------------------------------------------------------
     @property  # type: ignore[override]
@@ -228,17 +247,22 @@ class KeyedRowsBatch(Batch):
         return code
 
     def _entries(self, lo: int, hi: int) -> list[Entry]:
-        picked = self._pick(self._order[lo:hi].tolist())
+        picked = self._pick(self._order[lo:hi])
         if hi - lo == 1:
             return [(picked[0], self.time, self.diff)]
         return _summed(picked, self.time, self.diff)
 
-    def _pick(self, positions: list[int]) -> list[Any]:
-        """The rows at `positions`: from the rows, or taken from the table while they are
-        not made (a probe after a hydration reads its hits only)."""
+    def _pick(self, positions: np.ndarray) -> list[Any]:
+        """The rows at `positions`: from the rows, or from the table's columns while they
+        are not made (a probe after a hydration converts its hits only)."""
         if self._rows is not None:
             rows = self._rows
-            return [rows[j] for j in positions]
+            return [rows[j] for j in positions.tolist()]
+        if self._column_pickers():
+            cols = [p(positions) for p in self._pickers]  # type: ignore[union-attr]
+            if len(cols) == 1:
+                return [(v,) for v in cols[0]]
+            return list(zip(*cols, strict=True))
         import pyarrow as pa
 
         return list(rows_of(self.table.take(pa.array(positions, type=pa.int64())),
@@ -304,7 +328,7 @@ class KeyedRowsBatch(Batch):
         # the hits' rows in one gather: row numbers of every hit's range, back to back
         counts = his - los
         starts = np.repeat(los - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-        rows = self._pick(self._order[starts + np.arange(int(counts.sum()))].tolist())
+        rows = self._pick(self._order[starts + np.arange(int(counts.sum()))])
         t, r = self.time, self.diff
         at = 0
         for p, n in zip(hit.tolist(), counts.tolist(), strict=True):
@@ -333,6 +357,7 @@ class KeyedRowsBatch(Batch):
                            self.since, seq, self.table)
         b._dict, b._sorted, b._order, b._radix = self._dict, self._sorted, self._order, \
             self._radix
+        b._pickers = self._pickers
         return b
 
     def approx_bytes(self) -> int:

@@ -17,9 +17,11 @@ everywhere. `options` are passed to Spark's reader only.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from engine.canonical import canonical_column
 
@@ -117,6 +119,43 @@ def column_values(column: Any) -> list[Any]:
     elif not pa.types.is_nested(t):
         return values
     return canonical_column(values)
+
+
+def column_picker(column: Any) -> Callable[[np.ndarray], list[Any]] | None:
+    """A function of row positions (an int64 array) giving those rows' values of an Arrow
+    column, each exactly what `column_values` gives at that position, without converting the
+    rest: integers, booleans, NaN-free doubles, dates and timestamps through NumPy (one
+    gather and `tolist`), strings through Arrow's `take`. None for other types, and for a
+    double column holding a NaN (its canonical NaN object is `column_values`' business)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    t = col.type
+    if pa.types.is_date32(t) or (pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None):
+        stamps = col.to_numpy(zero_copy_only=False)  # datetime64, NaT for NULL: as column_values
+        return lambda pos: stamps[pos].tolist()
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return lambda pos: col.take(pa.array(pos, type=pa.int64())).to_pylist()
+    if pa.types.is_float64(t):
+        if col.null_count < len(col) and pc.any(pc.is_nan(col)).as_py():
+            return None
+    elif not (pa.types.is_integer(t) or pa.types.is_boolean(t)):
+        return None
+    if not col.null_count:
+        vals = col.to_numpy(zero_copy_only=False)
+        return lambda pos: vals[pos].tolist()
+    vals = col.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy(zero_copy_only=False)
+    valid = col.is_valid().to_numpy(zero_copy_only=False)
+
+    def pick(pos: np.ndarray) -> list[Any]:
+        got = vals[pos].tolist()
+        ok = valid[pos]
+        if ok.all():
+            return got
+        return [v if k else None for v, k in zip(got, ok.tolist(), strict=True)]
+
+    return pick
 
 
 def rows_of(batch: Any, ncols: int) -> Iterator[tuple[Any, ...]]:
