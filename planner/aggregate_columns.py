@@ -9,8 +9,9 @@ is the reference: tests/test_columns_kernels.py checks one against the other, st
 rows) when the table holds something this module does not decide exactly. The subset:
 
 - group keys: columns of integer, boolean, string or date type (NULL is a group), grouped by
-  dictionary-encoding each column and one stable sort of the combined codes (a radix sort
-  for up to 65,536 groups); float keys are left to rows (Python's dict makes -0.0 and 0.0 one
+  a code per column (an integer's offset from the column's minimum, else its dictionary
+  index) and one stable sort of the combined codes (radix sorts below 2**32, see `_group`);
+  float keys are left to rows (Python's dict makes -0.0 and 0.0 one
   key, keeping the first seen);
 - aggregates: COUNT(*), COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x) without DISTINCT, over
   integer columns (sums in int64 where max|x| * rows cannot overflow), float64 columns
@@ -31,8 +32,11 @@ import numpy as np
 
 from engine.canonical import canonical_column
 from engine.columns_at import value_kind
+from engine.rows_batch import int_column
 from engine.sources import column_values
 from planner.aggregate import (
+    _FLOAT_SCALE,
+    _FLOAT_SCALE_BITS,
     AggregateState,
     IncrementalAggregates,
     _ExactSum,
@@ -179,8 +183,8 @@ class BuiltGroups:
             if self.kinds[x] == "int":
                 acc.n = int(self.counts[x][g])
                 acc.exact = int(s[g])
-            elif isinstance(s, list):
-                acc.n, acc.n_float, acc.scaled, acc.nan, acc.pinf, acc.ninf = s[g]
+            elif isinstance(s, FloatSums):
+                acc.n, acc.n_float, acc.scaled, acc.nan, acc.pinf, acc.ninf = s.fields(g)
             else:
                 vals, valid, bounds = s
                 part = vals[bounds[g]:bounds[g + 1]]
@@ -272,42 +276,81 @@ class BuiltGroups:
         s = self.sums[i]
         if self.kinds[self.plan.accs[i][1]] == "int":
             return s.tolist()
-        if not isinstance(s, list):
+        if not isinstance(s, FloatSums):
             return [self.state(g).accs[i].total() for g in range(len(self.keys))]
+        return s.totals()
+
+
+class FloatSums:
+    """Per group, `_ExactSum`'s fields over the group's non-NULL floats (every one a float, so
+    n_float is n), as arrays: the counts of values, NaNs and infinities, and the exact sum of
+    the finite values either as int64 integers (`ints`: integer-valued doubles) or scaled by
+    2**1074 as Python ints (`scaled`). `fields(g)` is what `add` of each value would leave in
+    an `_ExactSum`, `totals()` every group's `total()`."""
+
+    __slots__ = ("n", "nan", "pinf", "ninf", "ints", "scaled")
+
+    def __init__(self, n: np.ndarray, nan: np.ndarray, pinf: np.ndarray, ninf: np.ndarray,
+                 ints: np.ndarray | None, scaled: list[int] | None) -> None:
+        self.n, self.nan, self.pinf, self.ninf = n, nan, pinf, ninf
+        self.ints, self.scaled = ints, scaled
+
+    def fields(self, g: int) -> tuple[int, int, int, int, int, int]:
+        n = int(self.n[g])
+        scaled = int(self.ints[g]) << _FLOAT_SCALE_BITS if self.ints is not None else \
+            self.scaled[g]  # type: ignore[index]
+        return n, n, scaled, int(self.nan[g]), int(self.pinf[g]), int(self.ninf[g])
+
+    def totals(self) -> list[Any]:
+        """`_ExactSum.total()` of every group: the exact sum rounded once to a double (an
+        int64's conversion, or a Python int's true division by 2**1074: both correctly
+        rounded), with NaN and the infinities as IEEE addition gives them."""
+        groups = len(self.n)
+        out: list[Any]
+        if self.ints is not None:
+            out = self.ints.astype(np.float64).tolist()
+        else:
+            try:
+                out = (np.array(self.scaled, dtype=object) / _FLOAT_SCALE).tolist()
+            except OverflowError:  # beyond DOUBLE's range somewhere: group by group
+                acc = _ExactSum()
+                out = []
+                for g in range(groups):
+                    acc.n, acc.n_float, acc.scaled, acc.nan, acc.pinf, acc.ninf = self.fields(g)
+                    out.append(acc.total())
+                return out
+        special = np.flatnonzero((self.nan > 0) | (self.pinf > 0) | (self.ninf > 0)
+                                 | (self.n == 0))
         acc = _ExactSum()
-        out = []
-        for fields in s:
-            acc.n, acc.n_float, acc.scaled, acc.nan, acc.pinf, acc.ninf = fields
-            out.append(acc.total())
+        for g in special.tolist():
+            acc.n, acc.n_float, acc.scaled, acc.nan, acc.pinf, acc.ninf = self.fields(g)
+            out[g] = acc.total()
         return out
 
 
 def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
-                ) -> list[tuple[int, int, int, int, int, int]] | None:
+                ) -> FloatSums | None:
     """Per group, `_ExactSum`'s (n, n_float, scaled, nan, pinf, ninf) over the group's
     non-NULL floats, exactly as `add` of each value computes them: `scaled` is the exact sum
-    times 2**1074. Integer values whose sum stays far inside int64 are summed as int64. Else
+    times 2**1074 (see `FloatSums`). Integer values whose sum stays far inside int64 are summed as int64. Else
     each finite value is M * 2**E with an integer |M| < 2**53 (`frexp`); the
     M of one group and one exponent are summed in int64 halves (exact for 2**36 values), then
     shifted and added per group as Python ints in object arrays (C loops). None if a sum
     would not be an integer at that scale (it always is: kept as a guard)."""
-    from planner.aggregate import _FLOAT_SCALE_BITS
-
     groups = len(starts)
     present = np.ones(len(vals), dtype=bool) if valid is None else valid
     finite = np.isfinite(vals) & present
-    n = np.add.reduceat(present.astype(np.int64), starts).tolist()
-    nan = np.add.reduceat((np.isnan(vals) & present).astype(np.int64), starts).tolist()
-    pinf = np.add.reduceat((vals == np.inf) & present, starts, dtype=np.int64).tolist()
-    ninf = np.add.reduceat((vals == -np.inf) & present, starts, dtype=np.int64).tolist()
+    n = np.add.reduceat(present.astype(np.int64), starts)
+    nan = np.add.reduceat((np.isnan(vals) & present).astype(np.int64), starts)
+    pinf = np.add.reduceat((vals == np.inf) & present, starts, dtype=np.int64)
+    ninf = np.add.reduceat((vals == -np.inf) & present, starts, dtype=np.int64)
     scaled = [0] * groups
     whole = np.where(finite, vals, 0.0)
     top = float(np.abs(whole).max()) if len(whole) else 0.0
     if top * len(vals) < 2.0 ** 62 and bool((whole == np.trunc(whole)).all()):
         # Integer values (quantities, counts stored as DOUBLE): int64 sums are exact.
-        totals = np.add.reduceat(whole.astype(np.int64), starts).astype(object)
-        scaled = (totals << _FLOAT_SCALE_BITS).tolist()
-        return [(n[g], n[g], scaled[g], nan[g], pinf[g], ninf[g]) for g in range(groups)]
+        return FloatSums(n, nan, pinf, ninf, np.add.reduceat(whole.astype(np.int64), starts),
+                         None)
     group = np.repeat(np.arange(groups), np.diff(np.append(starts, len(vals))))
     keep = finite & (vals != 0)
     if keep.any():
@@ -351,42 +394,72 @@ def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
         per_group = np.zeros(groups, dtype=object)
         per_group[g_of[firsts]] = np.add.reduceat(total, firsts)
         scaled = per_group.tolist()
-    return [(n[g], n[g], scaled[g], nan[g], pinf[g], ninf[g]) for g in range(groups)]
+    return FloatSums(n, nan, pinf, ninf, None, scaled)
 
 
 def _group(table: Any, key: tuple[int, ...]
            ) -> tuple[np.ndarray, np.ndarray, list[tuple[Any, ...]]] | None:
     """The rows' order grouped by key (stable), each group's first position in it, and each
-    group's key tuple; None for a key type left to rows."""
+    group's key tuple; None for a key type left to rows.
+
+    Each key column becomes an integer code: an integer column without NULL spanning less
+    than 2**32 its offset from its minimum (no hashing), any other column its dictionary
+    index; the codes of several
+    columns combine by mixed radix. Codes below 2**16 sort by one radix sort (NumPy's stable
+    sort of uint16), below 2**32 by two (low half, then high half: an LSD radix sort), wider
+    ones by a comparison sort."""
     import pyarrow.compute as pc
 
     n = table.num_rows
     codes = np.zeros(n, dtype=np.int64)
-    dicts: list[list[Any]] = []
+    # per column: its codes' size, and its minimum (ints) or dictionary values (else)
+    decoders: list[tuple[int, int, list[Any] | None]] = []
     radix = 1
     for i in key:
         col = table.column(i)
         if value_kind(col.type) not in ("int", "bool", "str", "date"):
             return None
-        enc = pc.dictionary_encode(col.combine_chunks(), null_encoding="encode")
-        size = len(enc.dictionary)
-        radix *= max(size, 1)
+        ints = int_column(col) if value_kind(col.type) == "int" else None
+        lo = int(ints.min()) if ints is not None and n else 0
+        if ints is not None and n and int(ints.max()) - lo < 1 << 32:
+            size = int(ints.max()) - lo + 1
+            part = ints - lo if lo else ints
+            values: list[Any] | None = None
+        else:
+            enc = pc.dictionary_encode(col.combine_chunks(), null_encoding="encode")
+            size = len(enc.dictionary)
+            part = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            lo, values = 0, column_values(enc.dictionary)
+        size = max(size, 1)
+        radix *= size
         if radix >= 2 ** 62:
             return None
-        codes = codes * size + enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        dicts.append(column_values(enc.dictionary))
-    # numpy's stable sort of 16-bit integers is a radix sort: about 10x a comparison sort
-    order = np.argsort(codes.astype(np.uint16) if radix <= 1 << 16 else codes, kind="stable")
+        codes = codes * size + part
+        decoders.append((size, lo, values))
+    order = _stable_order(codes, radix)
     sorted_codes = codes[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
     group_codes = sorted_codes[starts]
-    # each group's key: its code split back into one dictionary index per column
+    # each group's key: its code split back into one code per column
     columns = []
-    for d in reversed(dicts):
-        group_codes, j = np.divmod(group_codes, len(d))
-        columns.append(list(map(d.__getitem__, j.tolist())))
+    for size, lo, values in reversed(decoders):
+        group_codes, j = np.divmod(group_codes, size)
+        columns.append((j + lo).tolist() if values is None else
+                       list(map(values.__getitem__, j.tolist())))
     keys = list(zip(*reversed(columns), strict=True)) if columns else [()] * len(starts)
     return order, starts, keys
+
+
+def _stable_order(codes: np.ndarray, radix: int) -> np.ndarray:
+    """The stable sorting permutation of non-negative `codes` below `radix`."""
+    # NumPy's stable sort of 16-bit integers is a radix sort: about 10x a comparison sort
+    if radix <= 1 << 16:
+        return np.argsort(codes.astype(np.uint16), kind="stable")
+    if radix <= 1 << 32:
+        low = np.argsort((codes & 0xFFFF).astype(np.uint16), kind="stable")
+        high = np.argsort((codes[low] >> 16).astype(np.uint16), kind="stable")
+        return low[high]
+    return np.argsort(codes, kind="stable")
 
 
 def _numeric(col: Any) -> tuple[np.ndarray, np.ndarray | None, str] | None:

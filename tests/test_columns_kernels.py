@@ -231,12 +231,17 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
     floats = [None if rng.random() < 0.1 else rng.choice(choices) for _ in range(n)]
     small = [rng.randint(-3, 3) for _ in range(n)]
     dates = [None if rng.random() < 0.1 else rng.choice(DATES) for _ in range(n)]
+    # int keys without NULL: spanning more than 2**16 (two radix passes) and more than 2**32
+    # (dictionary codes)
+    wide = [rng.choice([-(2 ** 20), 0, 5, 70_000, 2 ** 20]) for _ in range(n)]
+    extreme = [rng.choice([-(2 ** 63), 2 ** 63 - 1, 0, 1]) for _ in range(n)]
     table = pa.table([pa.array(keys_a, pa.int32()), pa.array(ints, pa.int64()),
                       pa.array(floats, pa.float64()), pa.array(small, pa.int16()),
-                      pa.array(keys_b, pa.string()), pa.array(dates, pa.date32())],
-                     names=list("abcdef"))
+                      pa.array(keys_b, pa.string()), pa.array(dates, pa.date32()),
+                      pa.array(wide, pa.int64()), pa.array(extreme, pa.int64())],
+                     names=list("abcdefgh"))
     plan = IncrementalAggregates(AGGS)
-    for key in ((0,), (4,), (0, 4), (3,), (5,), ()):
+    for key in ((0,), (4,), (0, 4), (3,), (5,), (), (6,), (7,), (6, 3), (7, 6), (3, 4)):
         built = build_states(plan, table, key)
         assert built is not None
         rows = list(rows_of(table, table.num_columns))
