@@ -118,10 +118,10 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
 
 class BuiltGroups:
     """Every group's aggregate state, held as arrays (the engine's `BuiltStates`): `keys`,
-    `outputs()` for all groups at once, and `state(g)`, group `g`'s `AggregateState`, made
+    `rows()` for all groups at once, and `state(g)`, group `g`'s `AggregateState`, made
     only when the group first changes (a MIN/MAX argument's distinct values are sorted then,
     for that group only). Invariant: `state(g)` equals a new state that `apply_vals`d the
-    group's rows with diff 1, and `outputs()[g]` equals its `output()[0]` (tests compare both
+    group's rows with diff 1, and `[(rows()[g], 1)]` equals its `output()[0]` (tests compare both
     with the per-row states). `records_of(g)` counts group g's values as held here (each row's,
     not each distinct value's), `records()` all groups'."""
 
@@ -218,9 +218,9 @@ class BuiltGroups:
     def records(self) -> int:
         return int(self._held().sum()) if self.values else len(self.keys)
 
-    def outputs(self) -> tuple[list[list[tuple[Any, int]]], int]:
-        """Every group's output, `[(row, 1)]` (no group is empty), and the records read, by
-        whole columns: one list per aggregate, zipped into rows."""
+    def rows(self) -> tuple[list[Any], int]:
+        """Every group's output row (a group's output is that row with diff 1: no group is
+        empty), and the records read, by whole columns: one list per aggregate, zipped."""
         plan, groups = self.plan, len(self.keys)
         if not groups:
             return [], 0
@@ -251,7 +251,7 @@ class BuiltGroups:
                        for t, c in zip(totals, n.tolist(), strict=True)]
             columns.append(canonical_column(col))
         rows = list(zip(*columns, strict=True)) if columns else [()] * groups
-        return [[(r, 1)] for r in rows], read
+        return rows, read
 
     def _extremes(self, x: int, f: str) -> list[Any]:
         """MIN or MAX of `x` per group, by one `reduceat` (NULLs as the other extreme; a

@@ -8,9 +8,9 @@ instead keep, per key, a state summarising the key's input accumulated up to the
 
 Invariant: after each activation, for every key `k`, its state (`states[k]`, or still in
 the arrays of a hydration from columns, `built`, until `k` first changes) is the key's input
-accumulated at every time not beyond the input frontier (`upper`), and `emitted[k]` is the
-output the operator has sent for `k` accumulated over the same times, which equals the
-state's `output()`. For each newly complete time `t`, in increasing order, the operator
+accumulated at every time not beyond the input frontier (`upper`), and `emitted[k]` (for a
+key still in `built`: `[(built_rows[i], 1)]`) is the output the operator has sent for `k`
+accumulated over the same times, which equals the state's `output()`. For each newly complete time `t`, in increasing order, the operator
 applies `t`'s input diffs to the states of the keys they touch and sends, at `t`, the
 retraction of each such key's previous output and its new output (nothing when unchanged).
 Updates at times not yet complete wait in a buffer, with capabilities held at their lower
@@ -26,6 +26,7 @@ bounded by the state's data structure, not by the group's size.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import repeat
 from typing import Any, Protocol
 
 from engine.dataflow import Operator, Scope
@@ -66,7 +67,8 @@ class KeyState(Protocol):
 class BuiltStates(Protocol):
     """The states of many keys built at once from columns, each made only when its key first
     changes: `state(i)` equals a new state that `apply`d key `keys[i]`'s values with diff 1,
-    `outputs()` is every key's `output()` in `keys` order (with the records read), and
+    every key's `output()` is one row with diff 1 and `rows()` is those rows in `keys` order
+    (with the records read), and
     `records()` the records held for all keys, `records_of(i)` for key `keys[i]` (until its
     state is made and reports its own `size()`)."""
 
@@ -74,7 +76,7 @@ class BuiltStates(Protocol):
 
     def state(self, i: int) -> KeyState: ...
 
-    def outputs(self) -> tuple[list[list[tuple[Any, int]]], int]: ...
+    def rows(self) -> tuple[list[Any], int]: ...
 
     def records(self) -> int: ...
 
@@ -97,6 +99,7 @@ class ReduceTotalOp(Operator):
         # Keys whose state is still held by `built` (a hydration from columns), by position:
         # a key is in `states` or in `unbuilt`, never both.
         self.built: BuiltStates | None = None
+        self.built_rows: list[Any] = []  # `built.rows()`, each unbuilt key's output row
         self.unbuilt: dict[Any, int] = {}
         self.emitted: dict[Any, list[tuple[Any, int]]] = {}
         self.buffer: list[Any] = []
@@ -150,14 +153,12 @@ class ReduceTotalOp(Operator):
         if built is None:
             return False
         t = cols.time
-        outputs, read = built.outputs()
-        out: list[tuple[Any, Time, int]] = []
-        emitted = self.emitted
-        for key, new in zip(built.keys, outputs, strict=True):
-            for n, k in new:
-                out.append(((key, n), t, k))
-            emitted[key] = new
+        rows, read = built.rows()
+        # every key's one row, with diff 1 (C loops: a hydration may have millions of keys);
+        # `emitted` gets a key's row when its state is made
+        out = list(zip(zip(built.keys, rows, strict=True), repeat(t), repeat(1)))
         self.built = built
+        self.built_rows = rows
         self.unbuilt = dict(zip(built.keys, range(len(built.keys)), strict=True))
         self.state_records += built.records()
         self.records_touched += len(cols) + read
@@ -182,11 +183,13 @@ class ReduceTotalOp(Operator):
                 assert self.built is not None
                 i = unbuilt.pop(key)
                 st = states[key] = self.built.state(i)
+                emitted[key] = [(self.built_rows[i], 1)]
                 before = st.size()
                 # the arrays counted the group's records their way (records_of)
                 self.state_records += before - self.built.records_of(i)
                 if not unbuilt:
                     self.built = None  # every state is made: the arrays can go
+                    self.built_rows = []
             else:
                 st = states[key] = self.new_state(key)
                 before = 0
