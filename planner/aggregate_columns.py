@@ -212,6 +212,21 @@ class BuiltGroups:
         self.held = held
         return held
 
+    def approx_bytes(self) -> int:
+        """The arrays' bytes, and the keys and Python sums at a rough 64 bytes an object."""
+        total = self.bounds.nbytes + 64 * 2 * len(self.keys)
+        for vals, valid, _ in self.values.values():
+            total += vals.nbytes + (valid.nbytes if valid is not None else 0)
+        for c in self.counts.values():
+            total += c.nbytes
+        for s in self.sums.values():
+            if isinstance(s, np.ndarray):
+                total += s.nbytes
+            elif isinstance(s, FloatSums):
+                total += s.n.nbytes * 4 + (s.ints.nbytes if s.ints is not None else
+                                           64 * len(s.scaled or ()))
+        return total
+
     def records_of(self, g: int) -> int:
         return int(self._held()[g]) if self.values else 1
 

@@ -331,7 +331,7 @@ def test_states_held_as_arrays_are_made_when_their_group_changes() -> None:
     """A GROUP BY hydrated from columns holds its groups in arrays; a change to a group makes
     its state, the records it reports become the states' own sizes, and the view equals the
     same view fed rows."""
-    from engine.operators.reduce_total import ReduceTotalOp
+    from engine.operators.reduce_total import APPROX_BYTES_PER_RECORD, ReduceTotalOp
     from planner import Catalog, Column, TableSchema
     from tests.planner_support import norm
 
@@ -351,14 +351,23 @@ def test_states_held_as_arrays_are_made_when_their_group_changes() -> None:
     for columns in (True, False):
         df, h, (cap,), _ = _hydrated(table, cat, [sql], columns)
         (op,) = [o for o in df.ops if isinstance(o, ReduceTotalOp)]
+        (stats,) = [s for s in df.arrangement_stats() if s["name"] == op.name]
         if columns:
             assert len(op.unbuilt) == 31 and not op.states  # held as arrays
+            # ... and counted at the arrays' size, far below the states' estimate
+            assert op.built_records == op.state_records
+            assert 0 < stats["bytes"] < op.state_records * APPROX_BYTES_PER_RECORD / 4
+        else:
+            assert stats["bytes"] == op.state_records * APPROX_BYTES_PER_RECORD
         h.send(change)
         h.advance_to(2)
         df.run()
         # every group changed: every state made, and the arrays gone
         assert not op.unbuilt and op.built is None and len(op.states) == 40
         assert op.state_records == sum(st.size() for st in op.states.values())
+        assert op.built_records == 0
+        (stats,) = [s for s in df.arrangement_stats() if s["name"] == op.name]
+        assert stats["bytes"] == op.state_records * APPROX_BYTES_PER_RECORD
         results.append(Counter(norm(cap.snapshot())))
     assert results[0] == results[1]
 

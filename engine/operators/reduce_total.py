@@ -82,6 +82,8 @@ class BuiltStates(Protocol):
 
     def records_of(self, i: int) -> int: ...
 
+    def approx_bytes(self) -> int: ...
+
 
 class ReduceTotalOp(Operator):
     """The reduce of `(key, val)` updates whose times are totally ordered (see module doc)."""
@@ -100,6 +102,7 @@ class ReduceTotalOp(Operator):
         # a key is in `states` or in `unbuilt`, never both.
         self.built: BuiltStates | None = None
         self.built_rows: list[Any] = []  # `built.rows()`, each unbuilt key's output row
+        self.built_records = 0  # of `state_records`, those the unbuilt keys hold in `built`
         self.unbuilt: dict[Any, int] = {}
         self.emitted: dict[Any, list[tuple[Any, int]]] = {}
         self.buffer: list[Any] = []
@@ -161,6 +164,7 @@ class ReduceTotalOp(Operator):
         self.built_rows = rows
         self.unbuilt = dict(zip(built.keys, range(len(built.keys)), strict=True))
         self.state_records += built.records()
+        self.built_records = built.records()
         self.records_touched += len(cols) + read
         if out:
             self.send(ex.from_updates(out), [t])
@@ -187,9 +191,11 @@ class ReduceTotalOp(Operator):
                 before = st.size()
                 # the arrays counted the group's records their way (records_of)
                 self.state_records += before - self.built.records_of(i)
+                self.built_records -= self.built.records_of(i)
                 if not unbuilt:
                     self.built = None  # every state is made: the arrays can go
                     self.built_rows = []
+                    self.built_records = 0
             else:
                 st = states[key] = self.new_state(key)
                 before = 0
@@ -259,11 +265,15 @@ class StateStats:
         pass
 
     def stats(self) -> dict[str, Any]:
-        n = self.op.state_records
+        op = self.op
+        n = op.state_records
+        # states as Python objects, at a rough size per record; the keys still in the arrays
+        # of a hydration at the arrays' size
+        held = op.built.approx_bytes() if op.built is not None else 0
         return {
             "name": self.name,
             "records": n,
             "batches": 0,
-            "bytes": n * APPROX_BYTES_PER_RECORD,
+            "bytes": (n - op.built_records) * APPROX_BYTES_PER_RECORD + held,
             "readers": 0,
         }
