@@ -13,6 +13,13 @@ the caller takes the row path. The subset: batches that are `KeyedRowsBatch`es h
 without NULL (Python's `None == None` would match what SQL's join never does: the planner
 filters NULL keys out before, and a NULL here is left to the rows).
 
+`join_tables(new, others, new_is_left)` is the same for a binary join (`engine.operators.join`):
+two batches holding tables, or one such batch and a *set of keys*: a small batch whose every
+row is its one-column key, at one time with one diff (an IN subquery's or a decorrelated
+LATERAL's outer keys, arranged from a reduce's output). Each matched row then pairs with
+exactly one key row, equal to its own key column, so the output is the matched rows with
+that column once more, and no row of the table is made a Python tuple.
+
 Why: at hydration every input of a delta join changes at once, and its first path joins every
 row of one input with the others; probed row by row that is most of a many-way view's
 hydration. On columns it is a sort and a search per key column (one integer key) or Arrow's
@@ -21,6 +28,7 @@ hash join (any other key), and the output stays columns for the next step.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import numpy as np
@@ -115,35 +123,95 @@ def join_tables(new: Any, others: list[Any], new_is_left: bool) -> ColumnsAt | N
     """A binary join's step on columns: `new`'s rows joined with every batch of `others`,
     each output row the left row's columns then the right row's, at the lattice join of the
     two batches' times with the product of their diffs, as one payload; None (the row path)
-    unless every batch holds its rows as a table (`KeyedRowsBatch`), the keys are in the
-    subset, and the outputs share one time and one diff (a hydration: they do)."""
+    unless each pair is two batches holding their rows as tables (`KeyedRowsBatch`) with keys
+    in the subset, or one such batch and a set of keys (`_with_key_set`), and the outputs
+    share one time and one diff (a hydration: they do)."""
     import pyarrow as pa
 
-    if new.__class__ is not KeyedRowsBatch or new.table is None:
-        return None
+    new_table = new.__class__ is KeyedRowsBatch and new.table is not None
     parts, stamp = [], None
     for b in others:
         if not b.records:
             continue
-        if b.__class__ is not KeyedRowsBatch or b.table is None:
+        b_table = b.__class__ is KeyedRowsBatch and b.table is not None
+        if new_table and b_table:
+            left, right = (new, b) if new_is_left else (b, new)
+            pairs = _matches(left.table, left.key, right.table, right.key)
+            if pairs is None:
+                return None
+            i, j = pairs
+            if not len(i):
+                continue
+            at = (join(new.time, b.time), new.diff * b.diff)
+            cols = left.table.take(pa.array(i)).columns + right.table.take(pa.array(j)).columns
+        elif new_table or b_table:
+            rows, keys = (new, b) if new_table else (b, new)
+            keyed = _with_key_set(rows, keys)
+            if keyed is None:
+                return None
+            matched, (t, r) = keyed
+            if not matched.num_rows:
+                continue
+            at = (join(rows.time, t), rows.diff * r)
+            # the key set's row is its key, which equals the matched row's key column
+            kcol = matched.column(rows.key[0])
+            cols = matched.columns + [kcol] if (rows is new) == new_is_left else \
+                [kcol] + matched.columns
+        else:
             return None
-        left, right = (new, b) if new_is_left else (b, new)
-        pairs = _matches(left.table, left.key, right.table, right.key)
-        if pairs is None:
-            return None
-        i, j = pairs
-        if not len(i):
-            continue
-        at = (join(new.time, b.time), new.diff * b.diff)
         if stamp is not None and at != stamp:
             return None
         stamp = at
-        cols = left.table.take(pa.array(i)).columns + right.table.take(pa.array(j)).columns
         parts.append(pa.table(cols, names=[f"c{n}" for n in range(len(cols))]))
     if stamp is None:
+        if not new_table:
+            return None
         return ColumnsAt(new.table.slice(0, 0), new.time, new.diff)  # nothing joined
     table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
     return ColumnsAt(table, stamp[0], stamp[1])
+
+
+def _with_key_set(new: Any, b: Any) -> tuple[Any, tuple[Any, int]] | None:
+    """The rows of `new`'s table whose key is a key of `b`, when `b` is a set of keys: every
+    row of `b` is its one-column key (what an IN subquery, EXISTS or a decorrelated outer
+    key set arranges), all at one time with one diff, and every key is of the exact Python
+    class of `new`'s key column (ints, strings or dates: by Python's rules 1.0 == 1, so
+    anything else is left to the rows). Then each matched row pairs with exactly one row of
+    `b`, equal to the matched row's key. Returns those rows and b's (time, diff); None when
+    `b` is not such a set."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(new.key) != 1 or b.records > new.records or not hasattr(b, "updates"):
+        return None  # as many probes as rows: the row path's lookups are as cheap
+    col = new.table.column(new.key[0])
+    kind = _kind(col)
+    cls = {"int": int, "str": str, "date": datetime.date}.get(kind or "")
+    if cls is None:
+        return None
+    stamp = None
+    values = []
+    for k, entries in b.updates.items():
+        if k.__class__ is not tuple or len(k) != 1 or k[0].__class__ is not cls:
+            return None
+        for row, t, r in entries:
+            if row != k or row[0].__class__ is not cls or (stamp is not None and
+                                                           (t, r) != stamp):
+                return None
+            stamp = (t, r)
+        values.append(k[0])
+    if stamp is None:
+        return None
+    if cls is int:
+        ints = int_column(col)
+        if ints is None:
+            return None
+        # a key outside int64 equals no value of the column
+        value_set = pa.array([v for v in values if -(2 ** 63) <= v < 2 ** 63], pa.int64())
+        mask = pc.is_in(pa.array(ints), value_set=value_set)
+    else:
+        mask = pc.is_in(col, value_set=pa.array(values, col.type))
+    return new.table.filter(mask), stamp
 
 
 def _kind(col: Any) -> str | None:

@@ -447,6 +447,10 @@ def test_delta_joins_of_columns_equal_rows(monkeypatch: pytest.MonkeyPatch) -> N
     def counted_tables(*args: Any) -> Any:
         out = real_tables(*args)
         calls["tables" if out is not None and len(out) else "table_rows"] += 1
+        new, others, _ = args
+        if out is not None and len(out) and any(getattr(b, "table", None) is None
+                                                 and b.records for b in (new, *others)):
+            calls["key_sets"] += 1
         return out
 
     monkeypatch.setattr(inprocess, "join_tables", counted_tables)
@@ -483,13 +487,78 @@ def test_delta_joins_of_columns_equal_rows(monkeypatch: pytest.MonkeyPatch) -> N
         "SELECT c.ck, o.ok FROM c, o WHERE c.ck = o.ck AND c.seg = o.pri",
         "SELECT c.seg, p.pri, count(*) FROM c, (SELECT DISTINCT pri FROM o) p "
         "GROUP BY c.seg, p.pri",
+        # binary joins with a set of keys (a reduce's output): a decorrelated LATERAL's outer
+        # keys (strings), and an IN subquery (ints)
+        "SELECT p.pri, t.ok FROM (SELECT DISTINCT pri FROM o) p, LATERAL (SELECT ok FROM o x "
+        "WHERE x.pri = p.pri ORDER BY ok DESC LIMIT 2) t",
+        "SELECT o.ok, o.pri FROM o WHERE o.ok IN (SELECT ok FROM l GROUP BY ok "
+        "HAVING sum(qty) > 100)",
     ]
     changes = [
         {"l": [((5, 60.0, "A"), 1), ((7, 99.0, "B"), 1)], "o": [((5, 1, "C"), 1)]},
         {"c": [((1, "B"), 1)], "l": [((5, 60.0, "A"), -1)]},
     ]
     with_columns = _run_views(sqls, cat, tables, True, changes)
-    assert calls["columns"] >= 2 and calls["tables"] >= 1, calls
+    assert calls["columns"] >= 2 and calls["tables"] >= 1 and calls["key_sets"] >= 2, calls
     with_rows = _run_views(sqls, cat, tables, False, changes)
     assert with_columns == with_rows
     assert all(all(s) for s in with_rows[0])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_key_set_joins_as_columns_as_rows(seed: int) -> None:
+    """A batch of columns joined with a set of keys (a batch whose every row is its one-column
+    key, at one time with one diff) on columns equals the row kernel's join, whichever side
+    is new and whichever is left; what is not such a set goes to the rows."""
+    from engine.columns_join import join_tables
+    from engine.kernels import join_batches
+    from engine.lattice import Antichain
+    from engine.rows_batch import KeyedRowsBatch
+    from engine.trace import arrange_updates
+
+    rng = random.Random(seed)
+    kind = ["int", "str", "date"][seed % 3]
+
+    def value(i: int) -> Any:
+        return {"int": i - 20, "str": f"k{i}", "date": datetime.date(2000, 1, 1 + i)}[kind]
+
+    n = rng.choice([5, 300])
+    keys = [value(rng.randrange(25)) for _ in range(n)]
+    arrow = {"int": pa.int32(), "str": pa.string(), "date": pa.date32()}[kind]
+    table = pa.table([pa.array([rng.randrange(9) for _ in range(n)], pa.int64()),
+                      pa.array(keys, arrow)], names=["v", "k"])
+    lo, hi = Antichain([(0,)]), Antichain([(5,)])
+    rows_batch = KeyedRowsBatch(None, (1,), (2,), rng.choice([1, -1]), lo, hi, lo, table=table)
+    wanted = [value(i) for i in rng.sample(range(30), 12)]
+    extra = [2 ** 70] if kind == "int" else []  # equal to no int64 value
+    d = rng.choice([1, 2])
+    key_set = arrange_updates([(((k,), (k,)), (3,), d) for k in wanted + extra], False, lo, hi,
+                              lo)
+
+    def concat(_k: Any, a: Any, b: Any) -> Any:
+        return a + b
+
+    for new, other in ((rows_batch, key_set), (key_set, rows_batch)):
+        for new_is_left in (True, False):
+            got = join_tables(new, [other], new_is_left)
+            want: list[Any] = []
+            join_batches(new, [other], concat, new_is_left, want)
+            if got is None:  # more keys than rows: the row path's lookups are as cheap
+                assert key_set.records > rows_batch.records
+                continue
+            mine: Counter = Counter()
+            for r in rows_of(got.table, got.table.num_columns):
+                mine[(r, got.time)] += got.diff
+            ref: Counter = Counter()
+            for r, t, w in want:
+                ref[(r, t)] += w
+            assert +mine == +ref and -mine == -ref, (kind, new is key_set, new_is_left)
+    # not a set of keys: a float equal to an int key, a row that is not its key, two diffs
+    day = datetime.date(2000, 1, 2)
+    odd = {"int": [[(((1.0,), (1.0,)), (3,), 1)], [(((1,), (1.0,)), (3,), 1)]],
+           "str": [[((("k1",), ("k1", 0)), (3,), 1)]],
+           "date": [[(((day,), (day,)), (3,), 1), (((day,), (day,)), (4,), 1)]]}
+    for updates in odd[kind]:
+        bad = arrange_updates(updates, False, lo, hi, lo)
+        assert join_tables(rows_batch, [bad], True) is None
+        assert join_tables(bad, [rows_batch], False) is None
