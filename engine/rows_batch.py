@@ -33,11 +33,12 @@ import numpy as np
 
 from engine.lattice import Antichain, Time
 from engine.rows_at import key_getter
-from engine.sources import column_picker, rows_of
+from engine.sources import column_picker, column_values, rows_of
 from engine.trace import Batch, Entry
 
 _INT = {int}
 _TUPLE = {tuple}
+_DICT = object()  # `_parts`: only the dict form can answer
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 # Below this many rows the dict is cheaper to build than the sorted index.
 SORTED_MIN_ROWS = 256
@@ -64,6 +65,27 @@ def _int_list(values: list[Any]) -> np.ndarray | None:
         return None
 
 
+def _dictionary_codes(col: Any) -> tuple[np.ndarray, dict[Any, int]] | None:
+    """A column's values as int64 codes, and the dict from each value (as `column_values`
+    gives it) to its code, values equal by Python's rules sharing one (0.0 and -0.0, 1 and
+    1.0 in a DECIMAL, ...), so a dict lookup answers as the dict form's; NULL is a value.
+    None for a type Arrow cannot dictionary-encode or whose values are not hashable."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        enc = pc.dictionary_encode(col.combine_chunks() if isinstance(col, pa.ChunkedArray)
+                                   else col, null_encoding="encode")
+        values = column_values(enc.dictionary)
+        coder: dict[Any, int] = {}
+        first = np.fromiter((coder.setdefault(v, i) for i, v in enumerate(values)),
+                            dtype=np.int64, count=len(values))
+    except (pa.ArrowException, TypeError):
+        return None
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return (first[codes] if len(coder) < len(values) else codes), coder
+
+
 def int_column(col: Any) -> np.ndarray | None:
     """An Arrow column of integers without NULL as int64 (what `_index` builds from exact
     Python ints), or None for any other column."""
@@ -81,7 +103,7 @@ class KeyedRowsBatch(Batch):
     """`rows` keyed by the columns `key`, every update at `time` with `diff` (see module)."""
 
     __slots__ = ("_rows", "table", "key", "time", "diff", "_dict", "_sorted", "_order",
-                 "_radix", "_probes", "_pickers")
+                 "_radix", "_probes", "_pickers", "_coders")
 
     def __init__(self, rows: list[Any] | None, key: tuple[int, ...], time: Time, diff: int,
                  lower: Antichain, upper: Antichain, since: Antichain, seq: int = 0,
@@ -106,6 +128,10 @@ class KeyedRowsBatch(Batch):
         self._order: Any = None
         # with several key columns: (low bound, span, stride) of each, for `_code`
         self._radix: list[tuple[int, int, int]] | None = None
+        # Per key column of a table, None for a column of exact ints (indexed by value) or the
+        # dict from each value to its code (any other column: `_dictionary_codes`); None for
+        # all when every key column is of exact ints.
+        self._coders: list[dict[Any, int] | None] | None = None
         # Single-key probes answered by the sorted index (each a few microseconds): past
         # `_probe_limit()` of them the dict (a fraction of a microsecond per row to build, then
         # a hash lookup per probe) is the cheaper way to answer the rest.
@@ -199,11 +225,23 @@ class KeyedRowsBatch(Batch):
             if self.records < SORTED_MIN_ROWS:
                 return False
             if self._rows is None:
-                # from the table's key columns, without making the rows
-                cols = [int_column(self.table.column(k)) for k in self.key]
+                # from the table's key columns, without making the rows: exact ints by value,
+                # any other column by a dictionary code
+                cols, coders = [], []
+                for k in self.key:
+                    col = self.table.column(k)
+                    ints = int_column(col)
+                    coded = (ints, None) if ints is not None else _dictionary_codes(col)
+                    if coded is None:
+                        break
+                    cols.append(coded[0])
+                    coders.append(coded[1])
+                else:
+                    if any(c is not None for c in coders):
+                        self._coders = coders
             else:
                 cols = [_int_list(list(map(itemgetter(k), self.rows))) for k in self.key]
-            if cols and all(c is not None for c in cols):
+            if cols and len(cols) == len(self.key) and all(c is not None for c in cols):
                 codes = self._encode(cols)  # type: ignore[arg-type]
                 if codes is not None:
                     order = np.argsort(codes)  # the order of equal keys is immaterial
@@ -274,17 +312,45 @@ class KeyedRowsBatch(Batch):
         self._probes += 1
         if self._probes > max(64, self.records >> 3):
             return self.updates.get(k)
-        if k.__class__ is not tuple or len(k) != len(self.key) or set(map(type, k)) != _INT:
-            # A key of another type may still equal an int key by Python's rules (1.0 == 1):
-            # the dict answers exactly.
+        parts = self._parts(k)
+        if parts is _DICT:
             return self.updates.get(k)
-        code = self._code(k)
+        if parts is None:
+            return None
+        code = self._code(parts)
         if code is None:
             return None
         s = self._sorted
         lo = int(s.searchsorted(code, "left"))
         hi = int(s.searchsorted(code, "right"))
         return self._entries(lo, hi) if hi > lo else None
+
+    def _parts(self, k: Any) -> Any:
+        """Probe key k as the index's ints: k itself when every key column is of exact ints,
+        else with each dictionary-coded column's value replaced by its code; None when no row
+        can have k (a value no dictionary holds: dict lookups are Python's ==, as the dict
+        form's); `_DICT` when only the dict form can tell (a part of another type where an
+        exact int is indexed may still equal it by Python's rules: 1.0 == 1)."""
+        if k.__class__ is not tuple or len(k) != len(self.key):
+            return _DICT
+        coders = self._coders
+        if coders is None:
+            return k if set(map(type, k)) == _INT else _DICT
+        out = []
+        for x, coder in zip(k, coders, strict=True):
+            if coder is None:
+                if x.__class__ is not int:
+                    return _DICT
+                out.append(x)
+                continue
+            try:
+                c = coder.get(x)
+            except TypeError:  # unhashable: the dict form raises as it would
+                return _DICT
+            if c is None:
+                return None
+            out.append(c)
+        return tuple(out)
 
     def lookup(self) -> Callable[[Any], list[Entry] | None]:
         if self._dict is not None or not self._index():
@@ -298,10 +364,18 @@ class KeyedRowsBatch(Batch):
             return list(map(self.updates.get, keys))
         if len(keys) < VECTOR_MIN_KEYS:
             return list(map(self._probe, keys))
-        if set(map(type, keys)) != _TUPLE or set(map(len, keys)) != {len(self.key)}:
-            return list(map(self._probe, keys))
-        parts = [list(map(itemgetter(i), keys)) for i in range(len(self.key))]
-        if any(set(map(type, p)) != _INT for p in parts):
+        if self._coders is None:
+            if set(map(type, keys)) != _TUPLE or set(map(len, keys)) != {len(self.key)}:
+                return list(map(self._probe, keys))
+            coded = keys
+        else:
+            coded = list(map(self._parts, keys))
+            if _DICT in coded:
+                return list(map(self._probe, keys))
+        # keys no row can have (a value no dictionary holds) are not searched
+        searched = [i for i, c in enumerate(coded) if c is not None]
+        parts = [[coded[i][j] for i in searched] for j in range(len(self.key))]
+        if any(set(map(type, p)) - _INT for p in parts):
             return list(map(self._probe, keys))
         try:
             arrs = [np.array(p, dtype=np.int64) for p in parts]
@@ -310,8 +384,8 @@ class KeyedRowsBatch(Batch):
         if self._radix is None:
             probe, valid = arrs[0], None
         else:
-            probe = np.zeros(len(keys), dtype=np.int64)
-            valid = np.ones(len(keys), dtype=bool)
+            probe = np.zeros(len(searched), dtype=np.int64)
+            valid = np.ones(len(searched), dtype=bool)
             for a, (lo, span, stride) in zip(arrs, self._radix, strict=True):
                 # compared, not subtracted first: a - lo may wrap for a far outside
                 valid &= (a >= lo) & (a <= lo + span - 1)
@@ -331,7 +405,8 @@ class KeyedRowsBatch(Batch):
         rows = self._pick(self._order[starts + np.arange(int(counts.sum()))])
         t, r = self.time, self.diff
         at = 0
-        for p, n in zip(hit.tolist(), counts.tolist(), strict=True):
+        for h, n in zip(hit.tolist(), counts.tolist(), strict=True):
+            p = searched[h]
             if n == 1:
                 out[p] = [(rows[at], t, r)]
             else:
@@ -357,7 +432,7 @@ class KeyedRowsBatch(Batch):
                            self.since, seq, self.table)
         b._dict, b._sorted, b._order, b._radix = self._dict, self._sorted, self._order, \
             self._radix
-        b._pickers = self._pickers
+        b._pickers, b._coders = self._pickers, self._coders
         return b
 
     def approx_bytes(self) -> int:

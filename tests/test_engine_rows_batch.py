@@ -10,6 +10,7 @@ the join over the reference batch, and a dataflow fed in bulk must equal one fed
 
 from __future__ import annotations
 
+import datetime
 import random
 from collections import Counter
 from typing import Any
@@ -20,7 +21,7 @@ from engine import Dataflow
 from engine.kernels import join_batches
 from engine.lattice import Antichain
 from engine.rows_at import RowsAt, key_getter
-from engine.rows_batch import SORTED_MIN_ROWS, KeyedRowsBatch
+from engine.rows_batch import SORTED_MIN_ROWS, KeyedRowsBatch, int_column
 from engine.trace import arrange_updates
 
 INTS = [0, 1, -1, 7, 2**62, -(2**63), 2**63 - 1]
@@ -157,7 +158,7 @@ def _typed_columns(rng: random.Random, n: int, nan: bool, decimal: bool) -> Any:
     return pa.table(list(cols.values()), names=list(cols))
 
 
-@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("seed", range(40))
 def test_settled_columns_answer_as_the_reference_batch(seed: int) -> None:
     """After `settle` a batch of columns whose every column has a picker keeps them: probes
     convert their hits only, and every answer equals the reference batch of the same rows
@@ -181,18 +182,33 @@ def test_settled_columns_answer_as_the_reference_batch(seed: int) -> None:
     rows = list(rows_of(table, table.num_columns))
     t, diff = (2,), rng.choice([1, -1, 3])
     lower, upper, since = Antichain([(0,)]), Antichain([(3,)]), Antichain([(0,)])
-    ref = arrange_updates(RowsAt(rows, t, diff, (0,)).updates(), False, lower, upper, since)
-    b = KeyedRowsBatch(None, (0,), t, diff, lower, upper, since, table=table)
+    # keys of exact ints (indexed by value), of any other type (by dictionary codes: NULLs,
+    # strings, dates, booleans, floats with -0.0), and of both
+    names = table.column_names
+    key = rng.choice([("k",), ("s",), ("d",), ("b",), ("f",), ("i",), ("k", "s"), ("s", "d"),
+                      ("u",), ("ts",)])
+    key = tuple(names.index(c) for c in key)
+    ref = arrange_updates(RowsAt(rows, t, diff, key).updates(), False, lower, upper, since)
+    b = KeyedRowsBatch(None, key, t, diff, lower, upper, since, table=table)
     changed = b.settle()
     lazy = not nan and not decimal
     assert changed is not lazy and (b._rows is None) is lazy
-    # fewer single probes than the batch answers before building its dict (64)
-    probes = [(k,) for k in range(-24, 24)]
+    # fewer single probes than the batch answers before building its dict (64): keys of rows,
+    # and values equal to some by Python's rules or of other types
+    probes = [key_getter(key)(r) for r in rng.sample(rows, 30)]
+    odd = [None, 0, 1, 1.0, -0.0, True, "a", "", datetime.date(1995, 3, 15), 2 ** 64 - 1]
+    # (a column of exact ints is probed with ints here: any other value takes the dict form,
+    # which makes the rows; test_rows_batch_answers_as_the_reference_batch probes those)
+    exact = [int_column(table.column(c)) is not None for c in key]
+    probes += [tuple(rng.choice([0, 1, 2 ** 64 - 1] if e else odd) for e in exact)
+               for _ in range(17)]
     get = b.lookup()
     assert [_entries(get(k)) for k in probes] == [_entries(ref.updates.get(k)) for k in probes]
     few = probes[::5]
     assert [_entries(e) for e in b.get_many(few)] == [_entries(ref.updates.get(k)) for k in few]
     assert (b._rows is None) is lazy  # the probes made no rows
+    many = probes[:20] + probes[-3:]  # searched as one vector (past VECTOR_MIN_KEYS)
+    assert [_entries(e) for e in b.get_many(many)] == [_entries(ref.updates.get(k)) for k in many]
     assert b.settle() is False  # settled once
     assert {k: _entries(v) for k, v in b.updates.items()} == \
         {k: _entries(v) for k, v in ref.updates.items()}
