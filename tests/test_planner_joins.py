@@ -194,6 +194,21 @@ def _apply(rows: dict[str, list[tuple[Any, ...]]],
             rows[t].remove(r)
 
 
+def _scenario(world: JoinWorld, views: list[str]) -> tuple[
+        dict[str, list[tuple[Any, ...]]], list[list[tuple[str, tuple[Any, ...], int]]],
+        list[list[Counter]]]:
+    """The world's initial rows, 21 random batches, and DuckDB's answer for every view after
+    the initial load and after each batch."""
+    initial = world.snapshot()
+    batches = [world.batch() for _ in range(21)]
+    rows = {t: list(rs) for t, rs in initial.items()}
+    states = [{t: list(rs) for t, rs in rows.items()}]
+    for b in batches:
+        _apply(rows, b)
+        states.append({t: list(rs) for t, rs in rows.items()})
+    return initial, batches, [world.duck(s, views) for s in states]
+
+
 GROUPS = 4
 
 
@@ -201,15 +216,7 @@ GROUPS = 4
 def test_joins_match_duckdb_every_batch_and_every_batching(group: int) -> None:
     views = [v for i, v in enumerate(VIEWS) if i % GROUPS == group]
     world = JoinWorld(1300 + group)
-    initial = world.snapshot()
-    batches = [world.batch() for _ in range(21)]
-    # DuckDB's answer after the initial load and after each batch
-    rows = {t: list(rs) for t, rs in initial.items()}
-    states = [{t: list(rs) for t, rs in rows.items()}]
-    for b in batches:
-        _apply(rows, b)
-        states.append({t: list(rs) for t, rs in rows.items()})
-    want = [world.duck(s, views) for s in states]
+    initial, batches, want = _scenario(world, views)
     assert any(w for ws in want for w in ws), "the data makes every view empty"
 
     got = _replay(views, initial, batches)
@@ -271,14 +278,7 @@ def test_joins_ordered_by_statistics_match_duckdb(stats: str | int) -> None:
     and the implied equalities it joins on, never change a result."""
     views = VIEWS + TRANSITIVE
     world = JoinWorld(1400 + (stats if isinstance(stats, int) else 9))
-    initial = world.snapshot()
-    batches = [world.batch() for _ in range(21)]
-    rows = {t: list(rs) for t, rs in initial.items()}
-    states = [{t: list(rs) for t, rs in rows.items()}]
-    for b in batches:
-        _apply(rows, b)
-        states.append({t: list(rs) for t, rs in rows.items()})
-    want = [world.duck(s, views) for s in states]
+    initial, batches, want = _scenario(world, views)
     if stats == "duckdb":
         world.duck(initial, [])
         statistics: Any = TableStatistics(world.con, {t: dict.fromkeys("abc", "INTEGER")
