@@ -87,9 +87,6 @@ def _semi_join(stream: ColumnsAt, key: tuple[int, ...], batches: list[Any]) -> C
     """The stream rows whose key is a key of one of `batches` (a superset of those that
     join: times are tested by the row path), for one key column of ints or strings whose
     batch keys are all of that exact class; None otherwise."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     if len(key) != 1:
         return None
     col = stream.table.column(key[0])
@@ -106,17 +103,26 @@ def _semi_join(stream: ColumnsAt, key: tuple[int, ...], batches: list[Any]) -> C
             if k.__class__ is not tuple or len(k) != 1 or k[0].__class__ is not cls:
                 return None  # e.g. 1.0 == 1 by Python's rules: the rows decide
             values.append(k[0])
-    if cls is int and values and not (-(2 ** 63) <= min(values) and max(values) < 2 ** 63):
+    mask = _member_mask(col, cls, values)
+    if mask is None:
         return None
-    value_set = pa.array(values, type=pa.int64() if cls is int else pa.string())
-    probe = col
+    return ColumnsAt(stream.table.filter(mask), stream.time, stream.diff, stream.key)
+
+
+def _member_mask(col: Any, cls: type, values: list[Any]) -> Any:
+    """Which values of key column `col` (of `_kind` int, str or date) are among `values`,
+    each of exact class `cls`; None for an int column `int_column` refuses."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if cls is int:
         ints = int_column(col)
         if ints is None:
             return None
-        probe = pa.array(ints)
-    mask = pc.is_in(probe, value_set=value_set)
-    return ColumnsAt(stream.table.filter(mask), stream.time, stream.diff, stream.key)
+        # a value outside int64 equals no value of the column
+        value_set = pa.array([v for v in values if -(2 ** 63) <= v < 2 ** 63], pa.int64())
+        return pc.is_in(pa.array(ints), value_set=value_set)
+    return pc.is_in(col, value_set=pa.array(values, col.type))
 
 
 def join_tables(new: Any, others: list[Any], new_is_left: bool) -> ColumnsAt | None:
@@ -179,8 +185,6 @@ def _with_key_set(new: Any, b: Any) -> tuple[Any, tuple[Any, int]] | None:
     anything else is left to the rows). Then each matched row pairs with exactly one row of
     `b`, equal to the matched row's key. Returns those rows and b's (time, diff); None when
     `b` is not such a set."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     if len(new.key) != 1 or b.records > new.records or not hasattr(b, "updates"):
         return None  # as many probes as rows: the row path's lookups are as cheap
@@ -202,15 +206,9 @@ def _with_key_set(new: Any, b: Any) -> tuple[Any, tuple[Any, int]] | None:
         values.append(k[0])
     if stamp is None:
         return None
-    if cls is int:
-        ints = int_column(col)
-        if ints is None:
-            return None
-        # a key outside int64 equals no value of the column
-        value_set = pa.array([v for v in values if -(2 ** 63) <= v < 2 ** 63], pa.int64())
-        mask = pc.is_in(pa.array(ints), value_set=value_set)
-    else:
-        mask = pc.is_in(col, value_set=pa.array(values, col.type))
+    mask = _member_mask(col, cls, values)
+    if mask is None:
+        return None
     return new.table.filter(mask), stamp
 
 

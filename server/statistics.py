@@ -15,19 +15,13 @@ DuckDB transaction. Statistics only choose the order of joins, never a result.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import duckdb
 
-from server.store import TableRecord
+from server.store import FLAT_TYPE, TableRecord
 from server.values import quote_ident
-
-# Column types approx_count_distinct hashes directly.
-_COUNTABLE = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|"
-                        r"UINTEGER|UBIGINT|DOUBLE|FLOAT|VARCHAR|DATE|TIME|TIMESTAMP|"
-                        r"DECIMAL\(\d+,\d+\)|UUID")
 
 
 class TableStatistics:
@@ -53,7 +47,7 @@ class TableStatistics:
 
     def distinct(self, table: str, column: str) -> int | None:
         ty = self.types.get(table, {}).get(column)
-        if not isinstance(ty, str) or not _COUNTABLE.fullmatch(ty):
+        if not isinstance(ty, str) or not FLAT_TYPE.fullmatch(ty):  # every one of them hashes
             return None
         got = self.con.execute(
             f"SELECT approx_count_distinct({quote_ident(column)}) "

@@ -112,7 +112,7 @@ def lock_down(conn: duckdb.DuckDBPyConnection) -> None:
 # DuckDB column types whose Python values are never a tuple and never hold a float
 # (apart from DOUBLE and FLOAT themselves): a table of these types has canonical rows once it
 # has no NaN.
-_FLAT_TYPE = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|"
+FLAT_TYPE = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|"
                         r"UINTEGER|UBIGINT|UHUGEINT|DOUBLE|FLOAT|VARCHAR|DATE|TIME|TIMESTAMP|"
                         r"DECIMAL\(\d+,\d+\)|INTERVAL|BLOB|UUID")
 
@@ -381,7 +381,7 @@ class Store:
         cur = con.execute(f"SELECT * FROM {table}")
         types = [(col[0], str(col[1])) for col in cur.description]
         rows: list[Row] = cur.fetchall()
-        if any(not _FLAT_TYPE.fullmatch(t) for _, t in types):
+        if any(not FLAT_TYPE.fullmatch(t) for _, t in types):
             return [canonical(tuple(r)) for r in rows]  # nested values: looked into row by row
         floats = [c for c, t in types if t in ("DOUBLE", "FLOAT")]
         if floats:
