@@ -92,6 +92,31 @@ def test_consolidate_equals_reference(dims: int, seed: int) -> None:
     assert sorted(Run.from_updates(ups, dims).updates()) == R.consolidate(ups)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_large_consolidate_equals_reference(seed: int) -> None:
+    """Batches of at least `RADIX_MIN` updates take the radix path. Keys, vals and times span
+    the whole int64 range; or a few hundred keys (groups above the insertion sort's 32); or
+    two keys; or thousands of keys with few vals and times (small groups with ties). Unsorted,
+    sorted, and sorted but for one update, with diffs that cancel."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(K.RADIX_MIN, 2 * K.RADIX_MIN))
+    full = (-(2**63), 2**63 - 1)
+    keys, vals, times = [(full, full, (0, 2**62)), ((-3, 300), (-3, 300), (0, 4)),
+                         ((0, 1), (0, 5), (0, 9)), ((0, 3000), (0, 2), (0, 3))][seed % 4]
+    k = rng.integers(*keys, n, endpoint=True)
+    v = rng.integers(*vals, n, endpoint=True)
+    t = rng.integers(*times, n, endpoint=True)
+    d = rng.integers(-2, 3, n)
+    if seed >= 4:
+        order = np.lexsort((t, v, k))
+        k, v, t = k[order], v[order], t[order]
+        if seed >= 8:
+            k[n // 2], k[n // 2 + 1] = k[n // 2 + 1], k[n // 2]
+    want = R.consolidate(zip(k.tolist(), v.tolist(), t.tolist(), d.tolist(), strict=True))
+    got = K.consolidate(k, v, t, d)
+    assert list(zip(*(c.tolist() for c in got), strict=True)) == want
+
+
 # -- merge with advance_by compaction ----------------------------------------------------------
 @pytest.mark.parametrize("dims", DIMS)
 @pytest.mark.parametrize("seed", SEEDS)

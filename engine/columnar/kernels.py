@@ -28,6 +28,7 @@ import numpy as np
 from engine.columnar import times as T
 
 I64 = np.int64
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 # -- consolidation ----------------------------------------------------------------------------
@@ -109,6 +110,120 @@ def _order_within_keys(keys, vals, times, order):  # type: ignore[no-untyped-def
     return order
 
 
+RADIX_BITS = 8
+# From this many updates a batch is sorted by radix passes instead of a comparison sort: below
+# it the comparison sort's single pass over a few cache lines wins.
+RADIX_MIN = 1 << 14
+
+
+@numba.njit(cache=True, inline="always")
+def _ordered_bits(x):  # type: ignore[no-untyped-def]
+    """`x` as an unsigned int with the same order (the sign bit flipped)."""
+    return np.uint64(x) ^ np.uint64(1 << 63)
+
+
+@numba.njit(cache=True)
+def _radix_pass(src, shift, k, v, t, d, ok, ov, ot, od):  # type: ignore[no-untyped-def]
+    """One stable counting-sort pass of all four columns by bits `shift..shift+RADIX_BITS` of
+    `src` (in the order of `_ordered_bits`)."""
+    n = src.shape[0]
+    mask = np.uint64((1 << RADIX_BITS) - 1)
+    sh = np.uint64(shift)
+    count = np.zeros((1 << RADIX_BITS) + 1, I64)
+    for i in range(n):
+        count[np.int64((_ordered_bits(src[i]) >> sh) & mask) + 1] += 1
+    for b in range(1 << RADIX_BITS):
+        count[b + 1] += count[b]
+    for i in range(n):
+        b = np.int64((_ordered_bits(src[i]) >> sh) & mask)
+        p = count[b]
+        count[b] = p + 1
+        ok[p] = k[i]
+        ov[p] = v[i]
+        ot[p] = t[i]
+        od[p] = d[i]
+
+
+@numba.njit(cache=True)
+def _sort_groups(k, v, t, d):  # type: ignore[no-untyped-def]
+    """Columns sorted by key: sort each group of equal keys by `(val, time)` in place (groups
+    are a key's few updates in one batch: insertion sort, or a permutation for a large one)."""
+    n = k.shape[0]
+    i = 0
+    while i < n:
+        e = i + 1
+        while e < n and k[e] == k[i]:
+            e += 1
+        if e - i <= 32:
+            for a in range(i + 1, e):
+                xv, xt, xd = v[a], t[a], d[a]
+                b = a - 1
+                while b >= i and (xv < v[b] or (xv == v[b] and xt < t[b])):
+                    v[b + 1], t[b + 1], d[b + 1] = v[b], t[b], d[b]
+                    b -= 1
+                v[b + 1], t[b + 1], d[b + 1] = xv, xt, xd
+        else:
+            g = np.argsort(t[i:e], kind="mergesort")
+            g = g[np.argsort(v[i:e][g], kind="mergesort")]
+            v[i:e], t[i:e], d[i:e] = v[i:e][g], t[i:e][g], d[i:e][g]
+        i = e
+
+
+@numba.njit(cache=True)
+def _consolidate_in_place(k, v, t, d):  # type: ignore[no-untyped-def]
+    """Sorted columns: sum equal triples and drop zeros in place; returns the count kept (the
+    write position never passes the read position)."""
+    m = 0
+    for i in range(k.shape[0]):
+        kk, vv, tt, dd = k[i], v[i], t[i], d[i]
+        if m > 0 and k[m - 1] == kk and v[m - 1] == vv and t[m - 1] == tt:
+            d[m - 1] += dd
+            continue
+        if m > 0 and d[m - 1] == 0:
+            m -= 1
+        k[m], v[m], t[m], d[m] = kk, vv, tt, dd
+        m += 1
+    if m > 0 and d[m - 1] == 0:
+        m -= 1
+    return m
+
+
+@numba.njit(cache=True)
+def _radix_consolidate(k, v, t, d, ok, ov, ot, od):  # type: ignore[no-untyped-def]
+    """Sort the columns `k, v, t, d` (a copy the caller owns) by `(key, val, time)` and
+    consolidate them, using `o*` as the other half of each radix pass. Returns which set holds
+    the result (0: `k..d`, 1: `o*`) and its length.
+
+    Stable least-significant-digit passes over the bits that vary in the keys, then each key's
+    few updates by `(val, time)`: O(n) per pass with sequential reads, where a comparison
+    argsort of millions of updates is O(n log n) with a random access per comparison."""
+    n = k.shape[0]
+    which = 0
+    if not _sorted(k, v, t):
+        first = _ordered_bits(k[0])
+        varying = np.uint64(0)
+        for i in range(n):
+            varying |= _ordered_bits(k[i]) ^ first
+        if varying != 0:
+            low = 0
+            while (varying >> np.uint64(low)) & np.uint64(1) == 0:
+                low += 1
+            high = 63
+            while (varying >> np.uint64(high)) & np.uint64(1) == 0:
+                high -= 1
+            shift = low
+            while shift <= high:
+                _radix_pass(k, shift, k, v, t, d, ok, ov, ot, od)
+                k, ok = ok, k
+                v, ov = ov, v
+                t, ot = ot, t
+                d, od = od, d
+                which = 1 - which
+                shift += RADIX_BITS
+        _sort_groups(k, v, t, d)
+    return which, _consolidate_in_place(k, v, t, d)
+
+
 @numba.njit(cache=True)
 def _consolidate(keys, vals, times, diffs):  # type: ignore[no-untyped-def]
     if _sorted(keys, vals, times):
@@ -116,7 +231,7 @@ def _consolidate(keys, vals, times, diffs):  # type: ignore[no-untyped-def]
     else:
         # One sort by key, then each key's few updates by (val, time): much cheaper than a
         # three-column sort (`np.lexsort` costs tens of microseconds on the small batches of a
-        # loop round, and seconds on millions of records).
+        # loop round).
         order = _order_within_keys(keys, vals, times, np.argsort(keys))
     return _consolidate_ordered(keys, vals, times, diffs, order)
 
@@ -148,11 +263,27 @@ def _resort_times(keys, vals, times, diffs):  # type: ignore[no-untyped-def]
     return keys[order], vals[order], times[order], diffs[order]
 
 
+def _trimmed(cols: Arrays, m: int) -> Arrays:
+    """The first `m` updates of full-length columns: views while they keep most of the memory
+    they hold, copies otherwise."""
+    if 4 * m >= 3 * cols[0].shape[0]:
+        return (cols[0][:m], cols[1][:m], cols[2][:m], cols[3][:m])
+    return (cols[0][:m].copy(), cols[1][:m].copy(), cols[2][:m].copy(), cols[3][:m].copy())
+
+
 def consolidate(
     keys: np.ndarray, vals: np.ndarray, times: np.ndarray, diffs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sorted by `(key, val, time)`, equal triples summed, zeros dropped."""
-    return _consolidate(keys, vals, times, diffs)  # type: ignore[no-any-return]
+    n = keys.shape[0]
+    if n < RADIX_MIN:
+        return _consolidate(keys, vals, times, diffs)  # type: ignore[no-any-return]
+    # Large columns are allocated by NumPy, not inside the kernel: NumPy asks for huge pages,
+    # and first-touch page faults on numba's allocations cost as much as the sort itself.
+    cols = (keys.copy(), vals.copy(), times.copy(), diffs.copy())
+    other = (np.empty(n, I64), np.empty(n, I64), np.empty(n, I64), np.empty(n, I64))
+    which, m = _radix_consolidate(*cols, *other)
+    return _trimmed(cols if which == 0 else other, m)
 
 
 @numba.njit(cache=True)
@@ -302,7 +433,6 @@ def _merge_sorted(ak, av, at, ad, bk, bv, bt, bd):  # type: ignore[no-untyped-de
     return ok[:m].copy(), ov[:m].copy(), ot[:m].copy(), od[:m].copy()
 
 
-Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 @numba.njit(cache=True)
