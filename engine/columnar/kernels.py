@@ -114,6 +114,10 @@ RADIX_BITS = 8
 # From this many updates a batch is sorted by radix passes instead of a comparison sort: below
 # it the comparison sort's single pass over a few cache lines wins.
 RADIX_MIN = 1 << 14
+# Segments of at most this many updates are finished by a comparison sort in cache (a radix
+# pass costs a fixed 2**RADIX_BITS of bookkeeping), and at most INSERTION by insertion sort.
+RADIX_LEAF = 64
+INSERTION = 32
 
 
 @numba.njit(cache=True, inline="always")
@@ -123,50 +127,130 @@ def _ordered_bits(x):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _radix_pass(src, shift, k, v, t, d, ok, ov, ot, od):  # type: ignore[no-untyped-def]
-    """One stable counting-sort pass of all four columns by bits `shift..shift+RADIX_BITS` of
-    `src` (in the order of `_ordered_bits`)."""
-    n = src.shape[0]
+def _radix_scatter(sk, sv, st, sd, dk, dv, dt, dd, lo, hi, shift, starts, cursor):  # type: ignore[no-untyped-def]
+    """Move `s*[lo:hi]` to `d*[lo:hi]` grouped by the digit at `shift` of the key (bucket order
+    is key order); `starts[b]:starts[b + 1]` is bucket `b` afterwards (`cursor` is scratch)."""
     mask = np.uint64((1 << RADIX_BITS) - 1)
     sh = np.uint64(shift)
-    count = np.zeros((1 << RADIX_BITS) + 1, I64)
-    for i in range(n):
-        count[np.int64((_ordered_bits(src[i]) >> sh) & mask) + 1] += 1
+    starts[:] = 0
+    for i in range(lo, hi):
+        starts[np.int64((_ordered_bits(sk[i]) >> sh) & mask) + 1] += 1
+    starts[0] = lo
     for b in range(1 << RADIX_BITS):
-        count[b + 1] += count[b]
-    for i in range(n):
-        b = np.int64((_ordered_bits(src[i]) >> sh) & mask)
-        p = count[b]
-        count[b] = p + 1
-        ok[p] = k[i]
-        ov[p] = v[i]
-        ot[p] = t[i]
-        od[p] = d[i]
+        starts[b + 1] += starts[b]
+    cursor[:] = starts[: 1 << RADIX_BITS]
+    for i in range(lo, hi):
+        b = np.int64((_ordered_bits(sk[i]) >> sh) & mask)
+        p = cursor[b]
+        cursor[b] = p + 1
+        dk[p] = sk[i]
+        dv[p] = sv[i]
+        dt[p] = st[i]
+        dd[p] = sd[i]
 
 
 @numba.njit(cache=True)
-def _sort_groups(k, v, t, d):  # type: ignore[no-untyped-def]
-    """Columns sorted by key: sort each group of equal keys by `(val, time)` in place (groups
-    are a key's few updates in one batch: insertion sort, or a permutation for a large one)."""
-    n = k.shape[0]
-    i = 0
-    while i < n:
+def _insertion(k, v, t, d, lo, hi):  # type: ignore[no-untyped-def]
+    """Insertion sort of `[lo, hi)` by `(key, val, time)`: no allocation, for a few updates."""
+    for a in range(lo + 1, hi):
+        xk, xv, xt, xd = k[a], v[a], t[a], d[a]
+        b = a - 1
+        while b >= lo and (xk < k[b] or (xk == k[b] and (xv < v[b] or (xv == v[b] and xt < t[b])))):
+            k[b + 1], v[b + 1], t[b + 1], d[b + 1] = k[b], v[b], t[b], d[b]
+            b -= 1
+        k[b + 1], v[b + 1], t[b + 1], d[b + 1] = xk, xv, xt, xd
+
+
+@numba.njit(cache=True)
+def _sort_groups(k, v, t, d, lo, hi):  # type: ignore[no-untyped-def]
+    """`[lo, hi)` holds one key: sort it by `(val, time)` in place."""
+    if hi - lo <= INSERTION:
+        _insertion(k, v, t, d, lo, hi)
+        return
+    g = np.argsort(t[lo:hi], kind="mergesort")
+    g = g[np.argsort(v[lo:hi][g], kind="mergesort")]
+    v[lo:hi], t[lo:hi], d[lo:hi] = v[lo:hi][g], t[lo:hi][g], d[lo:hi][g]
+
+
+@numba.njit(cache=True)
+def _sort_leaf(k, v, t, d, lo, hi):  # type: ignore[no-untyped-def]
+    """Sort `[lo, hi)` by `(key, val, time)` in place: insertion sort when short, otherwise a
+    sort by key and then each key's updates by `(val, time)`."""
+    if hi - lo <= INSERTION:
+        _insertion(k, v, t, d, lo, hi)
+        return
+    g = np.argsort(k[lo:hi])
+    k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = k[lo:hi][g], v[lo:hi][g], t[lo:hi][g], d[lo:hi][g]
+    i = lo
+    while i < hi:
         e = i + 1
-        while e < n and k[e] == k[i]:
+        while e < hi and k[e] == k[i]:
             e += 1
-        if e - i <= 32:
-            for a in range(i + 1, e):
-                xv, xt, xd = v[a], t[a], d[a]
-                b = a - 1
-                while b >= i and (xv < v[b] or (xv == v[b] and xt < t[b])):
-                    v[b + 1], t[b + 1], d[b + 1] = v[b], t[b], d[b]
-                    b -= 1
-                v[b + 1], t[b + 1], d[b + 1] = xv, xt, xd
-        else:
-            g = np.argsort(t[i:e], kind="mergesort")
-            g = g[np.argsort(v[i:e][g], kind="mergesort")]
-            v[i:e], t[i:e], d[i:e] = v[i:e][g], t[i:e][g], d[i:e][g]
+        if e - i > 1:
+            _sort_groups(k, v, t, d, i, e)
         i = e
+
+
+@numba.njit(cache=True)
+def _radix_sort(k, v, t, d, ok, ov, ot, od):  # type: ignore[no-untyped-def]
+    """Sort the columns `k, v, t, d` in place by `(key, val, time)`, with `o*` as scratch.
+
+    Most-significant-digit radix sort: a segment is split by the highest `RADIX_BITS` of the
+    bits that vary among its keys, and each bucket is split again, until it holds one key (then
+    sorted by `(val, time)`) or few updates (insertion sort). Segments soon fit in cache, and a
+    sparse key space (pair ids whose high half takes a few values) costs passes only for the
+    bits that vary within a segment, where least-significant-digit passes cost every bit."""
+    n = k.shape[0]
+    # Pending segments `(lo, hi, where)`: `where` 0 means the data is in `k..d`, 1 in `o*`; 2
+    # or 3 the same for a segment known to hold one key. Depth-first, so at most (2**RADIX_BITS - 1) per level of 64 / RADIX_BITS levels wait.
+    stack = np.empty((((1 << RADIX_BITS) * (64 // RADIX_BITS + 1)) + 1, 3), I64)
+    stack[0, 0], stack[0, 1], stack[0, 2] = 0, n, 0
+    top = 1
+    starts = np.empty((1 << RADIX_BITS) + 1, I64)
+    cursor = np.empty(1 << RADIX_BITS, I64)
+    while top > 0:
+        top -= 1
+        lo, hi, where = stack[top, 0], stack[top, 1], stack[top, 2]
+        if where >= 2:
+            if where == 3:
+                k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = ok[lo:hi], ov[lo:hi], ot[lo:hi], od[lo:hi]
+            _sort_groups(k, v, t, d, lo, hi)
+            continue
+        if where == 1:
+            sk, sv, st, sd = ok, ov, ot, od
+        else:
+            sk, sv, st, sd = k, v, t, d
+        if hi - lo <= RADIX_LEAF:
+            if where == 1:
+                k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = ok[lo:hi], ov[lo:hi], ot[lo:hi], od[lo:hi]
+            _sort_leaf(k, v, t, d, lo, hi)
+            continue
+        first = _ordered_bits(sk[lo])
+        varying = np.uint64(0)
+        for i in range(lo, hi):
+            varying |= _ordered_bits(sk[i]) ^ first
+        if varying == 0:
+            if where == 1:
+                k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = ok[lo:hi], ov[lo:hi], ot[lo:hi], od[lo:hi]
+            _sort_groups(k, v, t, d, lo, hi)
+            continue
+        high = 63
+        while (varying >> np.uint64(high)) & np.uint64(1) == 0:
+            high -= 1
+        low = 0
+        while (varying >> np.uint64(low)) & np.uint64(1) == 0:
+            low += 1
+        shift = max(0, high - RADIX_BITS + 1)
+        if where == 1:
+            _radix_scatter(ok, ov, ot, od, k, v, t, d, lo, hi, shift, starts, cursor)
+        else:
+            _radix_scatter(k, v, t, d, ok, ov, ot, od, lo, hi, shift, starts, cursor)
+        # When the digit covered every varying bit, each bucket holds a single key.
+        child = (1 - where) + (2 if shift <= low else 0)
+        for b in range((1 << RADIX_BITS) - 1, -1, -1):
+            if starts[b + 1] > starts[b]:
+                stack[top, 0], stack[top, 1], stack[top, 2] = starts[b], starts[b + 1], child
+                top += 1
 
 
 @numba.njit(cache=True)
@@ -190,38 +274,10 @@ def _consolidate_in_place(k, v, t, d):  # type: ignore[no-untyped-def]
 
 @numba.njit(cache=True)
 def _radix_consolidate(k, v, t, d, ok, ov, ot, od):  # type: ignore[no-untyped-def]
-    """Sort the columns `k, v, t, d` (a copy the caller owns) by `(key, val, time)` and
-    consolidate them, using `o*` as the other half of each radix pass. Returns which set holds
-    the result (0: `k..d`, 1: `o*`) and its length.
-
-    Stable least-significant-digit passes over the bits that vary in the keys, then each key's
-    few updates by `(val, time)`: O(n) per pass with sequential reads, where a comparison
-    argsort of millions of updates is O(n log n) with a random access per comparison."""
-    n = k.shape[0]
-    which = 0
+    """Sort (unless sorted) and consolidate `k, v, t, d` in place; returns the count kept."""
     if not _sorted(k, v, t):
-        first = _ordered_bits(k[0])
-        varying = np.uint64(0)
-        for i in range(n):
-            varying |= _ordered_bits(k[i]) ^ first
-        if varying != 0:
-            low = 0
-            while (varying >> np.uint64(low)) & np.uint64(1) == 0:
-                low += 1
-            high = 63
-            while (varying >> np.uint64(high)) & np.uint64(1) == 0:
-                high -= 1
-            shift = low
-            while shift <= high:
-                _radix_pass(k, shift, k, v, t, d, ok, ov, ot, od)
-                k, ok = ok, k
-                v, ov = ov, v
-                t, ot = ot, t
-                d, od = od, d
-                which = 1 - which
-                shift += RADIX_BITS
-        _sort_groups(k, v, t, d)
-    return which, _consolidate_in_place(k, v, t, d)
+        _radix_sort(k, v, t, d, ok, ov, ot, od)
+    return _consolidate_in_place(k, v, t, d)
 
 
 @numba.njit(cache=True)
@@ -282,8 +338,8 @@ def consolidate(
     # and first-touch page faults on numba's allocations cost as much as the sort itself.
     cols = (keys.copy(), vals.copy(), times.copy(), diffs.copy())
     other = (np.empty(n, I64), np.empty(n, I64), np.empty(n, I64), np.empty(n, I64))
-    which, m = _radix_consolidate(*cols, *other)
-    return _trimmed(cols if which == 0 else other, m)
+    m = _radix_consolidate(*cols, *other)
+    return _trimmed(cols, m)
 
 
 @numba.njit(cache=True)
@@ -979,6 +1035,9 @@ def warm_up() -> None:
     """Load (or compile) every kernel once, so no timed call pays for it."""
     z = np.zeros(0, I64)
     one = np.ones(2, I64)
+    # The radix path of a large consolidate (keys spread over two levels and a large group).
+    big = np.arange(RADIX_MIN, dtype=I64)[::-1] // 40 << 9
+    consolidate(big, big % 3, big % 5, np.ones(RADIX_MIN, I64))
     for dims in (1, 2, 3):
         f = np.zeros(1, I64)
         consolidate(one, one, one, one)
