@@ -20,6 +20,7 @@ kernel and allocate. Each has a plain per-record twin in `reference`, and the pr
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numba
@@ -29,6 +30,28 @@ from engine.columnar import times as T
 
 I64 = np.int64
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+class _Scratch(threading.local):
+    """Per thread, four int64 buffers that large kernels use for temporaries and return.
+
+    A fresh array of millions of updates costs a page fault per page on first touch (on this
+    kind of machine as much as the sort that fills it); buffers that are reused stay mapped.
+    They grow to the largest request and are held for the thread's life."""
+
+    def __init__(self) -> None:
+        self.arrays = tuple(np.empty(0, I64) for _ in range(4))
+
+    def take(self, n: int) -> Arrays:
+        if self.arrays[0].shape[0] < n:
+            self.arrays = tuple(np.empty(max(n, 2 * self.arrays[0].shape[0]), I64) for _ in range(4))
+        a = self.arrays
+        return (a[0][:n], a[1][:n], a[2][:n], a[3][:n])
+
+
+_scratch = _Scratch()
+# Below this many updates a temporary is cheap to allocate: no scratch buffer is grown for it.
+SCRATCH_MIN = 1 << 16
 
 
 # -- consolidation ----------------------------------------------------------------------------
@@ -337,8 +360,7 @@ def consolidate(
     # Large columns are allocated by NumPy, not inside the kernel: NumPy asks for huge pages,
     # and first-touch page faults on numba's allocations cost as much as the sort itself.
     cols = (keys.copy(), vals.copy(), times.copy(), diffs.copy())
-    other = (np.empty(n, I64), np.empty(n, I64), np.empty(n, I64), np.empty(n, I64))
-    m = _radix_consolidate(*cols, *other)
+    m = _radix_consolidate(*cols, *_scratch.take(n))
     return _trimmed(cols, m)
 
 
@@ -621,18 +643,29 @@ def _fill(off, cursor, lo, hi, src_v, src_t, src_d, dst_v, dst_t, dst_d):  # typ
 def _gather_run(qkeys, rk, rv, rt, rd, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
     """Append the updates of one run whose keys are in sorted distinct `qkeys` to the `o*`
     buffers from position `w` (`ok` gets the key's index in `qkeys`); the buffers have room
-    for the whole run. Returns the new `w`."""
+    for the whole run. Returns the new `w`.
+
+    A merge that gallops on whichever side is behind: a small run against many query keys
+    costs O(run log), many run keys against few query keys O(queries log)."""
     n, m = qkeys.shape[0], rk.shape[0]
+    i = 0
     pos = 0
-    for i in range(n):
-        pos = _gallop(rk, pos, m, qkeys[i])
-        while pos < m and rk[pos] == qkeys[i]:
-            ok[w] = i
-            ov[w] = rv[pos]
-            ot[w] = rt[pos]
-            od[w] = rd[pos]
-            w += 1
-            pos += 1
+    while i < n and pos < m:
+        q = qkeys[i]
+        r = rk[pos]
+        if r < q:
+            pos = _gallop(rk, pos, m, q)
+        elif q < r:
+            i = _gallop(qkeys, i, n, r)
+        else:
+            while pos < m and rk[pos] == q:
+                ok[w] = i
+                ov[w] = rv[pos]
+                ot[w] = rt[pos]
+                od[w] = rd[pos]
+                w += 1
+                pos += 1
+            i += 1
     return w
 
 
@@ -668,10 +701,10 @@ def gather_runs(qkeys: np.ndarray, runs: list[Arrays]) -> tuple[np.ndarray, Arra
     # Room for every record of every run, so each run is searched once: `np.empty` reserves
     # the space without touching it, and only the matches are written.
     cap = sum(r[0].shape[0] for r in runs)
-    ok = np.empty(cap, I64)
-    ov = np.empty(cap, I64)
-    ot = np.empty(cap, I64)
-    od = np.empty(cap, I64)
+    if cap >= SCRATCH_MIN:
+        ok, ov, ot, od = _scratch.take(cap)
+    else:
+        ok, ov, ot, od = np.empty(cap, I64), np.empty(cap, I64), np.empty(cap, I64), np.empty(cap, I64)
     w = 0
     for r in runs:
         w = _gather_run(qkeys, r[0], r[1], r[2], r[3], ok, ov, ot, od, w)
