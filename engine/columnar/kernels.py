@@ -239,10 +239,7 @@ def _radix_sort(k, v, t, d, ok, ov, ot, od):  # type: ignore[no-untyped-def]
                 k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = ok[lo:hi], ov[lo:hi], ot[lo:hi], od[lo:hi]
             _sort_groups(k, v, t, d, lo, hi)
             continue
-        if where == 1:
-            sk, sv, st, sd = ok, ov, ot, od
-        else:
-            sk, sv, st, sd = k, v, t, d
+        sk = ok if where == 1 else k
         if hi - lo <= RADIX_LEAF:
             if where == 1:
                 k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = ok[lo:hi], ov[lo:hi], ot[lo:hi], od[lo:hi]
