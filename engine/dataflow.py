@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from engine import executors
 from engine.errors import DataflowPoisoned
 from engine.lattice import Antichain, Time
-from engine.progress import compute_reach
+from engine.progress import ReachPlan, compute_reach, reach_plan
 
 if TYPE_CHECKING:
     from engine.trace import Trace
@@ -189,6 +189,8 @@ class Dataflow:
         self.steps = 0
         self._has_loops = False
         self._loops_version = -1
+        self._reach_plan: ReachPlan = []
+        self._plan_version = -1
 
     def _register(self, op: Operator) -> int:
         self.ops.append(op)
@@ -223,7 +225,7 @@ class Dataflow:
         # A loop's feedback is read before it is computed in this pass, so its reach must come
         # from real pointstamps: a reach carried around a cycle from the previous pass would
         # only ever grow by one and never let the loop retire.
-        reach = compute_reach(self.ops) if self.has_loops() else {}
+        reach: Any = compute_reach(self.ops, self._plan()) if self.has_loops() else [None] * len(self.ops)
         busy = False
         budget = self.budget
         try:
@@ -256,6 +258,13 @@ class Dataflow:
             self.poisoned = exc
             raise
         return busy
+
+    def _plan(self) -> ReachPlan:
+        # Operators and their edges are only ever added, each with a new operator.
+        if self._plan_version != len(self.ops):
+            self._reach_plan = reach_plan(self.ops)
+            self._plan_version = len(self.ops)
+        return self._reach_plan
 
     def has_loops(self) -> bool:
         if self._loops_version != len(self.ops):

@@ -14,7 +14,7 @@ every cycle passes a feedback edge, whose +1 makes the returning time dominated.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from engine.lattice import Antichain, Time, less_equal
@@ -40,30 +40,53 @@ class Node(Protocol):
     _stateless: bool
 
 
-def compute_reach(ops: Sequence[Node]) -> dict[int, Antichain]:
-    """For every operator, the antichain of times it may still send at (at its output)."""
+# Per operator index: `(downstream operator index, its summary or None for the identity)`.
+ReachPlan = list[tuple[tuple[int, Callable[[Time], Time | None] | None], ...]]
+
+
+def reach_plan(ops: Sequence[Node]) -> ReachPlan:
+    """The edges `compute_reach` walks, looked up once per graph instead of once per step
+    (operators are indexed by their position in `ops`)."""
+    return [
+        tuple((dst.index, None if dst._identity else dst.summary) for dst, _port in op.downstream)
+        for op in ops
+    ]
+
+
+def compute_reach(ops: Sequence[Node], plan: ReachPlan | None = None) -> list[Antichain]:
+    """For every operator (by index), the antichain of times it may still send at (its output)."""
+    if plan is None:
+        plan = reach_plan(ops)
     # The scheduler calls this every step, so antichains are plain lists here (no method call
     # per insertion) and wrapped once at the end; `_insert` keeps each list minimal.
-    lists: dict[int, list[Time]] = {op.index: [] for op in ops}
-    work = []
+    lists: list[list[Time]] = [[] for _ in ops]
+    work: list[tuple[int, Time]] = []
     for op in ops:
-        if op._stateless and not any(op.queues):
-            continue  # holds nothing and has nothing queued: no pointstamps
+        if op._stateless:
+            for q in op.queues:
+                if q:
+                    break
+            else:
+                continue  # holds nothing and has nothing queued: no pointstamps
+        i = op.index
         for t in op.pointstamps():
-            work.append((op, t))
+            work.append((i, t))
     while work:
-        op, t = work.pop()
-        if not _insert(lists[op.index], t):
+        i, t = work.pop()
+        if not _insert(lists[i], t):
             continue
-        for dst, _port in op.downstream:
-            t2 = dst.summary(t) if not dst._identity else t
-            if t2 is not None:
-                work.append((dst, t2))
-    reach: dict[int, Antichain] = {}
-    for i, els in lists.items():
+        for dst, summary in plan[i]:
+            if summary is None:
+                work.append((dst, t))
+            else:
+                t2 = summary(t)
+                if t2 is not None:
+                    work.append((dst, t2))
+    reach = []
+    for els in lists:
         a = Antichain()
         a.elements = els
-        reach[i] = a
+        reach.append(a)
     return reach
 
 
