@@ -362,6 +362,16 @@ def consolidate(
 
 
 @numba.njit(cache=True)
+def within(a, lo, hi):  # type: ignore[no-untyped-def]
+    """Every element in `[lo, hi)`: one pass that stops at the first outside (where NumPy's
+    `min` and `max` are two passes and two calls)."""
+    for i in range(a.shape[0]):
+        if a[i] < lo or a[i] >= hi:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
 def beyond_all(times, frontier, dims, bits):  # type: ignore[no-untyped-def]
     """For each packed time, whether it is beyond `frontier`."""
     out = np.empty(times.shape[0], np.bool_)
@@ -1076,6 +1086,7 @@ def warm_up() -> None:
         merge((one, one, one, one), (one, one, one, one), z, dims)
         join((one, one, one, one), (one, one, one, one), dims)
         beyond_all(one, f, dims, T.field_bits(dims))
+        within(one, 0, 2)
         dedup_pairs(one, one)
         minimal_times(one, dims, T.field_bits(dims))
         off = np.array([0, 2], I64)

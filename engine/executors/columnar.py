@@ -79,7 +79,7 @@ class ColumnarExecutor(InProcessExecutor):
                 a = np.array(rows, dtype=I64)
             except OverflowError:
                 a = None
-            if a is not None and (a.shape[0] == 0 or (a.min() >= -DIRECT_LIMIT and a.max() < DIRECT_LIMIT)):
+            if a is not None and K.within(a, -DIRECT_LIMIT, DIRECT_LIMIT):
                 return a
         return self.rows.encode_many(rows)
 
@@ -274,7 +274,7 @@ class ColumnarExecutor(InProcessExecutor):
 
     def _pairs(self, keys: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """The ids of the rows `(key, val)`: packed in bulk when both are small integers."""
-        if keys.shape[0] and keys.min() >= 0 and keys.max() < PAIR_LIMIT and vals.min() >= 0 and vals.max() < PAIR_LIMIT:
+        if keys.shape[0] and K.within(keys, 0, PAIR_LIMIT) and K.within(vals, 0, PAIR_LIMIT):
             return PAIR_BASE + (keys << PAIR_BITS) + vals
         dec = self.rows.decode_many
         return self.rows.encode_many(list(zip(dec(keys), dec(vals), strict=True)))
@@ -283,7 +283,7 @@ class ColumnarExecutor(InProcessExecutor):
         """`Fields(*index)` on rows that are all packed pairs, by moving bits; None otherwise."""
         if not data.shape[0] or any(i not in (0, 1) for i in index) or len(index) > 2:
             return None
-        if data.min() < PAIR_BASE or data.max() >= INTERNED_BASE:
+        if not K.within(data, PAIR_BASE, INTERNED_BASE):
             return None
         p = data - PAIR_BASE
         halves = (p >> PAIR_BITS, p & PAIR_MASK)
@@ -293,7 +293,7 @@ class ColumnarExecutor(InProcessExecutor):
 
     def _halves(self, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Key and value ids of rows `(key, val)`: split in bulk when every row is a packed pair."""
-        if data.shape[0] and data.min() >= PAIR_BASE and data.max() < INTERNED_BASE:
+        if data.shape[0] and K.within(data, PAIR_BASE, INTERNED_BASE):
             p = data - PAIR_BASE
             return p >> PAIR_BITS, p & PAIR_MASK
         rows = self.rows.decode_many(data)
@@ -383,7 +383,7 @@ class ColumnarExecutor(InProcessExecutor):
             picked = [{"key": cols[0], "left": left, "right": right}[s] for s in f.sources]
             if len(picked) == 1:
                 return UpdateColumns(picked[0], cols[3], cols[4], new.dims)
-            if picked[0].min() >= 0 and picked[1].min() >= 0 and max(picked[0].max(), picked[1].max()) < PAIR_LIMIT:
+            if K.within(picked[0], 0, PAIR_LIMIT) and K.within(picked[1], 0, PAIR_LIMIT):
                 data = PAIR_BASE + (picked[0] << PAIR_BITS) + picked[1]
                 return UpdateColumns(data, cols[3], cols[4], new.dims)
         # Only the matched pairs are decoded, for the join's function; times and diffs stay
