@@ -403,6 +403,46 @@ def test_compiled_round_equals_counting_round(dims: int, seed: int) -> None:
         assert dk.tolist() == np.repeat(q, np.diff(d_off)).tolist() and dt.tolist() == d_t.tolist()
 
 
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fused_round_equals_its_steps(dims: int, seed: int) -> None:
+    """`reduce_fused` (one call, spines padded to `FUSED_RUNS`) gives exactly what its steps
+    give one call at a time: `seed_csr`, `gather_runs` on each side, `reduce_compiled`, and
+    the deferred pairs united with those left pending."""
+    rng = random.Random(seed * 7 + dims)
+    inputs = [
+        Run.from_updates(rand_updates(rng, rng.randint(0, 30), dims), dims)
+        for _ in range(rng.randint(1, K.FUSED_RUNS))
+    ]
+    outputs = [
+        Run.from_updates([(k, 1, t, d) for k, _, t, d in rand_updates(rng, rng.randint(0, 10), dims)], dims)
+        for _ in range(rng.randint(0, K.FUSED_RUNS))
+    ]
+    seeds = rand_updates(rng, rng.randint(1, 12), dims)
+    keys, times = K.dedup_pairs(
+        np.array([k for k, _, _, _ in seeds], np.int64),
+        np.array([T.pack(t, dims) for _, _, t, _ in seeds], np.int64),
+    )
+    left = rand_updates(rng, rng.randint(0, 6), dims, keys=9)
+    left_k, left_t = K.dedup_pairs(
+        np.array([k for k, _, _, _ in left], np.int64),
+        np.array([T.pack(rand_time(rng, dims, 6), dims) for _ in left], np.int64),
+    )
+    upper = T.pack_frontier(rand_frontier(rng, dims), dims)
+    for mode in (K.DISTINCT, K.COUNT):
+        corr, pk, pt = K.reduce_fused(
+            keys, times, [arrays(r) for r in inputs], [arrays(r) for r in outputs],
+            left_k, left_t, upper, mode, 1, dims,
+        )
+        q, so, st = K.seed_csr(keys, times)
+        in_off, ins = K.gather_runs(q, [arrays(r) for r in inputs])
+        out_off, outs = K.gather_runs(q, [arrays(r) for r in outputs])
+        want, dk, dt = K.reduce_compiled(q, in_off, ins, out_off, outs, so, st, upper, mode, 1, dims)
+        wk, wt = K.union_pairs([(left_k, left_t), (dk, dt)])
+        assert [c.tolist() for c in corr] == [c.tolist() for c in want]
+        assert (pk.tolist(), pt.tolist()) == (wk.tolist(), wt.tolist())
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_dedup_pairs_is_the_sorted_set_of_pairs(seed: int) -> None:
     """Both paths (keys already grouped in order, and any order) give the sorted distinct

@@ -1049,6 +1049,72 @@ def seed_csr(keys, times):  # type: ignore[no-untyped-def]
     return q, off, t
 
 
+# How many runs of each trace `reduce_fused` takes (shorter spines are padded with empty runs,
+# so one compiled signature serves them all; a longer spine takes the unfused path).
+FUSED_RUNS = 8
+_NO_RUN = (np.zeros(0, I64),) * 4
+
+
+@numba.njit(cache=True)
+def _gather_tuple(qkeys, runs, n):  # type: ignore[no-untyped-def]
+    """`gather_runs` over the first `n` runs of a tuple, inside one compiled call."""
+    cap = 0
+    for j in range(n):
+        cap += runs[j][0].shape[0]
+    ok = np.empty(cap, I64)
+    ov = np.empty(cap, I64)
+    ot = np.empty(cap, I64)
+    od = np.empty(cap, I64)
+    w = 0
+    for j in range(n):
+        r = runs[j]
+        w = _gather_run(qkeys, r[0], r[1], r[2], r[3], ok, ov, ot, od, w)
+    return _csr(qkeys.shape[0], ok, ov, ot, od, w)
+
+
+@numba.njit(cache=True)
+def _reduce_fused(keys, times, ins, n_in, outs, n_out, left_k, left_t, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
+    qkeys, seed_off, seed_t = seed_csr(keys, times)
+    in_off, _, _, in_t, in_d = _gather_tuple(qkeys, ins, n_in)
+    out_off, _, out_v, out_t, out_d = _gather_tuple(qkeys, outs, n_out)
+    ck, cv, ct, cd, dk, dt = _reduce_compiled(
+        qkeys, in_off, in_t, in_d, out_off, out_v, out_t, out_d, seed_off, seed_t,
+        upper, mode, unit, dims, bits,
+    )
+    pk, pt = dedup_pairs(dk, dt)
+    pk, pt = merge_pairs(left_k, left_t, pk, pt)
+    return ck, cv, ct, cd, pk, pt
+
+
+def reduce_fused(
+    keys: np.ndarray,
+    times: np.ndarray,
+    inputs: list[Arrays],
+    outputs: list[Arrays],
+    left_k: np.ndarray,
+    left_t: np.ndarray,
+    upper: np.ndarray,
+    mode: int,
+    unit: int,
+    dims: int,
+) -> tuple[Arrays, np.ndarray, np.ndarray]:
+    """A whole round of a compiled reduce (`mode`) in one call: the seeds `(keys, times)`
+    (sorted distinct, as `union_pairs` gives) grouped by key, each key's histories gathered
+    from at most `FUSED_RUNS` input and output runs, `reduce_compiled`, and the deferred pairs
+    united with `(left_k, left_t)` (sorted distinct). A loop round of a few updates made ten
+    compiled calls and their Python glue before; this is one.
+
+    Returns the corrections `(key id, val, time, diff)` and the pending `(key id, time)`
+    pairs, sorted and distinct."""
+    ins = tuple(inputs) + (_NO_RUN,) * (FUSED_RUNS - len(inputs))
+    outs = tuple(outputs) + (_NO_RUN,) * (FUSED_RUNS - len(outputs))
+    ck, cv, ct, cd, pk, pt = _reduce_fused(
+        keys, times, ins, len(inputs), outs, len(outputs), left_k, left_t, upper, mode, unit,
+        dims, T.field_bits(dims),
+    )
+    return (ck, cv, ct, cd), pk, pt
+
+
 @numba.njit(cache=True)
 def minimal_times(times, dims, bits):  # type: ignore[no-untyped-def]
     """The minimal elements (an antichain) of packed `times` under the product order.
@@ -1098,3 +1164,4 @@ def warm_up() -> None:
         io, ins = gather_runs(q, [(one, one, one, one)])
         for mode in (DISTINCT, COUNT):
             reduce_compiled(q, io, ins, io, ins, so, st, f, mode, 1, dims)
+            reduce_fused(q, st, [(one, one, one, one)], [], z, z, f, mode, 1, dims)

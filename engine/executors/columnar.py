@@ -444,15 +444,26 @@ class ColumnarExecutor(InProcessExecutor):
         keys, times = K.union_pairs(list(zip(sk, st, strict=True)))
         if keys.shape[0] == 0:
             return None, PackedPending(left_k, left_t, dims)
+        since = Antichain([(0,) * dims])
+        mode = _COMPILED.get(id(logic))
+        if mode is not None and len(inputs) <= K.FUSED_RUNS and len(outputs) <= K.FUSED_RUNS:
+            # distinct and count: the whole round is one compiled call, no Python per key.
+            corr, pk, pt = K.reduce_fused(
+                keys, times, [_arrays(r) for r in inputs], [_arrays(r) for r in outputs],
+                left_k, left_t, pupper, mode, self.unit, dims,
+            )
+            left = PackedPending(pk, pt, dims)
+            if corr[0].shape[0] == 0:
+                return None, left
+            return Run.from_arrays(*corr, dims, lower=lower, upper=upper, since=since), left
         qkeys, seed_off, times = K.seed_csr(keys, times)
         in_off, ins = K.gather_runs(qkeys, [_arrays(r) for r in inputs])
         out_off, outs = K.gather_runs(qkeys, [_arrays(r) for r in outputs])
         corr: K.Arrays | None = None
         extra_k: list[np.ndarray] = [left_k]
         extra_t: list[np.ndarray] = [left_t]
-        mode = _COMPILED.get(id(logic))
         if mode is not None:
-            # distinct and count: the whole round is one compiled call, no Python per key.
+            # A spine longer than `reduce_fused` takes: the same kernel, histories gathered here.
             corr, dk, dt = K.reduce_compiled(
                 qkeys, in_off, ins, out_off, outs, seed_off, times, pupper, mode, self.unit, dims
             )
@@ -478,7 +489,6 @@ class ColumnarExecutor(InProcessExecutor):
         left = PackedPending(*K.union_pairs(list(zip(extra_k, extra_t, strict=True))), dims)
         if corr[0].shape[0] == 0:
             return None, left
-        since = Antichain([(0,) * dims])
         return Run.from_arrays(*corr, dims, lower=lower, upper=upper, since=since), left
 
     def _reduce_records(
