@@ -361,6 +361,7 @@ class Trace:
     def maintain(self) -> None:
         """Move batches every reader has accepted into the spine and merge geometrically."""
         acked = min((r.acked for r in self.readers), default=self.next_seq)
+        frontier: Antichain | None = None
         if self.pending and self.pending[0].seq <= acked:
             frontier = self.logical_frontier()
             while self.pending and self.pending[0].seq <= acked:
@@ -376,18 +377,41 @@ class Trace:
                 self._settle(frontier)
         if self.merging is not None:
             self._work()
+            if self.merging is None and frontier is None:
+                frontier = self.logical_frontier()
+        if frontier is not None:
+            # A merge that finished (fueled, or forced by an empty batch) may have left a batch
+            # as large as the one before it.
+            self._settle(frontier)
+
+    def _unbalanced(self) -> int:
+        """The newest `i` whose batch is at least half its predecessor (or whose predecessor
+        is below `fold`), so that the two should merge; 0 when the spine is geometric.
+
+        Not just the last pair: a fueled merge finishes after newer batches arrived behind it,
+        and its result can then be as large as its own predecessor. Left there, the spine would
+        keep runs of similar sizes, and every lookup visits each of them."""
+        spine = self.spine
+        busy = self.merging
+        for i in range(len(spine) - 1, 0, -1):
+            if busy is not None and spine[i - 1] is busy[0] and spine[i] is busy[1]:
+                continue  # already merging, paid for by fuel
+            if 2 * spine[i].records >= spine[i - 1].records or spine[i - 1].records < self.fold:
+                return i
+        return 0
 
     def _settle(self, frontier: Antichain) -> None:
         spine = self.spine
-        while len(spine) >= 2 and (
-            2 * spine[-1].records >= spine[-2].records or spine[-2].records < self.fold
-        ):
-            older, newer = spine[-2], spine[-1]
+        while True:
+            i = self._unbalanced()
+            if i == 0:
+                return
+            older, newer = spine[i - 1], spine[i]
             if self.merging is not None and (older is self.merging[1] or newer is self.merging[0]):
                 self._finish_merge()
                 continue
             if self.steps is None or older.records + newer.records < LARGE_MERGE:
-                spine[-2:] = [self.merge(older, newer, frontier)]
+                spine[i - 1 : i + 1] = [self.merge(older, newer, frontier)]
                 continue
             if self.merging is not None:
                 self._finish_merge()
