@@ -54,6 +54,12 @@ _scratch = _Scratch()
 SCRATCH_MIN = 1 << 16
 
 
+@numba.njit(cache=True, inline="always")
+def _columns4(n):  # type: ignore[no-untyped-def]
+    """Four uninitialised int64 columns of length `n` (keys, vals, times, diffs)."""
+    return np.empty(n, I64), np.empty(n, I64), np.empty(n, I64), np.empty(n, I64)
+
+
 # -- consolidation ----------------------------------------------------------------------------
 @numba.njit(cache=True)
 def _sorted(keys: np.ndarray, vals: np.ndarray, times: np.ndarray) -> bool:
@@ -72,30 +78,30 @@ def _sorted(keys: np.ndarray, vals: np.ndarray, times: np.ndarray) -> bool:
 
 
 @numba.njit(cache=True)
-def _consolidate_ordered(keys, vals, times, diffs, order):  # type: ignore[no-untyped-def]
-    """Walk `order` (a sorting permutation) summing equal triples; drop zeros."""
-    n = order.shape[0]
-    ok = np.empty(n, I64)
-    ov = np.empty(n, I64)
-    ot = np.empty(n, I64)
-    od = np.empty(n, I64)
+def _consolidate_in_place(k, v, t, d):  # type: ignore[no-untyped-def]
+    """Sorted columns: sum equal triples and drop zeros in place; returns the count kept (the
+    write position never passes the read position)."""
     m = 0
-    for j in range(n):
-        i = order[j]
-        k, v, t, d = keys[i], vals[i], times[i], diffs[i]
-        if m > 0 and ok[m - 1] == k and ov[m - 1] == v and ot[m - 1] == t:
-            od[m - 1] += d
+    for i in range(k.shape[0]):
+        kk, vv, tt, dd = k[i], v[i], t[i], d[i]
+        if m > 0 and k[m - 1] == kk and v[m - 1] == vv and t[m - 1] == tt:
+            d[m - 1] += dd
             continue
-        if m > 0 and od[m - 1] == 0:
+        if m > 0 and d[m - 1] == 0:
             m -= 1
-        ok[m] = k
-        ov[m] = v
-        ot[m] = t
-        od[m] = d
+        k[m], v[m], t[m], d[m] = kk, vv, tt, dd
         m += 1
-    if m > 0 and od[m - 1] == 0:
+    if m > 0 and d[m - 1] == 0:
         m -= 1
-    return ok[:m].copy(), ov[:m].copy(), ot[:m].copy(), od[:m].copy()
+    return m
+
+
+@numba.njit(cache=True)
+def _consolidate_ordered(keys, vals, times, diffs, order):  # type: ignore[no-untyped-def]
+    """Take the updates in `order` (a sorting permutation), sum equal triples, drop zeros."""
+    k, v, t, d = keys[order], vals[order], times[order], diffs[order]
+    m = _consolidate_in_place(k, v, t, d)
+    return k[:m].copy(), v[:m].copy(), t[:m].copy(), d[:m].copy()
 
 
 @numba.njit(cache=True, inline="always")
@@ -271,25 +277,6 @@ def _radix_sort(k, v, t, d, ok, ov, ot, od):  # type: ignore[no-untyped-def]
             if starts[b + 1] > starts[b]:
                 stack[top, 0], stack[top, 1], stack[top, 2] = starts[b], starts[b + 1], child
                 top += 1
-
-
-@numba.njit(cache=True)
-def _consolidate_in_place(k, v, t, d):  # type: ignore[no-untyped-def]
-    """Sorted columns: sum equal triples and drop zeros in place; returns the count kept (the
-    write position never passes the read position)."""
-    m = 0
-    for i in range(k.shape[0]):
-        kk, vv, tt, dd = k[i], v[i], t[i], d[i]
-        if m > 0 and k[m - 1] == kk and v[m - 1] == vv and t[m - 1] == tt:
-            d[m - 1] += dd
-            continue
-        if m > 0 and d[m - 1] == 0:
-            m -= 1
-        k[m], v[m], t[m], d[m] = kk, vv, tt, dd
-        m += 1
-    if m > 0 and d[m - 1] == 0:
-        m -= 1
-    return m
 
 
 @numba.njit(cache=True)
@@ -479,10 +466,7 @@ def _merge_sorted(ak, av, at, ad, bk, bv, bt, bd):  # type: ignore[no-untyped-de
     """Merge two sorted runs, summing equal triples (within and across runs) and dropping zeros."""
     na, nb = ak.shape[0], bk.shape[0]
     n = na + nb
-    ok = np.empty(n, I64)
-    ov = np.empty(n, I64)
-    ot = np.empty(n, I64)
-    od = np.empty(n, I64)
+    ok, ov, ot, od = _columns4(n)
     m = 0
     i = 0
     j = 0
@@ -688,10 +672,7 @@ def _csr(nkeys, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
     for i in range(nkeys):
         off[i + 1] += off[i]
     cursor = off[:nkeys].copy()
-    k = np.empty(w, I64)
-    v = np.empty(w, I64)
-    t = np.empty(w, I64)
-    d = np.empty(w, I64)
+    k, v, t, d = _columns4(w)
     for j in range(w):
         i = ok[j]
         p = cursor[i]
@@ -711,7 +692,7 @@ def gather_runs(qkeys: np.ndarray, runs: list[Arrays]) -> tuple[np.ndarray, Arra
     if cap >= SCRATCH_MIN:
         ok, ov, ot, od = _scratch.take(cap)
     else:
-        ok, ov, ot, od = np.empty(cap, I64), np.empty(cap, I64), np.empty(cap, I64), np.empty(cap, I64)
+        ok, ov, ot, od = (np.empty(cap, I64) for _ in range(4))
     w = 0
     for r in runs:
         w = _gather_run(qkeys, r[0], r[1], r[2], r[3], ok, ov, ot, od, w)
@@ -1061,10 +1042,7 @@ def _gather_tuple(qkeys, runs, n):  # type: ignore[no-untyped-def]
     cap = 0
     for j in range(n):
         cap += runs[j][0].shape[0]
-    ok = np.empty(cap, I64)
-    ov = np.empty(cap, I64)
-    ot = np.empty(cap, I64)
-    od = np.empty(cap, I64)
+    ok, ov, ot, od = _columns4(cap)
     w = 0
     for j in range(n):
         r = runs[j]
