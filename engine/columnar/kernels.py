@@ -6,7 +6,10 @@ kernel and allocate. Each has a plain per-record twin in `reference`, and the pr
 (`tests/test_engine_kernels*.py`) require identical output on seeded random updates at random
 1-, 2- and 3-coordinate times under random batchings.
 
-- `consolidate`: sort by `(key, val, time)`, sum equal triples, drop zeros.
+- `consolidate`: sort by `(key, val, time)`, sum equal triples, drop zeros. A batch of at least
+  `RADIX_MIN` updates is sorted by most-significant-digit radix over the bits that vary among its
+  keys, in NumPy-allocated buffers (first-touch page faults on a kernel's own large allocations
+  cost as much as the sort).
 - `merge`: two runs into one, every time advanced by a frontier first (`advance_by`: logical
   compaction happens inside the merge). When advancing keeps both runs sorted (the usual
   `{(e, 0)}` frontier, see `times`), it is one linear merge; otherwise a re-sort.
@@ -16,6 +19,9 @@ kernel and allocate. Each has a plain per-record twin in `reference`, and the pr
   threshold), the corrections that make the output at every interesting time (the closure under
   join of the new times with the key's stored times, split at `upper`) equal the logic at that
   time. Fast path: a key with one new time that every stored time precedes has just that time.
+  `reduce_fused` runs a whole round of it (seeds, histories, corrections, pending times) in one
+  call for spines of up to `FUSED_RUNS` runs: a loop round touches a few keys, and ten calls'
+  dispatch and glue cost more than their work.
 """
 
 from __future__ import annotations
