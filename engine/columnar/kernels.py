@@ -26,7 +26,6 @@ kernel and allocate. Each has a plain per-record twin in `reference`, and the pr
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 import numba
@@ -38,26 +37,6 @@ I64 = np.int64
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-class _Scratch(threading.local):
-    """Per thread, four int64 buffers that large kernels use for temporaries and return.
-
-    A fresh array of millions of updates costs a page fault per page on first touch (on this
-    kind of machine as much as the sort that fills it); buffers that are reused stay mapped.
-    They grow to the largest request and are held for the thread's life."""
-
-    def __init__(self) -> None:
-        self.arrays = tuple(np.empty(0, I64) for _ in range(4))
-
-    def take(self, n: int) -> Arrays:
-        if self.arrays[0].shape[0] < n:
-            self.arrays = tuple(np.empty(max(n, 2 * self.arrays[0].shape[0]), I64) for _ in range(4))
-        a = self.arrays
-        return (a[0][:n], a[1][:n], a[2][:n], a[3][:n])
-
-
-_scratch = _Scratch()
-# Below this many updates a temporary is cheap to allocate: no scratch buffer is grown for it.
-SCRATCH_MIN = 1 << 16
 
 
 @numba.njit(cache=True, inline="always")
@@ -350,7 +329,7 @@ def consolidate(
     # Large columns are allocated by NumPy, not inside the kernel: NumPy asks for huge pages,
     # and first-touch page faults on numba's allocations cost as much as the sort itself.
     cols = (keys.copy(), vals.copy(), times.copy(), diffs.copy())
-    m = _radix_consolidate(*cols, *_scratch.take(n))
+    m = _radix_consolidate(*cols, *(np.empty(n, I64) for _ in range(4)))
     return _trimmed(cols, m)
 
 
@@ -695,10 +674,7 @@ def gather_runs(qkeys: np.ndarray, runs: list[Arrays]) -> tuple[np.ndarray, Arra
     # Room for every record of every run, so each run is searched once: `np.empty` reserves
     # the space without touching it, and only the matches are written.
     cap = sum(r[0].shape[0] for r in runs)
-    if cap >= SCRATCH_MIN:
-        ok, ov, ot, od = _scratch.take(cap)
-    else:
-        ok, ov, ot, od = (np.empty(cap, I64) for _ in range(4))
+    ok, ov, ot, od = (np.empty(cap, I64) for _ in range(4))
     w = 0
     for r in runs:
         w = _gather_run(qkeys, r[0], r[1], r[2], r[3], ok, ov, ot, od, w)
