@@ -37,8 +37,6 @@ I64 = np.int64
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-
-
 @numba.njit(cache=True, inline="always")
 def _columns4(n):  # type: ignore[no-untyped-def]
     """Four uninitialised int64 columns of length `n` (keys, vals, times, diffs)."""
@@ -216,7 +214,8 @@ def _radix_sort(k, v, t, d, ok, ov, ot, od):  # type: ignore[no-untyped-def]
     bits that vary within a segment, where least-significant-digit passes cost every bit."""
     n = k.shape[0]
     # Pending segments `(lo, hi, where)`: `where` 0 means the data is in `k..d`, 1 in `o*`; 2
-    # or 3 the same for a segment known to hold one key. Depth-first, so at most (2**RADIX_BITS - 1) per level of 64 / RADIX_BITS levels wait.
+    # or 3 the same for a segment known to hold one key. Depth-first, so at most
+    # 2**RADIX_BITS - 1 per level of 64 / RADIX_BITS levels wait.
     stack = np.empty((((1 << RADIX_BITS) * (64 // RADIX_BITS + 1)) + 1, 3), I64)
     stack[0, 0], stack[0, 1], stack[0, 2] = 0, n, 0
     top = 1
@@ -485,8 +484,6 @@ def _merge_sorted(ak, av, at, ad, bk, bv, bt, bd):  # type: ignore[no-untyped-de
     if m > 0 and od[m - 1] == 0:
         m -= 1
     return ok[:m].copy(), ov[:m].copy(), ot[:m].copy(), od[:m].copy()
-
-
 
 
 @numba.njit(cache=True)
