@@ -403,6 +403,26 @@ def test_compiled_round_equals_counting_round(dims: int, seed: int) -> None:
         assert dk.tolist() == np.repeat(q, np.diff(d_off)).tolist() and dt.tolist() == d_t.tolist()
 
 
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_gather_grows_past_its_first_capacity(seed: int) -> None:
+    """Few query keys with thousands of updates each: the gather buffers (sized at a few
+    updates per key and run) must grow, resuming mid-key, and still give exactly `gather`."""
+    rng = random.Random(seed)
+    heavy = [3, 11]
+    runs = []
+    for _ in range(3):
+        ups = [(rng.choice(heavy), rng.randint(0, 10**6), (rng.randint(0, 9),), 1)
+               for _ in range(rng.randint(900, 1500))]
+        ups += [(rng.randint(0, 20), rng.randint(0, 5), (0,), -1) for _ in range(200)]
+        runs.append(arrays(Run.from_updates(ups, 1)))
+    q = np.array(sorted(heavy + [rng.randint(21, 30)]), np.int64)
+    ref_off, ref = K.gather(q, runs)
+    assert ref_off[-1] > 2 * 1024  # beyond the first capacity
+    for off, cols in (K.gather_runs(q, runs), (lambda o, *c: (o, c))(*K._gather_tuple(q, tuple(runs), len(runs)))):
+        assert off.tolist() == ref_off.tolist()
+        assert [c.tolist() for c in cols] == [c.tolist() for c in ref]
+
+
 @pytest.mark.parametrize("dims", DIMS)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_fused_round_equals_its_steps(dims: int, seed: int) -> None:
