@@ -310,12 +310,13 @@ def _resort_times(keys, vals, times, diffs):  # type: ignore[no-untyped-def]
     return keys[order], vals[order], times[order], diffs[order]
 
 
-def _trimmed(cols: Arrays, m: int) -> Arrays:
+@numba.njit(cache=True)
+def trimmed(k, v, t, d, m):  # type: ignore[no-untyped-def]
     """The first `m` updates of full-length columns: views while they keep most of the memory
-    they hold, copies otherwise."""
-    if 4 * m >= 3 * cols[0].shape[0]:
-        return (cols[0][:m], cols[1][:m], cols[2][:m], cols[3][:m])
-    return (cols[0][:m].copy(), cols[1][:m].copy(), cols[2][:m].copy(), cols[3][:m].copy())
+    they hold (no second copy of a large result is ever made), copies otherwise."""
+    if 4 * m >= 3 * k.shape[0]:
+        return k[:m], v[:m], t[:m], d[:m]
+    return k[:m].copy(), v[:m].copy(), t[:m].copy(), d[:m].copy()
 
 
 def consolidate(
@@ -329,7 +330,7 @@ def consolidate(
     # and first-touch page faults on numba's allocations cost as much as the sort itself.
     cols = (keys.copy(), vals.copy(), times.copy(), diffs.copy())
     m = _radix_consolidate(*cols, *(np.empty(n, I64) for _ in range(4)))
-    return _trimmed(cols, m)
+    return trimmed(*cols, m)  # type: ignore[no-any-return]
 
 
 @numba.njit(cache=True)
@@ -447,7 +448,11 @@ def _advance_all(times, frontier, dims, bits):  # type: ignore[no-untyped-def]
 
 @numba.njit(cache=True)
 def _merge_sorted(ak, av, at, ad, bk, bv, bt, bd):  # type: ignore[no-untyped-def]
-    """Merge two sorted runs, summing equal triples (within and across runs) and dropping zeros."""
+    """Merge two sorted runs, summing equal triples (within and across runs) and dropping zeros.
+
+    The columns are allocated here, where the compiler knows they alias nothing (the same loop
+    writing into columns passed in ran 10-20% slower), and trimmed by `trimmed`: a large merge
+    returns views, and the copy it made before took as long as the merge itself."""
     na, nb = ak.shape[0], bk.shape[0]
     n = na + nb
     ok, ov, ot, od = _columns4(n)
@@ -483,7 +488,7 @@ def _merge_sorted(ak, av, at, ad, bk, bv, bt, bd):  # type: ignore[no-untyped-de
         m += 1
     if m > 0 and od[m - 1] == 0:
         m -= 1
-    return ok[:m].copy(), ov[:m].copy(), ot[:m].copy(), od[:m].copy()
+    return trimmed(ok, ov, ot, od, m)
 
 
 @numba.njit(cache=True)

@@ -323,7 +323,8 @@ class ColumnarExecutor(InProcessExecutor):
         self, older: Run, newer: Run, frontier: Antichain, chunk: int | None = None
     ) -> Generator[int, None, Run]:
         """`merge` spread over steps (the trace's fuel): key ranges of about `chunk` records of
-        the older run are merged one per step; the pieces are concatenated at the end."""
+        the older run are merged one per step, each written into the output as it is made (the
+        merge holds its inputs and one output, not also every piece until a concatenation)."""
         chunk = chunk or trace_module.MERGE_CHUNK
         since = older.since.join(newer.since)
         since = since.join(frontier) if frontier.elements else since
@@ -333,17 +334,19 @@ class ColumnarExecutor(InProcessExecutor):
         a, b = _arrays(older), _arrays(newer)
         ia = np.searchsorted(older.keys, bounds).tolist() + [older.records]
         ib = np.searchsorted(newer.keys, bounds).tolist() + [newer.records]
-        pieces = []
+        out = tuple(np.empty(older.records + newer.records, I64) for _ in range(4))
+        w = 0
         # Keys below the first bound: none (the bounds include both runs' first keys).
         for j in range(len(bounds)):
             sa = tuple(x[ia[j] : ia[j + 1]] for x in a)
             sb = tuple(x[ib[j] : ib[j + 1]] for x in b)
-            pieces.append(K.merge(sa, sb, pf, dims))  # type: ignore[arg-type]
+            piece = K.merge(sa, sb, pf, dims)  # type: ignore[arg-type]
+            m = piece[0].shape[0]
+            for o, p in zip(out, piece, strict=True):
+                o[w : w + m] = p
+            w += m
             yield max(1, (ia[j + 1] - ia[j]) + (ib[j + 1] - ib[j]))
-        if pieces:
-            k, v, t, d = (np.concatenate([p[i] for p in pieces]) for i in range(4))
-        else:
-            k = v = t = d = np.zeros(0, I64)
+        k, v, t, d = K.trimmed(*out, w)
         return Run(k, v, t, d, dims, older.lower, newer.upper, since, max(older.seq, newer.seq))
 
     def unarrange(self, batch: Run, f: Callable[[Any, Any], Any] | None) -> UpdateColumns:
