@@ -160,3 +160,46 @@ def test_columnar_capture_current_equals_per_record_capture(seed: int) -> None:
         for caps in (flows[0][2], flows[1][2]):
             assert caps[0].current() == want_pairs
             assert caps[1].current() == want_distinct
+
+
+@pytest.fixture
+def split_rounds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every compiled reduce round of two or more keys split across two threads
+    (`engine.columnar.parallel`); the list counts the splits made."""
+    from engine.columnar import parallel
+
+    splits: list[int] = []
+    both = parallel.both
+
+    def counted(first: Any, second: Any) -> Any:
+        splits.append(1)
+        return both(first, second)
+
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    monkeypatch.setattr(parallel, "MIN_KEYS", 2)
+    monkeypatch.setattr(parallel, "both", counted)
+    return splits
+
+
+# The cases whose reduces are compiled rounds (distinct and count, inside loops too).
+SPLIT_CASES = {
+    "count", "count_keys", "distinct", "join_then_distinct", "reach_iterate", "reach_variable",
+    "parity_mutual_recursion", "nested_iterate",
+}
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["root", "2d"])
+@pytest.mark.parametrize(
+    "case",
+    [c for c in properties.CASES if c.name in SPLIT_CASES],
+    ids=lambda c: c.name,
+)
+def test_split_rounds_match_naive(split_rounds: list[int], case: Any, nested: bool) -> None:
+    properties.test_operator_matches_naive(case, nested, "each")
+    assert split_rounds, "no reduce round was split"
+
+
+def test_split_rounds_reachability_and_scc(split_rounds: list[int]) -> None:
+    graphs.test_reachability_sliding_window_changing_roots()
+    graphs.test_scc_many_epochs_in_flight_equals_stepwise()
+    assert split_rounds, "no reduce round was split"

@@ -1059,7 +1059,7 @@ def seed_csr(keys, times):  # type: ignore[no-untyped-def]
 
 # How many runs of each trace `reduce_fused` takes (shorter spines are padded with empty runs,
 # so one compiled signature serves them all; a longer spine takes the unfused path).
-FUSED_RUNS = 8
+FUSED_RUNS = 16
 _NO_RUN = (np.zeros(0, I64),) * 4
 
 
@@ -1074,7 +1074,7 @@ def _gather_tuple(qkeys, runs, n):  # type: ignore[no-untyped-def]
     return _csr(qkeys.shape[0], ok, ov, ot, od, w)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _reduce_fused(keys, times, ins, n_in, outs, n_out, left_k, left_t, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
     qkeys, seed_off, seed_t = seed_csr(keys, times)
     in_off, _, _, in_t, in_d = _gather_tuple(qkeys, ins, n_in)

@@ -33,6 +33,7 @@ from engine import kernels as record_kernels
 from engine import reducers
 from engine import trace as trace_module
 from engine.columnar import kernels as K
+from engine.columnar import parallel
 from engine.columnar.interning import (
     DIRECT_LIMIT,
     INTERNED_BASE,
@@ -450,11 +451,27 @@ class ColumnarExecutor(InProcessExecutor):
         since = Antichain([(0,) * dims])
         mode = _COMPILED.get(id(logic))
         if mode is not None and len(inputs) <= K.FUSED_RUNS and len(outputs) <= K.FUSED_RUNS:
-            # distinct and count: the whole round is one compiled call, no Python per key.
-            corr, pk, pt = K.reduce_fused(
-                keys, times, [_arrays(r) for r in inputs], [_arrays(r) for r in outputs],
-                left_k, left_t, pupper, mode, self.unit, dims,
-            )
+            # distinct and count: the whole round is one compiled call, no Python per key; a
+            # round of many keys is two calls on two cores, one per half of the keys.
+            ins, outs = [_arrays(r) for r in inputs], [_arrays(r) for r in outputs]
+
+            def part(lo: int, hi: int, left_lo: int, left_hi: int) -> tuple[K.Arrays, np.ndarray, np.ndarray]:
+                return K.reduce_fused(
+                    keys[lo:hi], times[lo:hi], ins, outs, left_k[left_lo:left_hi],
+                    left_t[left_lo:left_hi], pupper, mode, self.unit, dims,
+                )
+
+            n, n_left = keys.shape[0], left_k.shape[0]
+            cut = parallel.key_cut(keys)
+            if cut:
+                left_cut = int(np.searchsorted(left_k, keys[cut], "left"))
+                (c1, pk1, pt1), (c2, pk2, pt2) = parallel.both(
+                    lambda: part(0, cut, 0, left_cut), lambda: part(cut, n, left_cut, n_left)
+                )
+                corr = tuple(np.concatenate(pair) for pair in zip(c1, c2, strict=True))  # type: ignore[assignment]
+                pk, pt = np.concatenate((pk1, pk2)), np.concatenate((pt1, pt2))
+            else:
+                corr, pk, pt = part(0, n, 0, n_left)
             left = PackedPending(pk, pt, dims)
             if corr[0].shape[0] == 0:
                 return None, left

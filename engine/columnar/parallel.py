@@ -1,0 +1,56 @@
+"""Two cores for large compiled calls: a call split into halves by key range runs on both.
+
+Invariant: a split call gives exactly what the unsplit call gives. The halves cover disjoint,
+ordered key ranges and every key lies wholly in one of them, so their results concatenated in
+order are the whole call's result.
+
+The kernels that run here are compiled with `nogil=True`: while one half runs in a worker
+thread, the other runs in the caller's, and neither holds the GIL. A split costs a thread
+hand-off (tens of microseconds), so only calls over at least `MIN_KEYS` keys are split.
+
+`DIFFSQL_KERNEL_THREADS=1` in the environment keeps every call on one thread.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import numpy as np
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+THREADS = max(1, min(2, int(os.environ.get("DIFFSQL_KERNEL_THREADS", os.cpu_count() or 1))))
+# Below this many keys a call costs less than the hand-off to a second thread gains.
+MIN_KEYS = 256
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def both(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+    """`(first(), second())`, the second in a worker thread while the first runs here."""
+    global _pool
+    if THREADS < 2:
+        return first(), second()
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=THREADS - 1, thread_name_prefix="diffsql-kernel")
+    later = _pool.submit(second)
+    a = first()
+    return a, later.result()
+
+
+def key_cut(keys: np.ndarray) -> int:
+    """An index that splits sorted `keys` into two halves with no key on both sides; 0 when
+    the call should not be split (too few keys, a single thread, or one key's updates fill
+    the middle)."""
+    n = keys.shape[0]
+    if THREADS < 2 or n < MIN_KEYS:
+        return 0
+    middle = keys[n // 2]
+    cut = int(np.searchsorted(keys, middle, "left"))
+    if cut == 0:
+        cut = int(np.searchsorted(keys, middle, "right"))
+    return cut if 0 < cut < n else 0
