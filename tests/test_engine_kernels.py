@@ -17,6 +17,7 @@ import pytest
 
 from engine import reducers
 from engine.columnar import kernels as K
+from engine.columnar import parallel
 from engine.columnar import reference as R
 from engine.columnar import times as T
 from engine.columnar.layout import Run
@@ -92,12 +93,16 @@ def test_consolidate_equals_reference(dims: int, seed: int) -> None:
     assert sorted(Run.from_updates(ups, dims).updates()) == R.consolidate(ups)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("seed", range(12))
-def test_large_consolidate_equals_reference(seed: int) -> None:
+def test_large_consolidate_equals_reference(seed: int, threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches of at least `RADIX_MIN` updates take the radix path. Keys, vals and times span
     the whole int64 range; or a few hundred keys (groups above the insertion sort's 32); or
     two keys; or thousands of keys with few vals and times (small groups with ties). Unsorted,
-    sorted, and sorted but for one update, with diffs that cancel."""
+    sorted, and sorted but for one update, with diffs that cancel. With two threads every
+    radix sort is split in two by its first digit's buckets (`engine.columnar.parallel`)."""
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    monkeypatch.setattr(parallel, "MIN_SORTED", K.RADIX_MIN)
     rng = np.random.default_rng(seed)
     n = int(rng.integers(K.RADIX_MIN, 2 * K.RADIX_MIN))
     full = (-(2**63), 2**63 - 1)

@@ -31,6 +31,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
+from engine.columnar import parallel
 from engine.columnar import times as T
 
 I64 = np.int64
@@ -203,71 +204,97 @@ def _sort_leaf(k, v, t, d, lo, hi):  # type: ignore[no-untyped-def]
         i = e
 
 
+# Pending radix segments: depth-first, so at most 2**RADIX_BITS - 1 per level of 64 / RADIX_BITS
+# levels wait (plus the segments a call starts from).
+_STACK = (1 << RADIX_BITS) * (64 // RADIX_BITS + 1) + 1
+
+
 @numba.njit(cache=True)
-def _radix_sort(k, v, t, d, ok, ov, ot, od):  # type: ignore[no-untyped-def]
-    """Sort the columns `k, v, t, d` in place by `(key, val, time)`, with `o*` as scratch.
+def _radix_step(k, v, t, d, ok, ov, ot, od, lo, hi, where, stack, top, starts, cursor):  # type: ignore[no-untyped-def]
+    """Sort the segment `[lo, hi)` (its data in `k..d` when `where` is 0, in `o*` when 1; 2 or
+    3 the same for a segment known to hold one key) if it is a leaf, or split it by one digit
+    and push its buckets on `stack` from `top`. Returns the new `top`."""
+    if where >= 2:
+        if where == 3:
+            k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = ok[lo:hi], ov[lo:hi], ot[lo:hi], od[lo:hi]
+        _sort_groups(k, v, t, d, lo, hi)
+        return top
+    sk = ok if where == 1 else k
+    if hi - lo <= RADIX_LEAF:
+        if where == 1:
+            k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = ok[lo:hi], ov[lo:hi], ot[lo:hi], od[lo:hi]
+        _sort_leaf(k, v, t, d, lo, hi)
+        return top
+    first = _ordered_bits(sk[lo])
+    varying = np.uint64(0)
+    for i in range(lo, hi):
+        varying |= _ordered_bits(sk[i]) ^ first
+    if varying == 0:
+        if where == 1:
+            k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = ok[lo:hi], ov[lo:hi], ot[lo:hi], od[lo:hi]
+        _sort_groups(k, v, t, d, lo, hi)
+        return top
+    high = 63
+    while (varying >> np.uint64(high)) & np.uint64(1) == 0:
+        high -= 1
+    low = 0
+    while (varying >> np.uint64(low)) & np.uint64(1) == 0:
+        low += 1
+    shift = max(0, high - RADIX_BITS + 1)
+    if where == 1:
+        _radix_scatter(ok, ov, ot, od, k, v, t, d, lo, hi, shift, starts, cursor)
+    else:
+        _radix_scatter(k, v, t, d, ok, ov, ot, od, lo, hi, shift, starts, cursor)
+    # When the digit covered every varying bit, each bucket holds a single key.
+    child = (1 - where) + (2 if shift <= low else 0)
+    for b in range((1 << RADIX_BITS) - 1, -1, -1):
+        if starts[b + 1] > starts[b]:
+            stack[top, 0], stack[top, 1], stack[top, 2] = starts[b], starts[b + 1], child
+            top += 1
+    return top
+
+
+@numba.njit(cache=True, nogil=True)
+def _radix_segments(k, v, t, d, ok, ov, ot, od, segments):  # type: ignore[no-untyped-def]
+    """Sort each of `segments` (rows `(lo, hi, where)`, see `_radix_step`) in place by
+    `(key, val, time)`, with `o*` as scratch: every segment's result ends in `k..d`.
 
     Most-significant-digit radix sort: a segment is split by the highest `RADIX_BITS` of the
     bits that vary among its keys, and each bucket is split again, until it holds one key (then
     sorted by `(val, time)`) or few updates (insertion sort). Segments soon fit in cache, and a
     sparse key space (pair ids whose high half takes a few values) costs passes only for the
-    bits that vary within a segment, where least-significant-digit passes cost every bit."""
-    n = k.shape[0]
-    # Pending segments `(lo, hi, where)`: `where` 0 means the data is in `k..d`, 1 in `o*`; 2
-    # or 3 the same for a segment known to hold one key. Depth-first, so at most
-    # 2**RADIX_BITS - 1 per level of 64 / RADIX_BITS levels wait.
-    stack = np.empty((((1 << RADIX_BITS) * (64 // RADIX_BITS + 1)) + 1, 3), I64)
-    stack[0, 0], stack[0, 1], stack[0, 2] = 0, n, 0
-    top = 1
+    bits that vary within a segment, where least-significant-digit passes cost every bit.
+    Disjoint segments touch disjoint ranges, so two calls may sort two sets of them at once."""
+    stack = np.empty((_STACK + segments.shape[0], 3), I64)
+    top = 0
+    for i in range(segments.shape[0] - 1, -1, -1):
+        stack[top, 0], stack[top, 1], stack[top, 2] = segments[i, 0], segments[i, 1], segments[i, 2]
+        top += 1
     starts = np.empty((1 << RADIX_BITS) + 1, I64)
     cursor = np.empty(1 << RADIX_BITS, I64)
     while top > 0:
         top -= 1
-        lo, hi, where = stack[top, 0], stack[top, 1], stack[top, 2]
-        if where >= 2:
-            if where == 3:
-                k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = ok[lo:hi], ov[lo:hi], ot[lo:hi], od[lo:hi]
-            _sort_groups(k, v, t, d, lo, hi)
-            continue
-        sk = ok if where == 1 else k
-        if hi - lo <= RADIX_LEAF:
-            if where == 1:
-                k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = ok[lo:hi], ov[lo:hi], ot[lo:hi], od[lo:hi]
-            _sort_leaf(k, v, t, d, lo, hi)
-            continue
-        first = _ordered_bits(sk[lo])
-        varying = np.uint64(0)
-        for i in range(lo, hi):
-            varying |= _ordered_bits(sk[i]) ^ first
-        if varying == 0:
-            if where == 1:
-                k[lo:hi], v[lo:hi], t[lo:hi], d[lo:hi] = ok[lo:hi], ov[lo:hi], ot[lo:hi], od[lo:hi]
-            _sort_groups(k, v, t, d, lo, hi)
-            continue
-        high = 63
-        while (varying >> np.uint64(high)) & np.uint64(1) == 0:
-            high -= 1
-        low = 0
-        while (varying >> np.uint64(low)) & np.uint64(1) == 0:
-            low += 1
-        shift = max(0, high - RADIX_BITS + 1)
-        if where == 1:
-            _radix_scatter(ok, ov, ot, od, k, v, t, d, lo, hi, shift, starts, cursor)
-        else:
-            _radix_scatter(k, v, t, d, ok, ov, ot, od, lo, hi, shift, starts, cursor)
-        # When the digit covered every varying bit, each bucket holds a single key.
-        child = (1 - where) + (2 if shift <= low else 0)
-        for b in range((1 << RADIX_BITS) - 1, -1, -1):
-            if starts[b + 1] > starts[b]:
-                stack[top, 0], stack[top, 1], stack[top, 2] = starts[b], starts[b + 1], child
-                top += 1
+        top = _radix_step(k, v, t, d, ok, ov, ot, od, stack[top, 0], stack[top, 1], stack[top, 2],
+                          stack, top, starts, cursor)
+
+
+@numba.njit(cache=True)
+def _radix_first(k, v, t, d, ok, ov, ot, od):  # type: ignore[no-untyped-def]
+    """The first level of `_radix_segments` over all of `k..d`: the segments left to sort, in
+    key order (none when that level finished the sort)."""
+    stack = np.empty((_STACK, 3), I64)
+    top = _radix_step(k, v, t, d, ok, ov, ot, od, 0, k.shape[0], 0, stack,
+                      0, np.empty((1 << RADIX_BITS) + 1, I64), np.empty(1 << RADIX_BITS, I64))
+    return stack[:top][::-1].copy()
 
 
 @numba.njit(cache=True)
 def _radix_consolidate(k, v, t, d, ok, ov, ot, od):  # type: ignore[no-untyped-def]
     """Sort (unless sorted) and consolidate `k, v, t, d` in place; returns the count kept."""
     if not _sorted(k, v, t):
-        _radix_sort(k, v, t, d, ok, ov, ot, od)
+        whole = np.empty((1, 3), I64)
+        whole[0, 0], whole[0, 1], whole[0, 2] = 0, k.shape[0], 0
+        _radix_segments(k, v, t, d, ok, ov, ot, od, whole)
     return _consolidate_in_place(k, v, t, d)
 
 
@@ -329,8 +356,23 @@ def consolidate(
     # Large columns are allocated by NumPy, not inside the kernel: NumPy asks for huge pages,
     # and first-touch page faults on numba's allocations cost as much as the sort itself.
     cols = (keys.copy(), vals.copy(), times.copy(), diffs.copy())
-    m = _radix_consolidate(*cols, *(np.empty(n, I64) for _ in range(4)))
-    return trimmed(*cols, m)  # type: ignore[no-any-return]
+    scratch = (np.empty(n, I64), np.empty(n, I64), np.empty(n, I64), np.empty(n, I64))
+    if n < parallel.MIN_SORTED or parallel.THREADS < 2 or _sorted(keys, vals, times):
+        m = _radix_consolidate(*cols, *scratch)
+        return trimmed(*cols, m)  # type: ignore[no-any-return]
+    # Two cores: the first digit's buckets, in key order, split in two halves of about equal
+    # size, each sorted by one thread.
+    segments = _radix_first(*cols, *scratch)
+    if segments.shape[0] < 2:
+        _radix_segments(*cols, *scratch, segments)
+    else:
+        ends = np.cumsum(segments[:, 1] - segments[:, 0])
+        cut = min(max(1, int(np.searchsorted(ends, n // 2))), segments.shape[0] - 1)
+        parallel.both(
+            lambda: _radix_segments(*cols, *scratch, segments[:cut]),
+            lambda: _radix_segments(*cols, *scratch, segments[cut:]),
+        )
+    return trimmed(*cols, _consolidate_in_place(*cols))  # type: ignore[no-any-return]
 
 
 @numba.njit(cache=True)
@@ -1146,6 +1188,7 @@ def warm_up() -> None:
     # The radix path of a large consolidate (keys spread over two levels and a large group).
     big = np.arange(RADIX_MIN, dtype=I64)[::-1] // 40 << 9
     consolidate(big, big % 3, big % 5, np.ones(RADIX_MIN, I64))
+    _radix_first(big.copy(), big % 3, big % 5, np.ones(RADIX_MIN, I64), *_columns4(RADIX_MIN))
     for dims in (1, 2, 3):
         f = np.zeros(1, I64)
         consolidate(one, one, one, one)

@@ -6,7 +6,8 @@ order are the whole call's result.
 
 The kernels that run here are compiled with `nogil=True`: while one half runs in a worker
 thread, the other runs in the caller's, and neither holds the GIL. A split costs a thread
-hand-off (tens of microseconds), so only calls over at least `MIN_KEYS` keys are split.
+hand-off (tens of microseconds), so only calls over at least `MIN_KEYS` keys (reduce rounds) or
+`MIN_SORTED` updates (radix consolidation) are split.
 
 `DIFFSQL_KERNEL_THREADS=1` in the environment keeps every call on one thread.
 """
@@ -26,6 +27,8 @@ B = TypeVar("B")
 THREADS = max(1, min(2, int(os.environ.get("DIFFSQL_KERNEL_THREADS", os.cpu_count() or 1))))
 # Below this many keys a call costs less than the hand-off to a second thread gains.
 MIN_KEYS = 256
+# Below this many updates a radix consolidate is not split (`kernels.consolidate`).
+MIN_SORTED = 1 << 17
 
 _pool: ThreadPoolExecutor | None = None
 
