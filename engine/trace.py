@@ -193,11 +193,13 @@ def arrange_updates(
 
 def merge_steps(
     older: Batch, newer: Batch, frontier: Antichain, chunk: int | None = None
-) -> Generator[int, None, Batch]:
+) -> Generator[int, int | None, Batch]:
     """Merge two adjacent batches, advancing times by `frontier` and consolidating.
 
-    A generator, so that a large merge can be spread over many steps (differential's "fuel"):
-    it yields the number of keys done after every `chunk` keys, and returns the merged batch.
+    A generator, so that a large merge can be spread over many steps (differential's "fuel"),
+    in the protocol `Trace` drives (see `Trace._work`): it first yields 0 having done nothing,
+    then yields the number of keys done after every `chunk` keys (the fuel it is sent is not
+    needed at this granularity), and returns the merged batch.
     A key present in one batch with a single entry is kept as it is: advancing a lone entry
     cannot cancel anything, and advancing is a permission, not an obligation (every query time
     is beyond `since`). This keeps the frequent small merges cheap.
@@ -206,6 +208,7 @@ def merge_steps(
     since = older.since.join(newer.since)
     since = since.join(frontier) if frontier.elements else since
     compact = since if since.elements else None
+    yield 0
     out: dict[Any, list[Entry]] = {}
     a, b = older.updates, newer.updates
     if len(a) < len(b):
@@ -295,7 +298,7 @@ class Trace:
         name: str,
         dims: int,
         merge: Any = None,
-        steps: Callable[..., Generator[int, None, Any]] | None = merge_steps,
+        steps: Callable[..., Generator[int, int | None, Any]] | None = merge_steps,
         fold: int = 0,
     ) -> None:
         self.name = name
@@ -416,16 +419,22 @@ class Trace:
             if self.merging is not None:
                 self._finish_merge()
                 continue
-            self.merging = (older, newer, self.steps(older, newer, frontier))
+            steps = self.steps(older, newer, frontier)
+            next(steps)  # to its first `yield 0`: ready to be sent fuel
+            self.merging = (older, newer, steps)
             return
 
     def _work(self) -> None:
-        """Spend the fuel earned by inserts on the merge in progress."""
+        """Spend the fuel earned by inserts on the merge in progress.
+
+        The merge is sent the fuel left and yields the work it did, which may be all of that
+        fuel at once (a columnar merge merges that many records in one compiled call);
+        `_finish_merge` sends None: no limit."""
         assert self.merging is not None
         steps = self.merging[2]
         try:
             while self.fuel > 0:
-                self.fuel -= next(steps)
+                self.fuel -= steps.send(self.fuel)
         except StopIteration as done:
             self._complete(done.value)
 

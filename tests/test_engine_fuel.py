@@ -15,15 +15,37 @@ from engine import Dataflow
 from engine import trace as trace_module
 
 
+def _dataflow(monkeypatch: pytest.MonkeyPatch, executor: str) -> Dataflow:
+    """A dataflow on `executor`: "inprocess", "columnar", or "columnar-two-cores" (every
+    fueled merge step of more than one key range split across two threads, in slices of at
+    most 64 records)."""
+    if executor == "inprocess":
+        return Dataflow()
+    from engine.columnar import parallel
+    from engine.executors import columnar
+
+    # Its tail folding would keep a spine this small to one or two batches.
+    monkeypatch.setattr(columnar.ColumnarExecutor, "fold_records", 8)
+    if executor == "columnar-two-cores":
+        monkeypatch.setattr(parallel, "THREADS", 2)
+        monkeypatch.setattr(parallel, "MIN_SORTED", 4)
+        monkeypatch.setattr(columnar, "SLICE", 64)
+    return Dataflow(executor=columnar.ColumnarExecutor())
+
+
+EXECUTORS = ["inprocess", "columnar", "columnar-two-cores"]
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("fuel", [0, 1])
 def test_reads_are_exact_while_merges_are_in_progress(
-    monkeypatch: pytest.MonkeyPatch, fuel: int
+    monkeypatch: pytest.MonkeyPatch, fuel: int, executor: str
 ) -> None:
     # fuel 0: a merge advances only when a later merge forces it to finish.
     monkeypatch.setattr(trace_module, "LARGE_MERGE", 64)
     monkeypatch.setattr(trace_module, "FUEL_PER_RECORD", fuel)
     monkeypatch.setattr(trace_module, "MERGE_CHUNK", 4)
-    df = Dataflow()
+    df = _dataflow(monkeypatch, executor)
     handle, nums = df.new_input("nums")
     by_key = nums.map(lambda x: (x % 97, x))
     sums = by_key.reduce(lambda k, vs: [(sum(v * r for v, r in vs), 1)]).capture()
@@ -68,7 +90,7 @@ def _balanced(trace: trace_module.Trace) -> bool:
     return True
 
 
-@pytest.mark.parametrize("executor", ["inprocess", "columnar"])
+@pytest.mark.parametrize("executor", EXECUTORS)
 def test_spine_stays_geometric_after_fueled_merges(monkeypatch: pytest.MonkeyPatch, executor: str) -> None:
     """A fueled merge finishes after newer batches arrived behind it; its result, as large as
     its predecessor, is merged too, so a lookup visits O(log n) batches. Without that, a spine
@@ -76,14 +98,7 @@ def test_spine_stays_geometric_after_fueled_merges(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(trace_module, "LARGE_MERGE", 64)
     monkeypatch.setattr(trace_module, "FUEL_PER_RECORD", 1)
     monkeypatch.setattr(trace_module, "MERGE_CHUNK", 4)
-    if executor == "columnar":
-        from engine.executors.columnar import ColumnarExecutor
-
-        # Its tail folding would keep a spine this small to one or two batches.
-        monkeypatch.setattr(ColumnarExecutor, "fold_records", 8)
-        df = Dataflow(executor=ColumnarExecutor())
-    else:
-        df = Dataflow()
+    df = _dataflow(monkeypatch, executor)
     handle, nums = df.new_input("nums")
     counts = nums.map(lambda x: x % 50).count().capture()
     rng = random.Random(11)

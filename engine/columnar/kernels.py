@@ -488,17 +488,17 @@ def _advance_all(times, frontier, dims, bits):  # type: ignore[no-untyped-def]
     return out
 
 
-@numba.njit(cache=True)
-def _merge_sorted(ak, av, at, ad, bk, bv, bt, bd):  # type: ignore[no-untyped-def]
-    """Merge two sorted runs, summing equal triples (within and across runs) and dropping zeros.
+@numba.njit(cache=True, inline="always")
+def _merge_loop(ak, av, at, ad, bk, bv, bt, bd, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
+    """Merge two sorted runs into the `o*` columns from position `w`, summing equal triples
+    (within and across runs) and dropping zeros. Returns the position after the last written.
 
-    The columns are allocated here, where the compiler knows they alias nothing (the same loop
-    writing into columns passed in ran 10-20% slower), and trimmed by `trimmed`: a large merge
-    returns views, and the copy it made before took as long as the merge itself."""
+    Every key of both runs must be above the keys before `w` (a fueled merge writes key
+    ranges in order), so nothing before `w` is summed into. Inlined into each caller, so that
+    where the caller allocated the columns the compiler knows they alias nothing (a separate
+    function writing into columns passed in ran 10-20% slower)."""
     na, nb = ak.shape[0], bk.shape[0]
-    n = na + nb
-    ok, ov, ot, od = _columns4(n)
-    m = 0
+    w0 = w
     i = 0
     j = 0
     while i < na or j < nb:
@@ -518,31 +518,56 @@ def _merge_sorted(ak, av, at, ad, bk, bv, bt, bd):  # type: ignore[no-untyped-de
         else:
             k, v, t, d = bk[j], bv[j], bt[j], bd[j]
             j += 1
-        if m > 0 and ok[m - 1] == k and ov[m - 1] == v and ot[m - 1] == t:
-            od[m - 1] += d
+        if w > w0 and ok[w - 1] == k and ov[w - 1] == v and ot[w - 1] == t:
+            od[w - 1] += d
             continue
-        if m > 0 and od[m - 1] == 0:
-            m -= 1
-        ok[m] = k
-        ov[m] = v
-        ot[m] = t
-        od[m] = d
-        m += 1
-    if m > 0 and od[m - 1] == 0:
-        m -= 1
-    return trimmed(ok, ov, ot, od, m)
+        if w > w0 and od[w - 1] == 0:
+            w -= 1
+        ok[w] = k
+        ov[w] = v
+        ot[w] = t
+        od[w] = d
+        w += 1
+    if w > w0 and od[w - 1] == 0:
+        w -= 1
+    return w
+
+
+@numba.njit(cache=True, inline="always")
+def _advanced(ak, av, at, ad, frontier, dims, bits):  # type: ignore[no-untyped-def]
+    """A run with every time advanced by `frontier` (packed; may be empty), re-sorted where
+    advancing reordered a `(key, val)` group's times."""
+    if frontier.shape[0]:
+        at = _advance_all(at, frontier, dims, bits)
+        if not _sorted(ak, av, at):
+            ak, av, at, ad = _resort_times(ak, av, at, ad)
+    return ak, av, at, ad
 
 
 @numba.njit(cache=True)
 def _merge_advanced(ak, av, at, ad, bk, bv, bt, bd, frontier, dims, bits):  # type: ignore[no-untyped-def]
-    if frontier.shape[0]:
-        at = _advance_all(at, frontier, dims, bits)
-        bt = _advance_all(bt, frontier, dims, bits)
-        if not _sorted(ak, av, at):
-            ak, av, at, ad = _resort_times(ak, av, at, ad)
-        if not _sorted(bk, bv, bt):
-            bk, bv, bt, bd = _resort_times(bk, bv, bt, bd)
-    return _merge_sorted(ak, av, at, ad, bk, bv, bt, bd)
+    """`merge` in one compiled call, into columns it allocates (trimmed by `trimmed`: a large
+    merge returns views, and the copy it made before took as long as the merge itself)."""
+    ak, av, at, ad = _advanced(ak, av, at, ad, frontier, dims, bits)
+    bk, bv, bt, bd = _advanced(bk, bv, bt, bd, frontier, dims, bits)
+    ok, ov, ot, od = _columns4(ak.shape[0] + bk.shape[0])
+    m = _merge_loop(ak, av, at, ad, bk, bv, bt, bd, ok, ov, ot, od, 0)
+    return trimmed(ok, ov, ot, od, m)
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_advanced_into(ak, av, at, ad, bk, bv, bt, bd, frontier, dims, bits, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
+    ak, av, at, ad = _advanced(ak, av, at, ad, frontier, dims, bits)
+    bk, bv, bt, bd = _advanced(bk, bv, bt, bd, frontier, dims, bits)
+    return _merge_loop(ak, av, at, ad, bk, bv, bt, bd, ok, ov, ot, od, w)
+
+
+def merge_into(a: Arrays, b: Arrays, frontier: np.ndarray, dims: int, out: Arrays, w: int) -> int:
+    """`merge` written into the columns `out` from position `w`; returns the position after
+    the last update written. `out` needs room for both runs, and every key of both must be
+    above the keys before `w`. A large fueled merge writes each piece in place: a piece in
+    fresh columns, copied, cost twice the merge in first-touch page faults."""
+    return _merge_advanced_into(*a, *b, frontier, dims, T.field_bits(dims), *out, w)  # type: ignore[no-any-return]
 
 
 def merge(a: Arrays, b: Arrays, frontier: np.ndarray, dims: int) -> Arrays:
@@ -1195,6 +1220,7 @@ def warm_up() -> None:
         consolidate(one[::-1].copy(), one, one, one)
         merge((one, one, one, one), (one, one, one, one), f, dims)
         merge((one, one, one, one), (one, one, one, one), z, dims)
+        merge_into((one, one, one, one), (one, one, one, one), f, dims, _columns4(4), 0)
         join((one, one, one, one), (one, one, one, one), dims)
         beyond_all(one, f, dims, T.field_bits(dims))
         within(one, 0, 2)

@@ -37,7 +37,9 @@ class Executor(Protocol):
     A batch has at least the attributes `Trace` reads: `lower`, `upper`, `since`, `seq`,
     `records`, `approx_bytes()`, `with_upper(upper, seq)`. An executor may also define
     `merge_steps(older, newer, frontier)`, a generator that merges in fueled steps (see
-    `engine.trace`); without it, merges happen at once.
+    `engine.trace.merge_steps` and `Trace._work`: it yields 0 first, then is sent the fuel
+    available, or None for no limit, and yields the work done); without it, merges happen at
+    once.
     """
 
     name: str

@@ -53,6 +53,9 @@ from engine.trace import consolidate_entries
 I64 = np.int64
 PAIR_LIMIT = 1 << PAIR_BITS
 PAIR_MASK = PAIR_LIMIT - 1
+# The most records one fueled merge step merges, however much fuel it is sent: a step's pause
+# stays bounded, and a merge finished at once (sent None) still runs its slices on two cores.
+SLICE = 1 << 20
 
 
 def _arrays(run: Run) -> K.Arrays:
@@ -322,31 +325,56 @@ class ColumnarExecutor(InProcessExecutor):
 
     def merge_steps(
         self, older: Run, newer: Run, frontier: Antichain, chunk: int | None = None
-    ) -> Generator[int, None, Run]:
-        """`merge` spread over steps (the trace's fuel): key ranges of about `chunk` records of
-        the older run are merged one per step, each written into the output as it is made (the
-        merge holds its inputs and one output, not also every piece until a concatenation)."""
+    ) -> Generator[int, int | None, Run]:
+        """`merge` spread over steps (the trace's fuel, see `Trace._work`). The runs are cut
+        at key bounds about `chunk` records of either run apart; each step merges as many
+        whole ranges as the fuel it is sent pays for (at least one range, at most `SLICE`
+        records; all of it in `SLICE`s when sent None), on two cores when that is large, and
+        writes them in place into the one output (the merge holds its inputs and one output;
+        pieces made apart and copied in cost twice the merge in first-touch page faults)."""
         chunk = chunk or trace_module.MERGE_CHUNK
         since = older.since.join(newer.since)
         since = since.join(frontier) if frontier.elements else since
         dims = older.dims
         pf = pack_frontier(since.elements, dims)
+        # The bounds include both runs' first keys: no key lies below the first.
         bounds = np.unique(np.concatenate((older.keys[::chunk], newer.keys[::chunk])))
+        ia = np.append(np.searchsorted(older.keys, bounds), older.records)
+        ib = np.append(np.searchsorted(newer.keys, bounds), newer.records)
+        done_before = ia + ib  # records in the ranges before each bound
         a, b = _arrays(older), _arrays(newer)
-        ia = np.searchsorted(older.keys, bounds).tolist() + [older.records]
-        ib = np.searchsorted(newer.keys, bounds).tolist() + [newer.records]
         out = tuple(np.empty(older.records + newer.records, I64) for _ in range(4))
         w = 0
-        # Keys below the first bound: none (the bounds include both runs' first keys).
-        for j in range(len(bounds)):
-            sa = tuple(x[ia[j] : ia[j + 1]] for x in a)
-            sb = tuple(x[ib[j] : ib[j + 1]] for x in b)
-            piece = K.merge(sa, sb, pf, dims)  # type: ignore[arg-type]
-            m = piece[0].shape[0]
-            for o, p in zip(out, piece, strict=True):
-                o[w : w + m] = p
-            w += m
-            yield max(1, (ia[j + 1] - ia[j]) + (ib[j + 1] - ib[j]))
+
+        def merged(j: int, e: int, at: int) -> int:
+            """The ranges of bounds `j` to `e` merged into `out` from `at`; returns the end."""
+            return K.merge_into(
+                tuple(x[ia[j] : ia[e]] for x in a), tuple(x[ib[j] : ib[e]] for x in b),  # type: ignore[arg-type]
+                pf, dims, out, at,
+            )
+
+        fuel = yield 0
+        j, n_ranges = 0, len(bounds)
+        while j < n_ranges:
+            want = SLICE if fuel is None else min(SLICE, max(1, fuel))
+            e = int(np.searchsorted(done_before, done_before[j] + want, "left"))
+            e = min(n_ranges, max(j + 1, e))
+            if e - j >= 2 and done_before[e] - done_before[j] >= 2 * parallel.MIN_SORTED:
+                # Two cores: the second half is written after all the room the first could
+                # need, and moved down when compaction left a gap.
+                middle = (j + e) // 2
+                gap_at = w + int(done_before[middle] - done_before[j])
+                end1, end2 = parallel.both(
+                    lambda: merged(j, middle, w), lambda: merged(middle, e, gap_at)  # noqa: B023
+                )
+                if end1 < gap_at:
+                    for o in out:
+                        o[end1 : end1 + end2 - gap_at] = o[gap_at:end2]
+                w = end1 + end2 - gap_at
+            else:
+                w = merged(j, e, w)
+            fuel = yield max(1, int(done_before[e] - done_before[j]))
+            j = e
         k, v, t, d = K.trimmed(*out, w)
         return Run(k, v, t, d, dims, older.lower, newer.upper, since, max(older.seq, newer.seq))
 
