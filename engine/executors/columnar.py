@@ -143,7 +143,12 @@ class ColumnarExecutor(InProcessExecutor):
 
     def from_columns(self, table: Any, time: Time, diff: int) -> Any:
         # This executor's layout is its own (interned rows), not the in-process columns form.
-        return self.from_rows(list(rows_of(table, table.num_columns)), time, diff)
+        data = _pair_ids(table)
+        if data is None:
+            return self.from_rows(list(rows_of(table, table.num_columns)), time, diff)
+        dims = len(time)
+        n = data.shape[0]
+        return UpdateColumns(data, np.full(n, pack(time, dims), I64), np.full(n, diff, I64), dims)
 
     def read(self, source: Any, time: Time) -> Any:
         return self.from_updates(updates_of(source, time))
@@ -586,6 +591,26 @@ class ColumnarExecutor(InProcessExecutor):
                 left_k.append(np.full(len(deferred), key_id, I64))
                 left_t.append(np.array([pack(t, dims) for t in deferred], I64))
         return (np.array(rk, I64), np.array(rv, I64), np.array(rt, I64), np.array(rd, I64))
+
+
+def _pair_ids(table: Any) -> np.ndarray | None:
+    """The row ids of an Arrow table of two integer columns without NULLs whose values are all
+    in the pair range (rows `(a, b)` of exact ints: `RowInterner.encode` packs them), computed
+    on the columns; None for any other table."""
+    import pyarrow as pa
+
+    if table.num_columns != 2 or not table.num_rows:
+        return None
+    halves = []
+    for i in range(2):
+        col = table.column(i)
+        if not pa.types.is_integer(col.type) or col.null_count:
+            return None
+        a = np.ascontiguousarray(col.to_numpy(), dtype=I64)
+        if not K.within(a, 0, PAIR_LIMIT):
+            return None
+        halves.append(a)
+    return PAIR_BASE + (halves[0] << PAIR_BITS) + halves[1]  # type: ignore[no-any-return]
 
 
 # The reducers whose logic `kernels.reduce_compiled` evaluates itself.
