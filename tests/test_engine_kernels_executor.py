@@ -203,3 +203,27 @@ def test_split_rounds_reachability_and_scc(split_rounds: list[int]) -> None:
     graphs.test_reachability_sliding_window_changing_roots()
     graphs.test_scc_many_epochs_in_flight_equals_stepwise()
     assert split_rounds, "no reduce round was split"
+
+
+def test_split_rounds_work_in_a_forked_child(split_rounds: list[int]) -> None:
+    """A process forked after a split (the benchmarks' oracles, a server's workers) splits
+    again: it must not hand work to the parent's pool thread, which it does not have."""
+    import os
+    import signal
+
+    from engine.columnar import parallel
+
+    graphs.test_reachability_sliding_window_changing_roots()
+    assert split_rounds and parallel._pool is not None
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        signal.alarm(30)  # a child waiting on a thread it lacks hangs: end it instead
+        try:
+            before = len(split_rounds)
+            graphs.test_reachability_sliding_window_changing_roots()
+            code = 0 if len(split_rounds) > before else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -33,6 +33,17 @@ MIN_SORTED = 1 << 17
 _pool: ThreadPoolExecutor | None = None
 
 
+def _forget_pool() -> None:
+    # A forked child has none of the parent's threads: a pool it inherited would take work
+    # and never run it.
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def both(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
     """`(first(), second())`, the second in a worker thread while the first runs here."""
     global _pool
