@@ -12,7 +12,9 @@ and p50/p99 latency per batch size (closed loop: submit a batch, run, repeat), t
 mode), DuckDB's full-recompute updates/s on the same sliding window in the same run, and peak
 RSS; checks the maintained reach set against BFS on a sample of epochs (and exits non-zero on a
 mismatch). DuckDB and the oracle run in forked children, and peak RSS in the summary is counted
-from the engine's start (`EnginePeak`; the whole process's peak is printed too). The last line is one machine-readable summary:
+from the engine's start (`EnginePeak`; the whole process's peak is printed too); the workload's
+edges are two int64 arrays (`Window`), sent to the engine and to DuckDB as one Arrow table. The
+last line is one machine-readable summary:
 
     summary: config=<a|b|custom> hydration_vs_duckdb=<x> b1_per_s=<n> b100_per_s=<n>
              open_loop_per_s=<n> duckdb_recompute_per_s=<n> peak_rss_mb=<n> ok=<true|false>
@@ -38,6 +40,8 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -65,21 +69,43 @@ def bfs(edges: list[tuple[int, int]], roots: list[int]) -> set[tuple[int, int]]:
     return out
 
 
+class Window:
+    """The sliding window of edges, held as two int64 arrays (a Python tuple per edge would
+    be hundreds of MB of the process's RSS at config a, counted with the engine's): slot
+    `head` holds the oldest edge, and a slide overwrites it with the new one."""
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray) -> None:
+        self.src, self.dst, self.head = src, dst, 0
+
+    def __len__(self) -> int:
+        return int(self.src.shape[0])
+
+    def slide(self, new: tuple[int, int]) -> tuple[int, int]:
+        """Replace the oldest edge with `new`; returns the oldest."""
+        h = self.head
+        old = (int(self.src[h]), int(self.dst[h]))
+        self.src[h], self.dst[h] = new
+        self.head = (h + 1) % len(self)
+        return old
+
+    def edges(self) -> list[tuple[int, int]]:
+        return list(zip(self.src.tolist(), self.dst.tolist(), strict=True))
+
+    def table(self) -> Any:
+        """The edges as an Arrow table `(src, dst)`, oldest first: what DuckDB loads and the
+        engine is sent (`InputHandle.send_columns`)."""
+        import pyarrow as pa
+
+        order = np.roll(np.arange(len(self)), -self.head)
+        return pa.table({"src": pa.array(self.src[order]), "dst": pa.array(self.dst[order])})
+
+
 REACH_SQL = (
     "WITH RECURSIVE reach(root, node) AS ("
     " SELECT r, r FROM roots UNION"
     " SELECT reach.root, edges.dst FROM reach JOIN edges ON reach.node = edges.src)"
     " SELECT count(*) FROM reach"
 )
-
-
-def edges_table(edges: list[tuple[int, int]]) -> Any:
-    """The edges as an Arrow table `(src, dst)`: what DuckDB loads and the engine is sent
-    (`InputHandle.send_columns`), built before either is timed."""
-    import pyarrow as pa
-
-    return pa.table({"src": pa.array([e[0] for e in edges], pa.int64()),
-                     "dst": pa.array([e[1] for e in edges], pa.int64())})
 
 
 def duckdb_hydration(edges: Any, roots: list[int]) -> tuple[float, int, Any]:
@@ -101,7 +127,7 @@ def duckdb_hydration(edges: Any, roots: list[int]) -> tuple[float, int, Any]:
 
 
 def duckdb_recompute(
-    con: Any, edges: list[tuple[int, int]], new_edges: list[tuple[int, int]], roots: list[int]
+    con: Any, edges: Window, new_edges: list[tuple[int, int]], roots: list[int]
 ) -> tuple[float, bool]:
     """DuckDB applying each slide (delete the oldest edge, insert the new one) and recomputing the
     whole reach set after every one: updates/s, and whether its last answer matched BFS."""
@@ -113,7 +139,7 @@ def duckdb_recompute(
         con.execute("INSERT INTO edges VALUES (?, ?, ?)", [s, d, n_edges + i])
         got = con.execute(REACH_SQL).fetchone()[0]
     elapsed = time.perf_counter() - t0
-    window = edges[len(new_edges) :] + list(new_edges)
+    window = edges.edges()[len(new_edges) :] + list(new_edges)  # the window is oldest first
     return len(new_edges) / elapsed, got == len(bfs(window, roots))
 
 
@@ -266,11 +292,14 @@ def main() -> int:
     n_nodes = args.nodes or n_nodes
     n_edges = args.edges or n_edges
     rng = random.Random(args.seed)
-    edges = [(rng.randrange(n_nodes), rng.randrange(n_nodes)) for _ in range(n_edges)]
+    src, dst = np.empty(n_edges, np.int64), np.empty(n_edges, np.int64)
+    for i in range(n_edges):
+        src[i], dst[i] = rng.randrange(n_nodes), rng.randrange(n_nodes)
+    window = Window(src, dst)
     roots = rng.sample(range(n_nodes), 10)
     print("config %s: N=%d M=%d roots=10 executor=%s" % (args.config, n_nodes, n_edges, args.executor))
 
-    table = edges_table(edges)
+    table = window.table()
     # DuckDB's full recompute on the same workload shape (its own random new edges, drawn from a
     # separate generator so that the engine's workload is the same with or without it).
     n_duck = args.duckdb_updates if args.duckdb_updates is not None else min(args.updates, 300)
@@ -281,7 +310,7 @@ def main() -> int:
         if n_duck > 0:
             drng = random.Random(args.seed + 1)
             new = [(drng.randrange(n_nodes), drng.randrange(n_nodes)) for _ in range(n_duck)]
-            rate, agrees = duckdb_recompute(con, edges, new, roots)
+            rate, agrees = duckdb_recompute(con, window, new, roots)
         con.close()
         return duck_s, duck_n, rate, agrees
 
@@ -302,7 +331,7 @@ def main() -> int:
 
         def check() -> bool:
             cur = cap.current()
-            return set(cur) == bfs(list(window), roots) and all(v == 1 for v in cur.values())
+            return set(cur) == bfs(window.edges(), roots) and all(v == 1 for v in cur.values())
 
         return oracle_agrees(check)
 
@@ -326,14 +355,12 @@ def main() -> int:
 
     ok = oracle_agrees(hydrated) and duck_ok
 
-    window = deque(edges)
     epoch = 1
 
     def slide(epoch: int) -> int:
         """One update in its own epoch: remove the oldest edge, add a random one."""
-        edges_in.remove(window.popleft())
         new = (rng.randrange(n_nodes), rng.randrange(n_nodes))
-        window.append(new)
+        edges_in.remove(window.slide(new))
         edges_in.insert(new)
         edges_in.advance_to(epoch + 1)
         roots_in.advance_to(epoch + 1)
