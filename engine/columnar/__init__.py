@@ -2,6 +2,8 @@
 
 Dependency arrows run one way: `times` (packed product-order times) <- `layout` (the columnar
 batch) <- `kernels` (numba-compiled bulk work) and `reference` (the per-record reference tactic
-that the kernels are tested against); `interning` (rows to stable ids) stands alone. Nothing here
-imports the dataflow, its operators or any executor.
+that the kernels are tested against); `interning` (rows to stable ids) stands alone. The kernels
+also use `parallel` (a large call split in two halves by key range on two cores) and `memory`
+(NumPy's huge-page advice, off). Nothing here imports the dataflow, its operators or any
+executor.
 """

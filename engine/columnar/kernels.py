@@ -31,11 +31,13 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from engine.columnar import parallel
+from engine.columnar import memory, parallel
 from engine.columnar import times as T
 
 I64 = np.int64
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+memory.advise_hugepages(memory.HUGEPAGE)
 
 
 @numba.njit(cache=True, inline="always")
@@ -353,8 +355,8 @@ def consolidate(
     n = keys.shape[0]
     if n < RADIX_MIN:
         return _consolidate(keys, vals, times, diffs)  # type: ignore[no-any-return]
-    # Large columns are allocated by NumPy, not inside the kernel: NumPy asks for huge pages,
-    # and first-touch page faults on numba's allocations cost as much as the sort itself.
+    # Large columns are allocated by NumPy, not inside the kernel, and never twice: first
+    # touches of fresh memory cost as much as the sort itself (see `columnar.memory`).
     cols = (keys.copy(), vals.copy(), times.copy(), diffs.copy())
     scratch = (np.empty(n, I64), np.empty(n, I64), np.empty(n, I64), np.empty(n, I64))
     if n < parallel.MIN_SORTED or parallel.THREADS < 2 or _sorted(keys, vals, times):
