@@ -122,6 +122,27 @@ def test_large_consolidate_equals_reference(seed: int, threads: int, monkeypatch
     assert list(zip(*(c.tolist() for c in got), strict=True)) == want
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("constant", ["vals", "times", "diffs", "vals,times", "vals,times,diffs", "keys"])
+def test_large_consolidate_with_constant_columns(constant: str, threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A column holding one value shares its sort buffer with its scratch (every move writes
+    that value): still exactly the reference, on one core or two."""
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    monkeypatch.setattr(parallel, "MIN_SORTED", K.RADIX_MIN)
+    rng = np.random.default_rng(len(constant) + threads)
+    n = int(rng.integers(K.RADIX_MIN, 2 * K.RADIX_MIN))
+    cols = {
+        "keys": rng.integers(0, 3000, n), "vals": rng.integers(0, 3, n),
+        "times": rng.integers(0, 4, n), "diffs": rng.integers(-2, 3, n),
+    }
+    for name in constant.split(","):
+        cols[name] = np.full(n, 1 if name == "diffs" else 7, np.int64)
+    k, v, t, d = cols["keys"], cols["vals"], cols["times"], cols["diffs"]
+    want = R.consolidate(zip(k.tolist(), v.tolist(), t.tolist(), d.tolist(), strict=True))
+    got = K.consolidate(k, v, t, d)
+    assert list(zip(*(c.tolist() for c in got), strict=True)) == want
+
+
 # -- merge with advance_by compaction ----------------------------------------------------------
 @pytest.mark.parametrize("dims", DIMS)
 @pytest.mark.parametrize("seed", SEEDS)
