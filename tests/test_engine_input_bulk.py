@@ -21,6 +21,13 @@ def make(executor: str) -> Dataflow:
     return Dataflow(executor=ColumnarExecutor() if executor == "columnar" else None)
 
 
+def rows_and_first_field_counts(executor: str) -> tuple[Dataflow, Any, Any, Any]:
+    """A dataflow with one input of rows, capturing the rows and the count of each first field."""
+    df = make(executor)
+    h, xs = df.new_input("xs")
+    return df, h, xs.map(lambda r: r).capture(), xs.map(lambda r: r[0]).count().capture()
+
+
 def run(executor: str, bulk: bool, batches: list[tuple[list[Any], list[Any]]]) -> list[dict[Any, int]]:
     df = make(executor)
     h, xs = df.new_input("xs")
@@ -110,10 +117,7 @@ def test_send_rows_equals_pairs(executor: str, seed: int) -> None:
     pool = [(i % 37, float(i % 5)) for i in range(300)]
 
     def result(rows_api: bool) -> list[dict[Any, int]]:
-        df = make(executor)
-        h, xs = df.new_input("xs")
-        cap = xs.map(lambda r: r).capture()
-        counted = xs.map(lambda r: r[0]).count().capture()
+        df, h, cap, counted = rows_and_first_field_counts(executor)
         out = []
         r2 = random.Random(seed)
         live: list[Any] = []
@@ -157,10 +161,7 @@ def test_send_columns_equals_rows(executor: str, seed: int) -> None:
     ]
 
     def result(columns: bool) -> list[dict[Any, int]]:
-        df = make(executor)
-        h, xs = df.new_input("xs")
-        cap = xs.map(lambda r: r).capture()
-        counted = xs.map(lambda r: r[0]).count().capture()
+        df, h, cap, counted = rows_and_first_field_counts(executor)
         out = []
         for epoch, table in enumerate(tables, start=1):
             diff = 1 if epoch % 2 or epoch == 4 else -1
