@@ -18,8 +18,10 @@ keys and values encoded to row ids by one `RowInterner` per executor, times pack
 
 Selected with `Dataflow(executor=ColumnarExecutor())`, or for every dataflow that does not
 name one with `DIFFSQL_COLUMNAR=1` in the environment. Large merges are fueled as in
-`engine.trace` (key ranges merged one per step). Limits of this first step: a time's
-coordinates must fit the packing (`times.field_bits`); interned row ids are never retired.
+`engine.trace`: each step merges as many key ranges as the fuel it is sent pays for. Large
+reduce rounds, merge steps and sorts run as two halves by key range on two cores
+(`columnar.parallel`). Limits of this first step: a time's coordinates must fit the packing
+(`times.field_bits`); interned row ids are never retired.
 """
 
 from __future__ import annotations
