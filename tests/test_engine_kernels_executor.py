@@ -227,3 +227,27 @@ def test_split_rounds_work_in_a_forked_child(split_rounds: list[int]) -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_both_waits_for_the_second_half_when_the_first_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The halves share output columns: `both` returns (or raises) only once both ended."""
+    import threading
+    import time
+
+    from engine.columnar import parallel
+
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    ended = threading.Event()
+
+    def slow() -> int:
+        time.sleep(0.2)
+        ended.set()
+        return 2
+
+    def fails() -> int:
+        raise ValueError("first half")
+
+    with pytest.raises(ValueError):
+        parallel.both(fails, slow)
+    assert ended.is_set()
+    assert parallel.both(lambda: 1, slow) == (1, 2)

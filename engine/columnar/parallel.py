@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
 import numpy as np
@@ -45,14 +45,22 @@ if hasattr(os, "register_at_fork"):
 
 
 def both(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
-    """`(first(), second())`, the second in a worker thread while the first runs here."""
+    """`(first(), second())`, the second in a worker thread while the first runs here.
+
+    Returns only when both have ended, also when one raises: the halves write into shared
+    output columns, which must not still be written once the caller has moved on. Neither
+    may call `both` itself (the one worker would wait on itself)."""
     global _pool
     if THREADS < 2:
         return first(), second()
     if _pool is None:
         _pool = ThreadPoolExecutor(max_workers=THREADS - 1, thread_name_prefix="diffsql-kernel")
     later = _pool.submit(second)
-    a = first()
+    try:
+        a = first()
+    except BaseException:
+        wait([later])
+        raise
     return a, later.result()
 
 
