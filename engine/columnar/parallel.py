@@ -44,6 +44,13 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
+def start() -> None:
+    """Start the worker thread now (as the kernels are compiled ahead), not in the first call
+    that splits: starting it took about a millisecond of a small dataflow's hydration."""
+    if THREADS >= 2:
+        both(lambda: None, lambda: None)
+
+
 def both(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
     """`(first(), second())`, the second in a worker thread while the first runs here.
 

@@ -77,6 +77,7 @@ class ColumnarExecutor(InProcessExecutor):
         self._time_memo: dict[int, dict[int, Time]] = {d: {} for d in range(1, 8)}
         self._frontier_memo: dict[tuple[int, tuple[Time, ...]], np.ndarray] = {}
         K.warm_up()
+        parallel.start()
 
     def _encode(self, rows: list[Any]) -> np.ndarray:
         # Integer rows are their own ids: one NumPy conversion instead of a call per row.
