@@ -526,17 +526,19 @@ def test_union_pairs_is_the_sorted_set_of_all_pairs(seed: int) -> None:
             set(zip(da[0].tolist(), da[1].tolist(), strict=True)) | set(zip(db[0].tolist(), db[1].tolist(), strict=True)))
 
 
+@pytest.mark.parametrize("module", ["engine.columnar.kernels", "engine.executors.inprocess"])
 @pytest.mark.parametrize("env, advised", [(None, False), ("1", True)])
-def test_kernels_turn_numpy_hugepage_advice_off(env: str | None, advised: bool) -> None:
-    """Importing the kernels turns NumPy's huge-page advice off (`columnar.memory`), unless
-    `DIFFSQL_NUMPY_HUGEPAGE=1` keeps NumPy's default (on, on Linux)."""
+def test_kernels_turn_numpy_hugepage_advice_off(env: str | None, advised: bool, module: str) -> None:
+    """Importing the kernels or an executor turns NumPy's huge-page advice off
+    (`columnar.memory`), unless `DIFFSQL_NUMPY_HUGEPAGE=1` keeps NumPy's default (on, on
+    Linux)."""
     import os
     import subprocess
     import sys
 
     probe = (
         "import numpy._core.multiarray as m; m._set_madvise_hugepage(True); "
-        "import engine.columnar.kernels; print(m._set_madvise_hugepage(False))"
+        "import %s; print(m._set_madvise_hugepage(False))" % module
     )
     environ = {k: v for k, v in os.environ.items() if k != "DIFFSQL_NUMPY_HUGEPAGE"}
     if env is not None:

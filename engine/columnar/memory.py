@@ -1,17 +1,19 @@
 """How the columnar data plane asks the OS for memory: NumPy's huge-page advice is off, and
 glibc's malloc keeps one arena.
 
-Invariant: once `columnar.kernels` is imported (it calls `advise_hugepages(HUGEPAGE)`), NumPy
-does not `madvise(MADV_HUGEPAGE)` new arrays, unless `DIFFSQL_NUMPY_HUGEPAGE=1` is set in the
+Invariant: once an executor (`executors.inprocess`, which every executor imports) or
+`columnar.kernels` is imported, each calling `advise_hugepages(HUGEPAGE)`, NumPy does not
+`madvise(MADV_HUGEPAGE)` new arrays, unless `DIFFSQL_NUMPY_HUGEPAGE=1` is set in the
 environment, which keeps NumPy's default.
 
 Why: NumPy advises the kernel to back every array of 4 MB or more with transparent huge pages.
 Where huge pages are scarce or fragmented (this project's 2-core virtual machines) the first
 touch of such an array waits for the kernel to compact memory: a radix consolidation of three
 million updates took 0.45-0.55 s with the advice and 0.17-0.21 s without it, and the
-reachability benchmark's config a hydration 8.1 s against 5.7-6.0 s. The columnar engine
-allocates its runs, merge outputs and sort scratch fresh for every large call, so it pays that
-first touch often. Without the advice, pages come 4 KB at a time, each fault cheap.
+reachability benchmark's config a hydration 8.1 s against 5.7-6.0 s; the in-process
+executor's SQL views (`bench/views.py --sf 0.2 --skip-http`) hydrated in 2.86 s against 2.13 s.
+The engine allocates its runs, merge outputs and sort scratch fresh for every large call, so it
+pays that first touch often. Without the advice, pages come 4 KB at a time, each fault cheap.
 
 glibc gives each thread that allocates its own malloc arena, and memory freed inside an arena
 stays in the process. The kernels' second thread (`columnar.parallel`) frees columns of tens of
@@ -20,8 +22,9 @@ MB that the other allocated and back: with one arena (`M_ARENA_MAX` 1, set by
 GB, in the same time (5.9-6.3 s).
 
 Both are process-wide state (`numpy._core.multiarray._set_madvise_hugepage`, the setting NumPy
-documents under "Madvise Hugepage on Linux"; glibc's `mallopt`), set when the columnar kernels
-are imported, before their second thread starts.
+documents under "Madvise Hugepage on Linux"; glibc's `mallopt`), set at import: NumPy's advice
+by either module, the single arena by the columnar kernels only, before their second thread
+starts.
 """
 
 from __future__ import annotations

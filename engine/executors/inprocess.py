@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from engine.columnar import memory
 from engine.columns_at import ColumnsAt
 from engine.columns_join import join_tables
 from engine.consolidation import consolidate
@@ -28,6 +29,9 @@ from engine.trace import (
     merge_batches,
     merge_steps,
 )
+
+# Its NumPy columns are allocated fresh for every large batch: see `columnar.memory`.
+memory.advise_hugepages(memory.HUGEPAGE)
 
 
 class InProcessExecutor:
