@@ -36,6 +36,12 @@ _TUPLE = {tuple}
 _INT = {int}
 
 
+def pair_ids(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The ids of the rows `(first[i], second[i])`, all in `[0, 2**PAIR_BITS)`: what `encode`
+    gives each such pair of exact ints, computed on the columns."""
+    return PAIR_BASE + (first << PAIR_BITS) + second  # type: ignore[no-any-return]
+
+
 class RowInterner:
     """The two-way map between rows and ids (see the module docstring)."""
 
@@ -92,7 +98,7 @@ class RowInterner:
                 and a.min() >= 0
                 and a.max() < _PAIR_LIMIT
             ):
-                return PAIR_BASE + (a[:, 0] << PAIR_BITS) + a[:, 1]
+                return pair_ids(a[:, 0], a[:, 1])
         enc = self.encode
         return np.fromiter((enc(r) for r in rows), dtype=np.int64, count=len(rows))
 

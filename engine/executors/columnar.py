@@ -42,6 +42,7 @@ from engine.columnar.interning import (
     PAIR_BASE,
     PAIR_BITS,
     RowInterner,
+    pair_ids,
 )
 from engine.columnar.layout import Run
 from engine.columnar.times import field_bits, pack, pack_frontier, unpack
@@ -287,7 +288,7 @@ class ColumnarExecutor(InProcessExecutor):
     def _pairs(self, keys: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """The ids of the rows `(key, val)`: packed in bulk when both are small integers."""
         if keys.shape[0] and K.within(keys, 0, PAIR_LIMIT) and K.within(vals, 0, PAIR_LIMIT):
-            return PAIR_BASE + (keys << PAIR_BITS) + vals
+            return pair_ids(keys, vals)
         dec = self.rows.decode_many
         return self.rows.encode_many(list(zip(dec(keys), dec(vals), strict=True)))
 
@@ -301,7 +302,7 @@ class ColumnarExecutor(InProcessExecutor):
         halves = (p >> PAIR_BITS, p & PAIR_MASK)
         if len(index) == 1:
             return halves[index[0]]
-        return PAIR_BASE + (halves[index[0]] << PAIR_BITS) + halves[index[1]]
+        return pair_ids(halves[index[0]], halves[index[1]])
 
     def _halves(self, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Key and value ids of rows `(key, val)`: split in bulk when every row is a packed pair."""
@@ -424,7 +425,7 @@ class ColumnarExecutor(InProcessExecutor):
             if len(picked) == 1:
                 return UpdateColumns(picked[0], cols[3], cols[4], new.dims)
             if K.within(picked[0], 0, PAIR_LIMIT) and K.within(picked[1], 0, PAIR_LIMIT):
-                data = PAIR_BASE + (picked[0] << PAIR_BITS) + picked[1]
+                data = pair_ids(picked[0], picked[1])
                 return UpdateColumns(data, cols[3], cols[4], new.dims)
         # Only the matched pairs are decoded, for the join's function; times and diffs stay
         # columns.
@@ -613,7 +614,7 @@ def _pair_ids(table: Any) -> np.ndarray | None:
         if not K.within(a, 0, PAIR_LIMIT):
             return None
         halves.append(a)
-    return PAIR_BASE + (halves[0] << PAIR_BITS) + halves[1]  # type: ignore[no-any-return]
+    return pair_ids(halves[0], halves[1])
 
 
 # The reducers whose logic `kernels.reduce_compiled` evaluates itself.
