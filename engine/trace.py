@@ -255,6 +255,11 @@ def merge_batches(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
 LARGE_MERGE = 50_000
 FUEL_PER_RECORD = 4
 MERGE_CHUNK = 1024
+# How many batches below a trace's `fold` records its tail holds before they merge, all in one
+# merge: a loop round adds a small batch to each trace, and merging it into the tail at once
+# cost a compiled call and its glue per trace per round (15% of a batch-1 update at the
+# reachability benchmark's config b), where a lookup visits a few more small batches cheaply.
+FOLD_BATCHES = 8
 
 
 class TraceReader:
@@ -300,18 +305,21 @@ class Trace:
         merge: Any = None,
         steps: Callable[..., Generator[int, int | None, Any]] | None = merge_steps,
         fold: int = 0,
+        merge_many: Callable[[list[Batch], Antichain], Batch] | None = None,
     ) -> None:
         self.name = name
         self.merge = merge if merge is not None else merge_batches
+        # Merges consecutive batches at once (the small tail); None: pairwise with `merge`.
+        self.merge_many = merge_many
         # A merge of at least LARGE_MERGE records runs a few keys per step, paid for by the
         # records inserted meanwhile, so no single update waits for a whole level to merge.
         self.steps = steps
         self.merging: tuple[Batch, Batch, Generator[int, None, Any]] | None = None
         self.fuel = 0
-        # Batches below `fold` records are merged into their predecessor whatever its size, so
-        # the small batches of a loop round collapse into one tail and a lookup visits few
-        # batches (worth it where merging is a compiled pass and each batch visited costs a
-        # call: the columnar executor).
+        # Batches below `fold` records form the spine's small tail: up to FOLD_BATCHES of them
+        # wait, then merge all at once, so the small batches of loop rounds collapse into one
+        # batch every few rounds and a lookup visits few batches (worth it where merging is a
+        # compiled pass and each batch visited costs little: the columnar executor).
         self.fold = fold
         self.dims = dims
         self.spine: list[Batch] = []
@@ -388,27 +396,57 @@ class Trace:
             self._settle(frontier)
 
     def _unbalanced(self) -> int:
-        """The newest `i` whose batch is at least half its predecessor (or whose predecessor
-        is below `fold`), so that the two should merge; 0 when the spine is geometric.
+        """The newest `i` whose batch is at least half its predecessor, so that the two should
+        merge; 0 when the spine is geometric. Two batches both below `fold` are left to
+        `_small_tail`.
 
         Not just the last pair: a fueled merge finishes after newer batches arrived behind it,
         and its result can then be as large as its own predecessor. Left there, the spine would
         keep runs of similar sizes, and every lookup visits each of them."""
         spine = self.spine
         busy = self.merging
+        fold = self.fold
         for i in range(len(spine) - 1, 0, -1):
             if busy is not None and spine[i - 1] is busy[0] and spine[i] is busy[1]:
                 continue  # already merging, paid for by fuel
-            if 2 * spine[i].records >= spine[i - 1].records or spine[i - 1].records < self.fold:
+            newer, older = spine[i].records, spine[i - 1].records
+            if older < fold and newer < fold:
+                continue
+            if 2 * newer >= older:
                 return i
         return 0
+
+    def _small_tail(self) -> int:
+        """Where the spine's tail of batches below `fold` starts when it holds more than
+        FOLD_BATCHES of them (none in a merge in progress); -1 otherwise."""
+        spine = self.spine
+        busy = self.merging
+        i = len(spine)
+        while i > 0 and spine[i - 1].records < self.fold:
+            if busy is not None and (spine[i - 1] is busy[0] or spine[i - 1] is busy[1]):
+                break
+            i -= 1
+        if len(spine) - i <= FOLD_BATCHES:
+            return -1
+        return i
 
     def _settle(self, frontier: Antichain) -> None:
         spine = self.spine
         while True:
             i = self._unbalanced()
             if i == 0:
-                return
+                start = self._small_tail()
+                if start < 0:
+                    return
+                tail = spine[start:]
+                if self.merge_many is not None:
+                    merged = self.merge_many(tail, frontier)
+                else:
+                    merged = tail[0]
+                    for b in tail[1:]:
+                        merged = self.merge(merged, b, frontier)
+                spine[start:] = [merged]
+                continue
             older, newer = spine[i - 1], spine[i]
             if self.merging is not None and (older is self.merging[1] or newer is self.merging[0]):
                 self._finish_merge()

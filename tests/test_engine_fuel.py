@@ -79,15 +79,25 @@ def test_reads_are_exact_while_merges_are_in_progress(
 
 
 def _balanced(trace: trace_module.Trace) -> bool:
-    """Every adjacent pair of batches that does not wait on the merge in progress is geometric:
-    the newer holds less than half the older, which holds at least `fold` records."""
+    """Every adjacent pair of batches newer than the merge in progress is geometric (the newer
+    holds less than half the older) unless both are below `fold`, and at most FOLD_BATCHES
+    batches below `fold` end the spine (its small tail). Pairs up to the merge in progress wait
+    for it: one merge is fueled at a time, and `_settle` looks at them when it completes."""
     spine, busy = trace.spine, trace.merging
-    for older, newer in zip(spine, spine[1:], strict=False):
-        if busy is not None and (older is busy[0] or older is busy[1] or newer is busy[0]):
+    first = 0
+    if busy is not None:
+        first = next(i for i, b in enumerate(spine) if b is busy[1])
+    for older, newer in zip(spine[first:], spine[first + 1 :], strict=False):
+        if older.records < trace.fold and newer.records < trace.fold:
             continue
-        if 2 * newer.records >= older.records or older.records < trace.fold:
+        if 2 * newer.records >= older.records:
             return False
-    return True
+    tail = 0
+    for b in reversed(spine):
+        if b.records >= trace.fold or (busy is not None and (b is busy[0] or b is busy[1])):
+            break
+        tail += 1
+    return tail <= trace_module.FOLD_BATCHES
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
@@ -118,3 +128,39 @@ def test_spine_stays_geometric_after_fueled_merges(monkeypatch: pytest.MonkeyPat
             completed_behind |= before is not None and t.merging is not before and len(t.spine) > 2
         assert {k: n for (k, n) in counts.current()} == live, epoch
     assert completed_behind, "the test must see fueled merges finish with batches behind them"
+
+
+def test_small_batches_wait_in_the_tail_and_merge_at_once() -> None:
+    """One-record epochs on the columnar executor (fold 1024): the small batches gather in the
+    spine's tail, never more than FOLD_BATCHES of them, and merge into one; the count stays
+    exact after every epoch."""
+    from engine.executors.columnar import ColumnarExecutor
+
+    df = Dataflow(executor=ColumnarExecutor())
+    handle, nums = df.new_input("nums")
+    counts = nums.map(lambda x: x % 7).count().capture()
+    rng = random.Random(5)
+    live: dict[int, int] = {}
+    longest = 0
+    folded = False
+    held: list[int] = []
+    for epoch in range(60):
+        if held and rng.random() < 0.3:
+            x = held.pop(rng.randrange(len(held)))
+            handle.remove(x)
+            live[x % 7] -= 1
+        else:
+            x = rng.randrange(100)
+            held.append(x)
+            handle.insert(x)
+            live[x % 7] = live.get(x % 7, 0) + 1
+        handle.advance_to(epoch + 1)
+        before = {t.name: len(t.spine) for t in df.traces}
+        df.run()
+        for t in df.traces:
+            assert _balanced(t), (epoch, t.name, [b.records for b in t.spine])
+            longest = max(longest, len(t.spine))
+            folded |= len(t.spine) < before[t.name]
+        assert {k: n for (k, n) in counts.current()} == {k: n for k, n in live.items() if n}, epoch
+    assert longest == trace_module.FOLD_BATCHES, "the tail must fill up before it merges"
+    assert folded

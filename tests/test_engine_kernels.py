@@ -176,6 +176,19 @@ def test_merge_with_compaction_equals_reference(dims: int, seed: int) -> None:
             assert {x: d for x, d in got.items() if d} == {x: d for x, d in want.items() if d}
 
 
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_merge_many_equals_reference(dims: int, seed: int) -> None:
+    """A trace's small tail merged in one call equals the reference merge of all its runs."""
+    rng = random.Random(1500 + seed * 10 + dims)
+    ups = rand_updates(rng, rng.randint(0, 150), dims)
+    parts = split(rng, ups, rng.randint(1, 12))
+    frontier = rand_frontier(rng, dims)
+    runs = [arrays(Run.from_updates(p, dims)) for p in parts]
+    merged = Run(*K.merge_many(runs, T.pack_frontier(frontier, dims), dims), dims)
+    assert sorted(merged.updates()) == R.merge(ups, [], frontier)
+
+
 def test_merge_under_an_epoch_frontier_needs_no_resort() -> None:
     # `{(e, 0)}` keeps runs sorted (epoch in the low bits), so compaction cancels in one pass.
     dims = 2
@@ -205,6 +218,30 @@ def test_join_against_sorted_runs_equals_reference(dims: int, seed: int) -> None
             got.append((int(nrun.keys[a]), (int(nrun.vals[a]), int(orun.vals[b])), T.unpack(tt, dims), dd))
     want = R.join_pairs(new, other)
     assert R.consolidate(got) == [(k, (a, b), t, d) for k, a, b, t, d in want]
+
+
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fused_join_over_many_runs_equals_reference(dims: int, seed: int) -> None:
+    """`join_fused` against 0 to FUSED_RUNS runs (every padding size) in one call: the pairs
+    of the reference, run by run as `join` finds them one run at a time."""
+    rng = random.Random(2500 + seed * 10 + dims)
+    new = R.consolidate(rand_updates(rng, rng.randint(0, 40), dims, keys=8))
+    other = rand_updates(rng, rng.randint(0, 200), dims, keys=8)
+    parts = split(rng, other, rng.randint(1, K.FUSED_RUNS))
+    nrun = Run.from_updates(new, dims)
+    oruns = [Run.from_updates(p, dims) for p in parts]
+    k, nv, ov, t, d = K.join_fused(arrays(nrun), [arrays(o) for o in oruns], dims)
+    got = [(a, (b, c), T.unpack(tt, dims), dd) for a, b, c, tt, dd in
+           zip(k.tolist(), nv.tolist(), ov.tolist(), t.tolist(), d.tolist(), strict=True)]
+    want = R.join_pairs(new, other)
+    assert R.consolidate(got) == [(k, (a, b), t, d) for k, a, b, t, d in want]
+    one_by_one = []
+    for o in oruns:
+        ni, oi, tt, dd = K.join(arrays(nrun), arrays(o), dims)
+        one_by_one += list(zip(nrun.keys[ni].tolist(), nrun.vals[ni].tolist(), o.vals[oi].tolist(),
+                               tt.tolist(), dd.tolist(), strict=True))
+    assert list(zip(k.tolist(), nv.tolist(), ov.tolist(), t.tolist(), d.tolist(), strict=True)) == one_by_one
 
 
 def test_join_gallops_over_a_large_run() -> None:

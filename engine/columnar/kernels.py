@@ -602,7 +602,37 @@ def merge(a: Arrays, b: Arrays, frontier: np.ndarray, dims: int) -> Arrays:
     return _merge_advanced(*a, *b, frontier, dims, T.field_bits(dims))  # type: ignore[no-any-return]
 
 
+@numba.njit(cache=True)
+def _merge_all(k, v, t, d, frontier, dims, bits):  # type: ignore[no-untyped-def]
+    if frontier.shape[0]:
+        t = _advance_all(t, frontier, dims, bits)
+    return _consolidate(k, v, t, d)
+
+
+def merge_many(runs: list[Arrays], frontier: np.ndarray, dims: int) -> Arrays:
+    """Several runs merged into one, every time advanced by `frontier` (packed; may be empty):
+    for a few small runs (a trace's small tail), one sort of their concatenation is one call
+    where merging them in pairs was one per run."""
+    cols = [np.concatenate([r[c] for r in runs]) for c in range(4)]
+    return _merge_all(*cols, frontier, dims, T.field_bits(dims))  # type: ignore[no-any-return]
+
+
 # -- join -------------------------------------------------------------------------------------
+# How many runs of each trace `reduce_fused` and `join_fused` take (shorter spines are padded
+# with empty runs, see `padded`; a longer spine takes the unfused path).
+FUSED_RUNS = 16
+_NO_RUN = (np.zeros(0, I64),) * 4
+
+
+def padded(runs: list[Arrays]) -> tuple[Arrays, ...]:
+    """`runs` (at most FUSED_RUNS) as a tuple of 4, 8 or FUSED_RUNS, padded with empty runs: a
+    few compiled signatures serve every spine, and a call pays to pass the arrays it holds
+    (about 70 ns each: padding every call to 16 runs cost 10 us)."""
+    n = len(runs)
+    size = 4 if n <= 4 else 8 if n <= 8 else FUSED_RUNS
+    return tuple(runs) + (_NO_RUN,) * (size - n)
+
+
 @numba.njit(cache=True, inline="always")
 def _gallop(keys, lo, hi, key):  # type: ignore[no-untyped-def]
     """The first index in `[lo, hi)` whose key is `>= key` (keys sorted), by galloping search."""
@@ -675,6 +705,63 @@ def join(
 
     Both runs must be sorted by key."""
     return _join(new[0], new[2], new[3], other[0], other[2], other[3], dims, T.field_bits(dims))
+
+
+@numba.njit(cache=True, inline="always")
+def _matches(nk, ok, i, n, pos, m):  # type: ignore[no-untyped-def]
+    """For the equal keys of `nk` from `i`: their end `e`, and the range `[lo, hi)` of that
+    key in `ok` searched from `pos`."""
+    k = nk[i]
+    e = i + 1
+    while e < n and nk[e] == k:
+        e += 1
+    lo = _gallop(ok, pos, m, k)
+    hi = lo
+    while hi < m and ok[hi] == k:
+        hi += 1
+    return e, lo, hi
+
+
+@numba.njit(cache=True)
+def _join_fused(nk, nv, nt, nd, others, n_others, dims, bits):  # type: ignore[no-untyped-def]
+    n = nk.shape[0]
+    total = 0
+    for j in range(n_others):
+        ok = others[j][0]
+        m = ok.shape[0]
+        i = 0
+        pos = 0
+        while i < n:
+            e, lo, pos = _matches(nk, ok, i, n, pos, m)
+            total += (e - i) * (pos - lo)
+            i = e
+    rk, rn, ro, rt, rd = _columns4(total) + (np.empty(total, I64),)
+    w = 0
+    for j in range(n_others):
+        ok, ov, ot, od = others[j]
+        m = ok.shape[0]
+        i = 0
+        pos = 0
+        while i < n:
+            e, lo, pos = _matches(nk, ok, i, n, pos, m)
+            for a in range(i, e):
+                for b in range(lo, pos):
+                    rk[w] = nk[a]
+                    rn[w] = nv[a]
+                    ro[w] = ov[b]
+                    rt[w] = T.join(nt[a], ot[b], dims, bits)
+                    rd[w] = nd[a] * od[b]
+                    w += 1
+            i = e
+    return rk, rn, ro, rt, rd
+
+
+def join_fused(
+    new: Arrays, others: list[Arrays], dims: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`join` of `new` with each of at most FUSED_RUNS runs in one call, matched pairs made
+    into columns: `(key, new val, other val, join(t1, t2), d1 * d2)`, run by run in order."""
+    return _join_fused(*new, padded(others), len(others), dims, T.field_bits(dims))  # type: ignore[no-any-return]
 
 
 # -- reduce: gather histories -----------------------------------------------------------------
@@ -1148,10 +1235,6 @@ def seed_csr(keys, times):  # type: ignore[no-untyped-def]
     return q, off, t
 
 
-# How many runs of each trace `reduce_fused` takes (shorter spines are padded with empty runs,
-# so one compiled signature serves them all; a longer spine takes the unfused path).
-FUSED_RUNS = 16
-_NO_RUN = (np.zeros(0, I64),) * 4
 
 
 @numba.njit(cache=True)
@@ -1199,10 +1282,9 @@ def reduce_fused(
 
     Returns the corrections `(key id, val, time, diff)` and the pending `(key id, time)`
     pairs, sorted and distinct."""
-    ins = tuple(inputs) + (_NO_RUN,) * (FUSED_RUNS - len(inputs))
-    outs = tuple(outputs) + (_NO_RUN,) * (FUSED_RUNS - len(outputs))
     ck, cv, ct, cd, pk, pt = _reduce_fused(
-        keys, times, ins, len(inputs), outs, len(outputs), left_k, left_t, upper, mode, unit,
+        keys, times, padded(inputs), len(inputs), padded(outputs), len(outputs), left_k, left_t,
+        upper, mode, unit,
         dims, T.field_bits(dims),
     )
     return (ck, cv, ct, cd), pk, pt
@@ -1244,8 +1326,12 @@ def warm_up() -> None:
         consolidate(one[::-1].copy(), one, one, one)
         merge((one, one, one, one), (one, one, one, one), f, dims)
         merge((one, one, one, one), (one, one, one, one), z, dims)
+        merge_many([(one, one, one, one)] * 2, f, dims)
+        merge_many([(one, one, one, one)] * 2, z, dims)
         merge_into((one, one, one, one), (one, one, one, one), f, dims, _columns4(4), 0)
         join((one, one, one, one), (one, one, one, one), dims)
+        for n in (1, 5, 9):
+            join_fused((one, one, one, one), [(one, one, one, one)] * n, dims)
         beyond_all(one, f, dims, T.field_bits(dims))
         within(one, 0, 2)
         dedup_pairs(one, one)
@@ -1259,4 +1345,7 @@ def warm_up() -> None:
         io, ins = gather_runs(q, [(one, one, one, one)])
         for mode in (DISTINCT, COUNT):
             reduce_compiled(q, io, ins, io, ins, so, st, f, mode, 1, dims)
-            reduce_fused(q, st, [(one, one, one, one)], [], z, z, f, mode, 1, dims)
+            for n_in in (1, 5, 9):
+                for n_out in (0, 5, 9):
+                    reduce_fused(q, st, [(one, one, one, one)] * n_in, [(one, one, one, one)] * n_out,
+                                 z, z, f, mode, 1, dims)

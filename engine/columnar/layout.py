@@ -30,7 +30,7 @@ from engine.lattice import Antichain, Time
 class Run:
     """A sorted, consolidated run of `(key, val, time, diff)` updates (see the module docstring)."""
 
-    __slots__ = ("keys", "vals", "times", "diffs", "dims", "lower", "upper", "since", "seq")
+    __slots__ = ("keys", "vals", "times", "diffs", "dims", "lower", "upper", "since", "seq", "records")
 
     def __init__(
         self,
@@ -53,10 +53,9 @@ class Run:
         self.upper = upper if upper is not None else Antichain()
         self.since = since if since is not None else Antichain([(0,) * dims])
         self.seq = seq
-
-    @property
-    def records(self) -> int:
-        return int(self.keys.shape[0])
+        # Read on every scheduling decision (spine balance, joins, sends): an attribute, not a
+        # property over the array.
+        self.records = int(keys.shape[0])
 
     def __len__(self) -> int:
         return self.records

@@ -332,6 +332,16 @@ class ColumnarExecutor(InProcessExecutor):
         k, v, t, d = K.merge(_arrays(older), _arrays(newer), self._packed_frontier(since, dims), dims)
         return Run(k, v, t, d, dims, older.lower, newer.upper, since, max(older.seq, newer.seq))
 
+    def merge_many(self, runs: list[Run], frontier: Antichain) -> Run:
+        """Consecutive runs merged in one call (`Trace`'s small tail)."""
+        since = runs[0].since
+        for r in runs[1:]:
+            since = since.join(r.since)
+        since = since.join(frontier) if frontier.elements else since
+        dims = runs[0].dims
+        k, v, t, d = K.merge_many([_arrays(r) for r in runs], self._packed_frontier(since, dims), dims)
+        return Run(k, v, t, d, dims, runs[0].lower, runs[-1].upper, since, max(r.seq for r in runs))
+
     def merge_steps(
         self, older: Run, newer: Run, frontier: Antichain, chunk: int | None = None
     ) -> Generator[int, int | None, Run]:
@@ -405,16 +415,20 @@ class ColumnarExecutor(InProcessExecutor):
         self, new: Run, others: list[Run], f: Callable[[Any, Any, Any], Any], new_is_left: bool,
         budget: Any = None,
     ) -> UpdateColumns:
-        parts = []
-        for o in others:
-            if o.records and new.records:
-                ni, oi, t, d = K.join(_arrays(new), _arrays(o), new.dims)
+        runs = [_arrays(o) for o in others if o.records] if new.records else []
+        if len(runs) <= K.FUSED_RUNS:
+            # One compiled call finds the pairs in every run and makes their columns.
+            cols = list(K.join_fused(_arrays(new), runs, new.dims)) if runs else []
+        else:
+            parts = []
+            for o in runs:
+                ni, oi, t, d = K.join(_arrays(new), o, new.dims)
                 if ni.shape[0]:
-                    parts.append((new.keys[ni], new.vals[ni], o.vals[oi], t, d))
-        if not parts:
+                    parts.append((new.keys[ni], new.vals[ni], o[1][oi], t, d))
+            cols = [np.concatenate([p[i] for p in parts]) for i in range(5)] if parts else []
+        if not cols or not cols[0].shape[0]:
             z = np.zeros(0, I64)
             return UpdateColumns(z, z, z, new.dims)
-        cols = [np.concatenate([p[i] for p in parts]) if len(parts) > 1 else parts[0][i] for i in range(5)]
         if budget is not None:
             budget.charge(int(cols[0].shape[0]))
         if isinstance(f, JoinFields) and len(f.sources) <= 2:
