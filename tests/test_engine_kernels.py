@@ -486,6 +486,58 @@ def test_gather_grows_past_its_first_capacity(seed: int) -> None:
         assert [c.tolist() for c in cols] == [c.tolist() for c in ref]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_lockstep_lower_bounds_equal_searchsorted(seed: int) -> None:
+    """Every group size remainder, duplicate and absent keys, keys below and above the run,
+    and the empty run."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.choice([0, 1, 2, 33, 1000, 70_000]))
+    rk = np.sort(rng.integers(0, 5000, m)).astype(np.int64)
+    q = np.sort(rng.integers(-10, 5010, int(rng.integers(1, 3 * K.SEARCH_GROUP + 7)))).astype(np.int64)
+    out = K._lower_bounds(rk, q, np.empty(q.shape[0], np.int64))
+    assert out.tolist() == np.searchsorted(rk, q, "left").tolist()
+
+
+def _large_runs(rng: random.Random, dims: int) -> list[K.Arrays]:
+    """Runs past SEARCH_MIN records (searched in lockstep) next to small ones (merged), with a
+    few heavy keys that outgrow the first gather buffers."""
+    runs = []
+    for size in (K.SEARCH_MIN + 5000, 300, K.SEARCH_MIN * 2):
+        ks = np.array([rng.choice([7, 500, 9000]) if rng.random() < 0.02 else rng.randrange(20_000)
+                       for _ in range(size)], np.int64)
+        ts = np.array([T.pack(rand_time(rng, dims), dims) for _ in range(64)], np.int64)
+        runs.append(arrays(Run.from_arrays(
+            ks, np.array([rng.randrange(50) for _ in range(size)], np.int64),
+            ts[np.array([rng.randrange(64) for _ in range(size)])],
+            np.array([rng.choice([-1, 1, 2]) for _ in range(size)], np.int64), dims)))
+    return runs
+
+
+@pytest.mark.parametrize("dims", [1, 2])
+@pytest.mark.parametrize("seed", range(3))
+def test_searched_gather_and_join_equal_the_merged_ones(dims: int, seed: int) -> None:
+    """In runs large enough for `_lower_bounds`, gathering histories and joining find exactly
+    what the per-run paths (`gather`, `join`) find."""
+    rng = random.Random(seed)
+    runs = _large_runs(rng, dims)
+    q = np.array(sorted({7, 500, 9000, *(rng.randrange(-5, 20_010) for _ in range(rng.choice([40, 700])))}), np.int64)
+    assert 16 * q.shape[0] <= runs[0][0].shape[0] and q.shape[0] >= K.SEARCH_GROUP
+    ref_off, ref = K.gather(q, runs)
+    off, *cols = K._gather_tuple(q, K.padded(runs), len(runs))
+    assert off.tolist() == ref_off.tolist()
+    assert [c.tolist() for c in cols] == [c.tolist() for c in ref]
+    new = arrays(Run.from_arrays(np.repeat(q, 2), np.arange(2 * q.shape[0], dtype=np.int64) % 3,
+                                 np.full(2 * q.shape[0], T.pack((1,) * dims, dims), np.int64),
+                                 np.ones(2 * q.shape[0], np.int64), dims))
+    got = K.join_fused(new, runs, dims)
+    want: list = [[] for _ in range(5)]
+    for o in runs:
+        ni, oi, t, d = K.join(new, o, dims)
+        for col, part in zip(want, (new[0][ni], new[1][ni], o[1][oi], t, d), strict=True):
+            col.extend(part.tolist())
+    assert [c.tolist() for c in got] == want
+
+
 @pytest.mark.parametrize("dims", DIMS)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_fused_round_equals_its_steps(dims: int, seed: int) -> None:

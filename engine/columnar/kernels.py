@@ -707,6 +707,39 @@ def join(
     return _join(new[0], new[2], new[3], other[0], other[2], other[3], dims, T.field_bits(dims))
 
 
+# Lower bounds searched in lockstep, this many query keys at once (see `_lower_bounds`), in runs
+# of at least SEARCH_MIN records that hold many records per query key.
+SEARCH_GROUP = 32
+SEARCH_MIN = 1 << 16
+
+
+@numba.njit(cache=True)
+def _lower_bounds(rk, qkeys, out):  # type: ignore[no-untyped-def]
+    """`out[i]`: the first index of sorted `rk` whose key is `>= qkeys[i]`.
+
+    Branchless binary searches, SEARCH_GROUP query keys in lockstep: every search takes the
+    same steps, so the loads of a step are independent and their cache misses overlap. A
+    gallop per key is a chain of dependent misses; in a run of millions of records this is
+    2-3x faster per key (and the top of the search is cached for the whole group)."""
+    m, n = rk.shape[0], qkeys.shape[0]
+    base = np.zeros(SEARCH_GROUP, I64)
+    for g0 in range(0, n, SEARCH_GROUP):
+        c = min(SEARCH_GROUP, n - g0)
+        for g in range(c):
+            base[g] = 0
+        length = m
+        while length > 1:
+            half = length >> 1
+            for g in range(c):
+                b = base[g]
+                base[g] = b + half if rk[b + half] < qkeys[g0 + g] else b
+            length -= half
+        for g in range(c):
+            b = base[g]
+            out[g0 + g] = b + 1 if m and rk[b] < qkeys[g0 + g] else b
+    return out
+
+
 @numba.njit(cache=True, inline="always")
 def _matches(nk, ok, i, n, pos, m):  # type: ignore[no-untyped-def]
     """For the equal keys of `nk` from `i`: their end `e`, and the range `[lo, hi)` of that
@@ -725,6 +758,18 @@ def _matches(nk, ok, i, n, pos, m):  # type: ignore[no-untyped-def]
 @numba.njit(cache=True)
 def _join_fused(nk, nv, nt, nd, others, n_others, dims, bits):  # type: ignore[no-untyped-def]
     n = nk.shape[0]
+    # Per run: the lower bound of each new key, searched in lockstep in a large run with many
+    # records per new key (see `_lower_bounds`); a gallop from the last match otherwise.
+    searched = np.zeros(n_others, np.bool_)
+    lbs = np.empty((0, n), I64)
+    for j in range(n_others):
+        m = others[j][0].shape[0]
+        searched[j] = m >= SEARCH_MIN and n >= SEARCH_GROUP and 16 * n <= m
+    if searched.any():
+        lbs = np.empty((n_others, n), I64)
+        for j in range(n_others):
+            if searched[j]:
+                _lower_bounds(others[j][0], nk, lbs[j])
     total = 0
     for j in range(n_others):
         ok = others[j][0]
@@ -732,7 +777,7 @@ def _join_fused(nk, nv, nt, nd, others, n_others, dims, bits):  # type: ignore[n
         i = 0
         pos = 0
         while i < n:
-            e, lo, pos = _matches(nk, ok, i, n, pos, m)
+            e, lo, pos = _matches(nk, ok, i, n, lbs[j, i] if searched[j] else pos, m)
             total += (e - i) * (pos - lo)
             i = e
     rk, rn, ro, rt, rd = _columns4(total) + (np.empty(total, I64),)
@@ -743,7 +788,7 @@ def _join_fused(nk, nv, nt, nd, others, n_others, dims, bits):  # type: ignore[n
         i = 0
         pos = 0
         while i < n:
-            e, lo, pos = _matches(nk, ok, i, n, pos, m)
+            e, lo, pos = _matches(nk, ok, i, n, lbs[j, i] if searched[j] else pos, m)
             for a in range(i, e):
                 for b in range(lo, pos):
                     rk[w] = nk[a]
@@ -852,19 +897,58 @@ def _gather_buffers(n_keys, n_runs, records):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
+def _copy_found(qkeys, lb, rk, rv, rt, rd, ok, ov, ot, od, w, i):  # type: ignore[no-untyped-def]
+    """`_gather_from` for a run whose lower bound for each query key is known (`lb`): appends
+    from query key `i`; returns `(w, i)`, `i < len(qkeys)` when the buffers are full."""
+    n, m = qkeys.shape[0], rk.shape[0]
+    cap = ok.shape[0]
+    while i < n:
+        q = qkeys[i]
+        p = lb[i]
+        e = p
+        while e < m and rk[e] == q:
+            e += 1
+        if w + e - p > cap:
+            return w, i
+        for x in range(p, e):
+            ok[w] = i
+            ov[w] = rv[x]
+            ot[w] = rt[x]
+            od[w] = rd[x]
+            w += 1
+        i += 1
+    return w, n
+
+
+@numba.njit(cache=True)
 def _gather_into(qkeys, runs, n, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
     """Append the updates of the first `n` runs of the tuple `runs` whose keys are in `qkeys`
     to the buffers from `w`, in run order, growing them when full. Returns `(w, ok, ov, ot, od)`.
 
-    The search loop itself never reallocates: it stops when full and resumes (reassigning the
-    buffers inside it made every round slower)."""
+    A large run with many records per query key is searched in lockstep (`_lower_bounds`);
+    any other is merged with the query keys (`_gather_from`). The search loops themselves
+    never reallocate: they stop when full and resume (reassigning the buffers inside them made
+    every round slower)."""
+    nq = qkeys.shape[0]
+    lb = np.empty(0, I64)
     for j in range(n):
         r = runs[j]
+        m = r[0].shape[0]
         i = 0
+        if m >= SEARCH_MIN and nq >= SEARCH_GROUP and 16 * nq <= m:
+            if lb.shape[0] == 0:
+                lb = np.empty(nq, I64)
+            _lower_bounds(r[0], qkeys, lb)
+            while True:
+                w, i = _copy_found(qkeys, lb, r[0], r[1], r[2], r[3], ok, ov, ot, od, w, i)
+                if i >= nq:
+                    break
+                ok, ov, ot, od = _regrow4(ok, ov, ot, od, w, 2 * ok.shape[0])
+            continue
         pos = 0
         while True:
             w, i, pos = _gather_from(qkeys, r[0], r[1], r[2], r[3], ok, ov, ot, od, w, i, pos)
-            if i >= qkeys.shape[0] or pos >= r[0].shape[0]:
+            if i >= nq or pos >= m:
                 break
             ok, ov, ot, od = _regrow4(ok, ov, ot, od, w, w + 1)
     return w, ok, ov, ot, od
