@@ -481,7 +481,7 @@ def test_gather_grows_past_its_first_capacity(seed: int) -> None:
     q = np.array(sorted(heavy + [rng.randint(21, 30)]), np.int64)
     ref_off, ref = K.gather(q, runs)
     assert ref_off[-1] > 2 * 1024  # beyond the first capacity
-    for off, cols in (K.gather_runs(q, runs), (lambda o, *c: (o, c))(*K._gather_tuple(q, tuple(runs), len(runs)))):
+    for off, cols in (K.gather_runs(q, runs), (lambda o, *c: (o, c))(*K._gather_tuple(q, tuple(runs), len(runs), (K.NO_FILTER,) * len(runs)))):
         assert off.tolist() == ref_off.tolist()
         assert [c.tolist() for c in cols] == [c.tolist() for c in ref]
 
@@ -496,6 +496,19 @@ def test_lockstep_lower_bounds_equal_searchsorted(seed: int) -> None:
     q = np.sort(rng.integers(-10, 5010, int(rng.integers(1, 3 * K.SEARCH_GROUP + 7)))).astype(np.int64)
     out = K._lower_bounds(rk, q, np.empty(q.shape[0], np.int64))
     assert out.tolist() == np.searchsorted(rk, q, "left").tolist()
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 64, 5000, 200_000])
+def test_key_filter_passes_every_key_it_holds_and_few_others(n: int) -> None:
+    rng = np.random.default_rng(n)
+    keys = np.sort(rng.integers(-(1 << 62), 1 << 62, n)).astype(np.int64)
+    keys = np.repeat(keys, rng.integers(1, 4, n))  # several records per key
+    f = K.key_filter(keys)
+    assert f.shape[0] & (f.shape[0] - 1) == 0  # a power of two words
+    assert K._may_hold(keys, f).tolist() == list(range(keys.shape[0]))
+    absent = np.setdiff1d(rng.integers(-(1 << 62), 1 << 62, 20_000), keys)
+    passed = K._may_hold(absent, f).shape[0]
+    assert passed <= (0.03 * absent.shape[0] if n >= 64 else absent.shape[0])
 
 
 def _large_runs(rng: random.Random, dims: int) -> list[K.Arrays]:
@@ -523,9 +536,12 @@ def test_searched_gather_and_join_equal_the_merged_ones(dims: int, seed: int) ->
     q = np.array(sorted({7, 500, 9000, *(rng.randrange(-5, 20_010) for _ in range(rng.choice([40, 700])))}), np.int64)
     assert 16 * q.shape[0] <= runs[0][0].shape[0] and q.shape[0] >= K.SEARCH_GROUP
     ref_off, ref = K.gather(q, runs)
-    off, *cols = K._gather_tuple(q, K.padded(runs), len(runs))
-    assert off.tolist() == ref_off.tolist()
-    assert [c.tolist() for c in cols] == [c.tolist() for c in ref]
+    unfiltered = [K.NO_FILTER] * len(runs)
+    filtered = [K.key_filter(r[0]) if r[0].shape[0] >= K.SEARCH_MIN else K.NO_FILTER for r in runs]
+    for filters in (unfiltered, filtered):
+        off, *cols = K._gather_tuple(q, K.padded(runs), len(runs), K.padded(filters, K.NO_FILTER))
+        assert off.tolist() == ref_off.tolist()
+        assert [c.tolist() for c in cols] == [c.tolist() for c in ref]
     new = arrays(Run.from_arrays(np.repeat(q, 2), np.arange(2 * q.shape[0], dtype=np.int64) % 3,
                                  np.full(2 * q.shape[0], T.pack((1,) * dims, dims), np.int64),
                                  np.ones(2 * q.shape[0], np.int64), dims))

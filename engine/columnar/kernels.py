@@ -27,6 +27,7 @@ kernel and allocate. Each has a plain per-record twin in `reference`, and the pr
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numba
 import numpy as np
@@ -624,13 +625,14 @@ FUSED_RUNS = 16
 _NO_RUN = (np.zeros(0, I64),) * 4
 
 
-def padded(runs: list[Arrays]) -> tuple[Arrays, ...]:
-    """`runs` (at most FUSED_RUNS) as a tuple of 4, 8 or FUSED_RUNS, padded with empty runs: a
-    few compiled signatures serve every spine, and a call pays to pass the arrays it holds
-    (about 70 ns each: padding every call to 16 runs cost 10 us)."""
+def padded(runs: list[Any], fill: Any = _NO_RUN) -> tuple[Any, ...]:
+    """`runs` (at most FUSED_RUNS; or their key filters, `fill` then `NO_FILTER`) as a tuple
+    of 4, 8 or FUSED_RUNS, padded with empty runs: a few compiled signatures serve every
+    spine, and a call pays to pass the arrays it holds (about 70 ns each: padding every call
+    to 16 runs cost 10 us)."""
     n = len(runs)
     size = 4 if n <= 4 else 8 if n <= 8 else FUSED_RUNS
-    return tuple(runs) + (_NO_RUN,) * (size - n)
+    return tuple(runs) + (fill,) * (size - n)
 
 
 @numba.njit(cache=True, inline="always")
@@ -896,6 +898,85 @@ def _gather_buffers(n_keys, n_runs, records):  # type: ignore[no-untyped-def]
     return _columns4(min(records, max(1024, 4 * n_keys * n_runs)))
 
 
+# -- key filters: which query keys a large run may hold -----------------------------------------
+# Bits per distinct key of a run's filter (about 1% false positives with FILTER_PROBES bits set
+# in one 64-bit word per key).
+FILTER_BITS = 16
+FILTER_PROBES = 4
+U64 = np.uint64
+NO_FILTER = np.zeros(0, U64)
+
+
+@numba.njit(cache=True, inline="always")
+def _filter_word(h, shift):  # type: ignore[no-untyped-def]
+    """The word of a filter of 2**(64 - shift) words that hash `h` sets bits in."""
+    return h >> U64(shift) if shift < 64 else U64(0)
+
+
+@numba.njit(cache=True, inline="always")
+def _filter_bits(h):  # type: ignore[no-untyped-def]
+    bits = U64(0)
+    for p in range(FILTER_PROBES):
+        bits |= U64(1) << ((h >> U64(6 * p)) & U64(63))
+    return bits
+
+
+@numba.njit(cache=True, inline="always")
+def _filter_hash(key):  # type: ignore[no-untyped-def]
+    return U64(key) * U64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(cache=True, inline="always")
+def _filter_shift(words):  # type: ignore[no-untyped-def]
+    shift = 64
+    while (1 << (64 - shift)) < words:
+        shift -= 1
+    return shift
+
+
+@numba.njit(cache=True)
+def key_filter(keys):  # type: ignore[no-untyped-def]
+    """A blocked Bloom filter of the keys of a run (sorted `keys`): each key sets
+    FILTER_PROBES bits of one 64-bit word, so a probe is one memory access. A key it was built
+    from always passes (`_may_hold`); another passes with a chance of about 1%.
+
+    Why: a round of a reduce searches each large run of a spine for its keys, and most of the
+    runs do not hold most of them (at the reachability benchmark's config a, 78-93% of the
+    keys of a batch-100 round are absent from the third to fifth largest runs). A search in
+    a run of millions of records costs several cache and TLB misses; a probe costs one."""
+    n = keys.shape[0]
+    distinct = 0
+    for i in range(n):
+        if i == 0 or keys[i] != keys[i - 1]:
+            distinct += 1
+    words = 1
+    while words * 64 < distinct * FILTER_BITS:
+        words *= 2
+    f = np.zeros(words, U64)
+    shift = _filter_shift(words)
+    for i in range(n):
+        if i == 0 or keys[i] != keys[i - 1]:
+            h = _filter_hash(keys[i])
+            f[_filter_word(h, shift)] |= _filter_bits(h)
+    return f
+
+
+@numba.njit(cache=True)
+def _may_hold(qkeys, f):  # type: ignore[no-untyped-def]
+    """The indices of the `qkeys` that pass filter `f`, in order."""
+    n = qkeys.shape[0]
+    out = np.empty(n, I64)
+    shift = _filter_shift(f.shape[0])
+    m = 0
+    for i in range(n):
+        h = _filter_hash(qkeys[i])
+        bits = _filter_bits(h)
+        if f[_filter_word(h, shift)] & bits == bits:
+            out[m] = i
+            m += 1
+    return out[:m]
+
+
 @numba.njit(cache=True)
 def _copy_found(qkeys, lb, rk, rv, rt, rd, ok, ov, ot, od, w, i):  # type: ignore[no-untyped-def]
     """`_gather_from` for a run whose lower bound for each query key is known (`lb`): appends
@@ -921,36 +1002,47 @@ def _copy_found(qkeys, lb, rk, rv, rt, rd, ok, ov, ot, od, w, i):  # type: ignor
 
 
 @numba.njit(cache=True)
-def _gather_into(qkeys, runs, n, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
+def _gather_into(qkeys, runs, n, filters, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
     """Append the updates of the first `n` runs of the tuple `runs` whose keys are in `qkeys`
     to the buffers from `w`, in run order, growing them when full. Returns `(w, ok, ov, ot, od)`.
 
-    A large run with many records per query key is searched in lockstep (`_lower_bounds`);
-    any other is merged with the query keys (`_gather_from`). The search loops themselves
-    never reallocate: they stop when full and resume (reassigning the buffers inside them made
-    every round slower)."""
-    nq = qkeys.shape[0]
+    A run with a key filter (`filters[j]` not empty, see `key_filter`) is searched only for
+    the query keys that pass it. A large run with many records per query key is searched in
+    lockstep (`_lower_bounds`); any other is merged with the query keys (`_gather_from`). The
+    search loops themselves never reallocate: they stop when full and resume (reassigning the
+    buffers inside them made every round slower)."""
     lb = np.empty(0, I64)
     for j in range(n):
         r = runs[j]
         m = r[0].shape[0]
+        q = qkeys
+        index = np.empty(0, I64)
+        if filters[j].shape[0]:
+            index = _may_hold(qkeys, filters[j])
+            q = qkeys[index]
+        nq = q.shape[0]
+        w_run = w
         i = 0
         if m >= SEARCH_MIN and nq >= SEARCH_GROUP and 16 * nq <= m:
-            if lb.shape[0] == 0:
-                lb = np.empty(nq, I64)
-            _lower_bounds(r[0], qkeys, lb)
+            if lb.shape[0] < nq:
+                lb = np.empty(qkeys.shape[0], I64)
+            _lower_bounds(r[0], q, lb[:nq])
             while True:
-                w, i = _copy_found(qkeys, lb, r[0], r[1], r[2], r[3], ok, ov, ot, od, w, i)
+                w, i = _copy_found(q, lb, r[0], r[1], r[2], r[3], ok, ov, ot, od, w, i)
                 if i >= nq:
                     break
                 ok, ov, ot, od = _regrow4(ok, ov, ot, od, w, 2 * ok.shape[0])
-            continue
-        pos = 0
-        while True:
-            w, i, pos = _gather_from(qkeys, r[0], r[1], r[2], r[3], ok, ov, ot, od, w, i, pos)
-            if i >= nq or pos >= m:
-                break
-            ok, ov, ot, od = _regrow4(ok, ov, ot, od, w, w + 1)
+        else:
+            pos = 0
+            while i < nq and pos < m:
+                w, i, pos = _gather_from(q, r[0], r[1], r[2], r[3], ok, ov, ot, od, w, i, pos)
+                if i >= nq or pos >= m:
+                    break
+                ok, ov, ot, od = _regrow4(ok, ov, ot, od, w, w + 1)
+        if filters[j].shape[0]:
+            # Back from positions among the keys that passed to positions in `qkeys`.
+            for x in range(w_run, w):
+                ok[x] = index[ok[x]]
     return w, ok, ov, ot, od
 
 
@@ -984,7 +1076,7 @@ def gather_runs(qkeys: np.ndarray, runs: list[Arrays]) -> tuple[np.ndarray, Arra
     w = 0
     for r in runs:
         # One run per call: a tuple of every run would compile once per spine length.
-        w, ok, ov, ot, od = _gather_into(qkeys, (r,), 1, ok, ov, ot, od, w)
+        w, ok, ov, ot, od = _gather_into(qkeys, (r,), 1, (NO_FILTER,), ok, ov, ot, od, w)
     off, k, v, t, d = _csr(qkeys.shape[0], ok, ov, ot, od, w)
     return off, (k, v, t, d)
 
@@ -1322,21 +1414,21 @@ def seed_csr(keys, times):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _gather_tuple(qkeys, runs, n):  # type: ignore[no-untyped-def]
+def _gather_tuple(qkeys, runs, n, filters):  # type: ignore[no-untyped-def]
     """`gather_runs` over the first `n` runs of a tuple, inside one compiled call."""
     records = 0
     for j in range(n):
         records += runs[j][0].shape[0]
     ok, ov, ot, od = _gather_buffers(qkeys.shape[0], n, records)
-    w, ok, ov, ot, od = _gather_into(qkeys, runs, n, ok, ov, ot, od, 0)
+    w, ok, ov, ot, od = _gather_into(qkeys, runs, n, filters, ok, ov, ot, od, 0)
     return _csr(qkeys.shape[0], ok, ov, ot, od, w)
 
 
 @numba.njit(cache=True, nogil=True)
-def _reduce_fused(keys, times, ins, n_in, outs, n_out, left_k, left_t, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
+def _reduce_fused(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
     qkeys, seed_off, seed_t = seed_csr(keys, times)
-    in_off, _, _, in_t, in_d = _gather_tuple(qkeys, ins, n_in)
-    out_off, _, out_v, out_t, out_d = _gather_tuple(qkeys, outs, n_out)
+    in_off, _, _, in_t, in_d = _gather_tuple(qkeys, ins, n_in, in_f)
+    out_off, _, out_v, out_t, out_d = _gather_tuple(qkeys, outs, n_out, out_f)
     ck, cv, ct, cd, dk, dt = _reduce_compiled(
         qkeys, in_off, in_t, in_d, out_off, out_v, out_t, out_d, seed_off, seed_t,
         upper, mode, unit, dims, bits,
@@ -1357,19 +1449,24 @@ def reduce_fused(
     mode: int,
     unit: int,
     dims: int,
+    in_filters: list[np.ndarray] | None = None,
+    out_filters: list[np.ndarray] | None = None,
 ) -> tuple[Arrays, np.ndarray, np.ndarray]:
     """A whole round of a compiled reduce (`mode`) in one call: the seeds `(keys, times)`
     (sorted distinct, as `union_pairs` gives) grouped by key, each key's histories gathered
-    from at most `FUSED_RUNS` input and output runs, `reduce_compiled`, and the deferred pairs
-    united with `(left_k, left_t)` (sorted distinct). A loop round of a few updates made ten
-    compiled calls and their Python glue before; this is one.
+    from at most `FUSED_RUNS` input and output runs (each searched only for the keys that
+    pass its key filter, where `in_filters` / `out_filters` give one), `reduce_compiled`,
+    and the deferred pairs united with `(left_k, left_t)` (sorted distinct). A loop round of a
+    few updates made ten compiled calls and their Python glue before; this is one.
 
     Returns the corrections `(key id, val, time, diff)` and the pending `(key id, time)`
     pairs, sorted and distinct."""
+    # A filter per run, empty where a run has none (the tuples' lengths match the runs').
+    in_f = padded(in_filters if in_filters is not None else [NO_FILTER] * len(inputs), NO_FILTER)
+    out_f = padded(out_filters if out_filters is not None else [NO_FILTER] * len(outputs), NO_FILTER)
     ck, cv, ct, cd, pk, pt = _reduce_fused(
-        keys, times, padded(inputs), len(inputs), padded(outputs), len(outputs), left_k, left_t,
-        upper, mode, unit,
-        dims, T.field_bits(dims),
+        keys, times, padded(inputs), len(inputs), in_f, padded(outputs), len(outputs), out_f,
+        left_k, left_t, upper, mode, unit, dims, T.field_bits(dims),
     )
     return (ck, cv, ct, cd), pk, pt
 
@@ -1418,6 +1515,7 @@ def warm_up() -> None:
             join_fused((one, one, one, one), [(one, one, one, one)] * n, dims)
         beyond_all(one, f, dims, T.field_bits(dims))
         within(one, 0, 2)
+        _may_hold(one, key_filter(one))
         dedup_pairs(one, one)
         minimal_times(one, dims, T.field_bits(dims))
         off = np.array([0, 2], I64)

@@ -30,7 +30,8 @@ from engine.lattice import Antichain, Time
 class Run:
     """A sorted, consolidated run of `(key, val, time, diff)` updates (see the module docstring)."""
 
-    __slots__ = ("keys", "vals", "times", "diffs", "dims", "lower", "upper", "since", "seq", "records")
+    __slots__ = ("keys", "vals", "times", "diffs", "dims", "lower", "upper", "since", "seq", "records",
+                 "_filter")
 
     def __init__(
         self,
@@ -56,9 +57,17 @@ class Run:
         # Read on every scheduling decision (spine balance, joins, sends): an attribute, not a
         # property over the array.
         self.records = int(keys.shape[0])
+        self._filter: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.records
+
+    def key_filter(self) -> np.ndarray:
+        """The run's key filter (`kernels.key_filter`), built on first use: runs never change,
+        and only large runs searched for a few keys are asked for one."""
+        if self._filter is None:
+            self._filter = kernels.key_filter(self.keys)
+        return self._filter
 
     @classmethod
     def empty(cls, dims: int) -> Run:

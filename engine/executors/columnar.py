@@ -505,11 +505,14 @@ class ColumnarExecutor(InProcessExecutor):
             # distinct and count: the whole round is one compiled call, no Python per key; a
             # round of many keys is two calls on two cores, one per half of the keys.
             ins, outs = [_arrays(r) for r in inputs], [_arrays(r) for r in outputs]
+            n_keys = keys.shape[0]
+            in_f = [_key_filter(r, n_keys) for r in inputs]
+            out_f = [_key_filter(r, n_keys) for r in outputs]
 
             def part(lo: int, hi: int, left_lo: int, left_hi: int) -> tuple[K.Arrays, np.ndarray, np.ndarray]:
                 return K.reduce_fused(
                     keys[lo:hi], times[lo:hi], ins, outs, left_k[left_lo:left_hi],
-                    left_t[left_lo:left_hi], pupper, mode, self.unit, dims,
+                    left_t[left_lo:left_hi], pupper, mode, self.unit, dims, in_f, out_f,
                 )
 
             n, n_left = keys.shape[0], left_k.shape[0]
@@ -609,6 +612,14 @@ class ColumnarExecutor(InProcessExecutor):
                 left_k.append(np.full(len(deferred), key_id, I64))
                 left_t.append(np.array([pack(t, dims) for t in deferred], I64))
         return (np.array(rk, I64), np.array(rv, I64), np.array(rt, I64), np.array(rd, I64))
+
+
+def _key_filter(run: Run, n_keys: int) -> np.ndarray:
+    """`run`'s key filter where a reduce round of `n_keys` keys searches it (a large run with
+    many records per key: most of the keys are absent from most such runs), else none."""
+    if run.records >= K.SEARCH_MIN and 16 * n_keys <= run.records:
+        return run.key_filter()
+    return K.NO_FILTER
 
 
 def _pair_ids(table: Any) -> np.ndarray | None:
