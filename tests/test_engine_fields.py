@@ -89,6 +89,20 @@ def test_projected_ids_decode_as_the_call(index: tuple[int, ...]) -> None:
     assert ex._project(np.zeros(0, np.int64), index) is None
 
 
+@pytest.mark.parametrize("outside", [False, True])
+def test_split_ids_decode_as_the_fields(outside: bool) -> None:
+    """`_halves` (how an arrangement by key splits `(key, val)` rows): moved bits when every
+    row is a packed pair, decoded rows when one is not; the same ids either way."""
+    ex = ColumnarExecutor()
+    rng = random.Random(3)
+    rows: list[Any] = [(rng.randrange(1 << 30), rng.randrange(1 << 30)) for _ in range(40)]
+    if outside:
+        rows.append((1 << 31, 5))
+    keys, vals = ex._halves(ex.rows.encode_many(rows))
+    assert ex.rows.decode_many(keys) == [r[0] for r in rows]
+    assert ex.rows.decode_many(vals) == [r[1] for r in rows]
+
+
 def reach_dataflow(executor: Any) -> tuple[Any, Any, Any, Any]:
     df = Dataflow(executor=executor)
     edges_h, edges = df.new_input("edges")

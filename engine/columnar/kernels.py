@@ -411,6 +411,47 @@ def within(a, lo, hi):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
+def pair_fields(data, first, second, base, end, bits):  # type: ignore[no-untyped-def]
+    """Fields of rows that are all packed pairs (`interning`: the id of `(a, b)` is
+    `base + (a << bits) + b`, in `[base, end)`): field `first` (0 or 1) of each row, or with
+    `second >= 0` the pair of fields `(first, second)` packed again. Returns `(out, ok)`; `ok`
+    is False, and `out` unusable, when some row is not a packed pair. One pass where the same in
+    NumPy was six (each a call and a temporary on a loop round's few updates)."""
+    n = data.shape[0]
+    out = np.empty(n, I64)
+    mask = (np.int64(1) << bits) - 1
+    for i in range(n):
+        p = data[i]
+        if p < base or p >= end:
+            return out, False
+        p -= base
+        a, b = p >> bits, p & mask
+        x = a if first == 0 else b
+        if second < 0:
+            out[i] = x
+        else:
+            out[i] = base + (x << bits) + (a if second == 0 else b)
+    return out, True
+
+
+@numba.njit(cache=True)
+def pair_halves(data, base, end, bits):  # type: ignore[no-untyped-def]
+    """Both fields of rows that are all packed pairs (see `pair_fields`): `(a, b, ok)`."""
+    n = data.shape[0]
+    a = np.empty(n, I64)
+    b = np.empty(n, I64)
+    mask = (np.int64(1) << bits) - 1
+    for i in range(n):
+        p = data[i]
+        if p < base or p >= end:
+            return a, b, False
+        p -= base
+        a[i] = p >> bits
+        b[i] = p & mask
+    return a, b, True
+
+
+@numba.njit(cache=True)
 def beyond_all(times, frontier, dims, bits):  # type: ignore[no-untyped-def]
     """For each packed time, whether it is beyond `frontier`."""
     out = np.empty(times.shape[0], np.bool_)
@@ -1516,6 +1557,8 @@ def warm_up() -> None:
         beyond_all(one, f, dims, T.field_bits(dims))
         within(one, 0, 2)
         _may_hold(one, key_filter(one))
+        pair_fields(one, 0, -1, 0, 2, 1)
+        pair_halves(one, 0, 2, 1)
         dedup_pairs(one, one)
         minimal_times(one, dims, T.field_bits(dims))
         off = np.array([0, 2], I64)

@@ -55,7 +55,6 @@ from engine.trace import consolidate_entries
 
 I64 = np.int64
 PAIR_LIMIT = 1 << PAIR_BITS
-PAIR_MASK = PAIR_LIMIT - 1
 # The most records one fueled merge step merges, however much fuel it is sent: a step's pause
 # stays bounded, and a merge finished at once (sent None) still runs its slices on two cores.
 SLICE = 1 << 20
@@ -296,19 +295,16 @@ class ColumnarExecutor(InProcessExecutor):
         """`Fields(*index)` on rows that are all packed pairs, by moving bits; None otherwise."""
         if not data.shape[0] or any(i not in (0, 1) for i in index) or len(index) > 2:
             return None
-        if not K.within(data, PAIR_BASE, INTERNED_BASE):
-            return None
-        p = data - PAIR_BASE
-        halves = (p >> PAIR_BITS, p & PAIR_MASK)
-        if len(index) == 1:
-            return halves[index[0]]
-        return pair_ids(halves[index[0]], halves[index[1]])
+        out, ok = K.pair_fields(data, index[0], index[1] if len(index) == 2 else -1,
+                                PAIR_BASE, INTERNED_BASE, PAIR_BITS)
+        return out if ok else None
 
     def _halves(self, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Key and value ids of rows `(key, val)`: split in bulk when every row is a packed pair."""
-        if data.shape[0] and K.within(data, PAIR_BASE, INTERNED_BASE):
-            p = data - PAIR_BASE
-            return p >> PAIR_BITS, p & PAIR_MASK
+        if data.shape[0]:
+            a, b, ok = K.pair_halves(data, PAIR_BASE, INTERNED_BASE, PAIR_BITS)
+            if ok:
+                return a, b
         rows = self.rows.decode_many(data)
         return self._encode([d[0] for d in rows]), self._encode([d[1] for d in rows])
 
