@@ -423,6 +423,26 @@ def test_runs_round_trip_through_arrow() -> None:
 # -- pending times: their antichain, and the compiled reduce round -------------------------------
 @pytest.mark.parametrize("dims", DIMS)
 @pytest.mark.parametrize("seed", SEEDS)
+def test_split_beyond_partitions_at_the_frontier(dims: int, seed: int) -> None:
+    """The updates not beyond the frontier and those beyond, each in input order, and the
+    antichain of the latter: what the mask of `beyond_all` and `minimal_times` give."""
+    rng = random.Random(3000 + seed * 10 + dims)
+    ups = rand_updates(rng, rng.choice([0, 1, 5, 60]), dims)
+    data = np.array([k * 10 + v for k, v, _, _ in ups], np.int64)
+    times = np.array([T.pack(t, dims) for _, _, t, _ in ups], np.int64)
+    diffs = np.array([d for *_, d in ups], np.int64)
+    frontier = T.pack_frontier(rand_frontier(rng, dims), dims)
+    bits = T.field_bits(dims)
+    nb, ready, rest, mins = K.split_beyond(data, times, diffs, frontier, dims, bits)
+    mask = K.beyond_all(times, frontier, dims, bits)
+    assert nb == int(mask.sum())
+    assert [c.tolist() for c in ready] == [c[~mask].tolist() for c in (data, times, diffs)]
+    assert [c.tolist() for c in rest] == [c[mask].tolist() for c in (data, times, diffs)]
+    assert mins.tolist() == (K.minimal_times(times[mask], dims, bits).tolist() if nb else [])
+
+
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
 def test_minimal_times_is_the_antichain(dims: int, seed: int) -> None:
     rng = random.Random(seed)
     ts = [rand_time(rng, dims, hi=5) for _ in range(rng.randint(1, 40))]

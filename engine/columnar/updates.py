@@ -23,13 +23,16 @@ I64 = np.int64
 class UpdateColumns:
     """`(data, time, diff)` updates as columns (see the module docstring)."""
 
-    __slots__ = ("data", "times", "diffs", "dims")
+    __slots__ = ("data", "times", "diffs", "dims", "minimal")
 
-    def __init__(self, data: np.ndarray, times: np.ndarray, diffs: np.ndarray, dims: int) -> None:
+    def __init__(self, data: np.ndarray, times: np.ndarray, diffs: np.ndarray, dims: int,
+                 minimal: np.ndarray | None = None) -> None:
         self.data = data
         self.times = times
         self.diffs = diffs
         self.dims = dims
+        # The minimal elements of `times` (packed), where whoever made the columns knew them.
+        self.minimal = minimal
 
     def __len__(self) -> int:
         return int(self.data.shape[0])

@@ -220,7 +220,7 @@ class ColumnarExecutor(InProcessExecutor):
         u = self._columns(payload)
         if u is None or len(u) == 0:
             return Antichain()
-        mins = K.minimal_times(u.times, u.dims, field_bits(u.dims))
+        mins = u.minimal if u.minimal is not None else K.minimal_times(u.times, u.dims, field_bits(u.dims))
         out = Antichain()
         out.elements = self._unpack_times(mins, u.dims)
         return out
@@ -235,14 +235,16 @@ class ColumnarExecutor(InProcessExecutor):
         empty = UpdateColumns.concat([], dims)
         if not frontier.elements:
             return u, empty
-        beyond = K.beyond_all(u.times, self._packed_frontier(frontier, dims), dims, field_bits(dims))
-        # Usually everything is complete (or nothing is): no copies then.
-        n_beyond = int(np.count_nonzero(beyond))
+        # Usually everything is complete (or nothing is): no copies then. The rest keeps its
+        # minimal times, which the caller asks for next (`lower`).
+        n_beyond, ready, rest, mins = K.split_beyond(
+            u.data, u.times, u.diffs, self._packed_frontier(frontier, dims), dims, field_bits(dims)
+        )
         if n_beyond == 0:
             return u, empty
         if n_beyond == len(u):
-            return empty, u
-        return u.take(~beyond), u.take(beyond)
+            return empty, UpdateColumns(u.data, u.times, u.diffs, dims, mins)
+        return UpdateColumns(*ready, dims), UpdateColumns(*rest, dims, mins)
 
     # -- accumulations (engine.operators.capture) -----------------------------------------------
     def accumulate(self, acc: list[tuple[np.ndarray, np.ndarray]] | None,
