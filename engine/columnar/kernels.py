@@ -699,14 +699,15 @@ FUSED_RUNS = 16
 _NO_RUN = (np.zeros(0, I64),) * 4
 
 
-def padded(runs: list[Any], fill: Any = _NO_RUN) -> tuple[Any, ...]:
+def padded(runs: list[Any], fill: Any = _NO_RUN, at_least: int = 0) -> tuple[Any, ...]:
     """`runs` (at most FUSED_RUNS; or their key filters, `fill` then `NO_FILTER`) as a tuple
-    of 4, 8 or FUSED_RUNS, padded with empty runs: a few compiled signatures serve every
-    spine, and a call pays to pass the arrays it holds (about 70 ns each: padding every call
-    to 16 runs cost 10 us)."""
-    n = len(runs)
+    of 4, 8 or FUSED_RUNS (and of at least `at_least`), padded with empty runs: a few
+    compiled signatures serve every spine (each signature of `reduce_fused` holds several MB
+    of machine code), and a call pays to pass the arrays it holds (about 70 ns each: padding
+    every call to 16 runs cost 10 us)."""
+    n = max(len(runs), at_least)
     size = 4 if n <= 4 else 8 if n <= 8 else FUSED_RUNS
-    return tuple(runs) + (fill,) * (size - n)
+    return tuple(runs) + (fill,) * (size - len(runs))
 
 
 @numba.njit(cache=True, inline="always")
@@ -1535,11 +1536,14 @@ def reduce_fused(
 
     Returns the corrections `(key id, val, time, diff)` and the pending `(key id, time)`
     pairs, sorted and distinct."""
-    # A filter per run, empty where a run has none (the tuples' lengths match the runs').
-    in_f = padded(in_filters if in_filters is not None else [NO_FILTER] * len(inputs), NO_FILTER)
-    out_f = padded(out_filters if out_filters is not None else [NO_FILTER] * len(outputs), NO_FILTER)
+    # Both spines padded to one size (one signature per size, not per pair of sizes), with a
+    # filter per run, empty where a run has none.
+    n = max(len(inputs), len(outputs))
+    in_f = in_filters if in_filters is not None else [NO_FILTER] * len(inputs)
+    out_f = out_filters if out_filters is not None else [NO_FILTER] * len(outputs)
     ck, cv, ct, cd, pk, pt = _reduce_fused(
-        keys, times, padded(inputs), len(inputs), in_f, padded(outputs), len(outputs), out_f,
+        keys, times, padded(inputs, _NO_RUN, n), len(inputs), padded(in_f, NO_FILTER, n),
+        padded(outputs, _NO_RUN, n), len(outputs), padded(out_f, NO_FILTER, n),
         left_k, left_t, upper, mode, unit, dims, T.field_bits(dims),
     )
     return (ck, cv, ct, cd), pk, pt
@@ -1605,6 +1609,4 @@ def warm_up() -> None:
         for mode in (DISTINCT, COUNT):
             reduce_compiled(q, io, ins, io, ins, so, st, f, mode, 1, dims)
             for n_in in (1, 5, 9):
-                for n_out in (0, 5, 9):
-                    reduce_fused(q, st, [(one, one, one, one)] * n_in, [(one, one, one, one)] * n_out,
-                                 z, z, f, mode, 1, dims)
+                reduce_fused(q, st, [(one, one, one, one)] * n_in, [], z, z, f, mode, 1, dims)

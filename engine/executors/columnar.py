@@ -8,13 +8,18 @@ keys and values encoded to row ids by one `RowInterner` per executor, times pack
 
 - sealing sorts and consolidates in a kernel; merging advances times by the compaction frontier
   and consolidates in one compiled pass (`kernels.merge`);
-- join finds the keys of a new run in each run of the other trace by galloping search and builds
-  the matched index pairs, output times and diffs in a kernel; only the pairs found are decoded
-  and passed to the join's function;
+- join finds the keys of a new run in every run of the other trace in one call
+  (`kernels.join_fused`) and builds the matched columns, output times and diffs there; only
+  the pairs found are decoded and passed to the join's function (a projection of key and
+  values moves ids instead);
 - reduce with logic that depends only on a key's total count (distinct, count, threshold: the
   logic has a `counting` attribute that yields at most one output per total) runs the compiled
   interesting-times kernel; any other logic (sum, min, max, top-k, the planner's aggregates) is
-  handed the decoded histories and runs the per-record `engine.kernels.reduce_key`.
+  handed the decoded histories and runs the per-record `engine.kernels.reduce_key`;
+- a search for a round's keys in a run of millions of records is the costly part of both: a
+  large run searched for few keys gets a key filter (`kernels.key_filter`, a blocked Bloom
+  filter built on first use) so that the absent keys are not searched, and many keys are
+  searched in lockstep (`kernels._lower_bounds`) so that their cache misses overlap.
 
 Selected with `Dataflow(executor=ColumnarExecutor())`, or for every dataflow that does not
 name one with `DIFFSQL_COLUMNAR=1` in the environment. Large merges are fueled as in
