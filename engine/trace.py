@@ -429,7 +429,7 @@ class Trace:
             if busy is not None and (spine[i - 1] is busy[0] or spine[i - 1] is busy[1]):
                 break
             i -= 1
-        if len(spine) - i <= FOLD_BATCHES:
+        if len(spine) - i <= max(1, FOLD_BATCHES):  # one batch alone is no merge
             return -1
         return i
 

@@ -619,8 +619,10 @@ class ColumnarExecutor(InProcessExecutor):
 
 def _key_filter(run: Run, n_keys: int) -> np.ndarray:
     """`run`'s key filter where a reduce round of `n_keys` keys searches it (a large run with
-    many records per key: most of the keys are absent from most such runs), else none."""
-    if run.records >= K.SEARCH_MIN and 16 * n_keys <= run.records:
+    many records per key: most of the keys are absent from most such runs), else none (a
+    round of many keys is merged with the run, in order, and building a filter would cost
+    a pass over the run)."""
+    if run.records >= K.SEARCH_MIN and K.SEARCH_SPARSE * n_keys <= run.records:
         return run.key_filter()
     return K.NO_FILTER
 
