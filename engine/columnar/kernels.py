@@ -727,6 +727,21 @@ def _gallop(keys, lo, hi, key):  # type: ignore[no-untyped-def]
     return lo
 
 
+@numba.njit(cache=True, inline="always")
+def _matches(nk, ok, i, n, pos, m):  # type: ignore[no-untyped-def]
+    """For the equal keys of `nk` from `i`: their end `e`, and the range `[lo, hi)` of that
+    key in `ok` searched from `pos`."""
+    k = nk[i]
+    e = i + 1
+    while e < n and nk[e] == k:
+        e += 1
+    lo = _gallop(ok, pos, m, k)
+    hi = lo
+    while hi < m and ok[hi] == k:
+        hi += 1
+    return e, lo, hi
+
+
 @numba.njit(cache=True)
 def _join(nk, nt, nd, ok, ot, od, dims, bits):  # type: ignore[no-untyped-def]
     n, m = nk.shape[0], ok.shape[0]
@@ -735,42 +750,23 @@ def _join(nk, nt, nd, ok, ot, od, dims, bits):  # type: ignore[no-untyped-def]
     i = 0
     pos = 0
     while i < n:
-        k = nk[i]
-        e = i + 1
-        while e < n and nk[e] == k:
-            e += 1
-        pos = _gallop(ok, pos, m, k)
-        q = pos
-        while q < m and ok[q] == k:
-            q += 1
-        total += (e - i) * (q - pos)
-        pos = q
+        e, lo, pos = _matches(nk, ok, i, n, pos, m)
+        total += (e - i) * (pos - lo)
         i = e
-    ni = np.empty(total, I64)
-    oi = np.empty(total, I64)
-    tt = np.empty(total, I64)
-    dd = np.empty(total, I64)
+    ni, oi, tt, dd = _columns4(total)
     # Pass 2: fill.
     w = 0
     i = 0
     pos = 0
     while i < n:
-        k = nk[i]
-        e = i + 1
-        while e < n and nk[e] == k:
-            e += 1
-        pos = _gallop(ok, pos, m, k)
-        q = pos
-        while q < m and ok[q] == k:
-            q += 1
+        e, lo, pos = _matches(nk, ok, i, n, pos, m)
         for a in range(i, e):
-            for b in range(pos, q):
+            for b in range(lo, pos):
                 ni[w] = a
                 oi[w] = b
                 tt[w] = T.join(nt[a], ot[b], dims, bits)
                 dd[w] = nd[a] * od[b]
                 w += 1
-        pos = q
         i = e
     return ni, oi, tt, dd
 
@@ -819,21 +815,6 @@ def _lower_bounds(rk, qkeys, out):  # type: ignore[no-untyped-def]
             b = base[g]
             out[g0 + g] = b + 1 if m and rk[b] < qkeys[g0 + g] else b
     return out
-
-
-@numba.njit(cache=True, inline="always")
-def _matches(nk, ok, i, n, pos, m):  # type: ignore[no-untyped-def]
-    """For the equal keys of `nk` from `i`: their end `e`, and the range `[lo, hi)` of that
-    key in `ok` searched from `pos`."""
-    k = nk[i]
-    e = i + 1
-    while e < n and nk[e] == k:
-        e += 1
-    lo = _gallop(ok, pos, m, k)
-    hi = lo
-    while hi < m and ok[hi] == k:
-        hi += 1
-    return e, lo, hi
 
 
 @numba.njit(cache=True)
