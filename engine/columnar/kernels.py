@@ -913,6 +913,15 @@ def _regrow4(ok, ov, ot, od, w, need):  # type: ignore[no-untyped-def]
     return k, v, t, d
 
 
+@numba.njit(cache=True, inline="always")
+def _put(ok, ov, ot, od, w, i, rv, rt, rd, x):  # type: ignore[no-untyped-def]
+    """Gather record `x` of a run for query key `i` at buffer position `w`."""
+    ok[w] = i
+    ov[w] = rv[x]
+    ot[w] = rt[x]
+    od[w] = rd[x]
+
+
 @numba.njit(cache=True)
 def _gather_from(qkeys, rk, rv, rt, rd, ok, ov, ot, od, w, i, pos):  # type: ignore[no-untyped-def]
     """Append the updates of one run whose keys are in sorted distinct `qkeys` to the `o*`
@@ -937,10 +946,7 @@ def _gather_from(qkeys, rk, rv, rt, rd, ok, ov, ot, od, w, i, pos):  # type: ign
             while pos < m and rk[pos] == q:
                 if w == cap:
                     return w0, i, start
-                ok[w] = i
-                ov[w] = rv[pos]
-                ot[w] = rt[pos]
-                od[w] = rd[pos]
+                _put(ok, ov, ot, od, w, i, rv, rt, rd, pos)
                 w += 1
                 pos += 1
             i += 1
@@ -1052,10 +1058,7 @@ def _copy_found(qkeys, lb, rk, rv, rt, rd, ok, ov, ot, od, w, i):  # type: ignor
         if w + e - p > cap:
             return w, i
         for x in range(p, e):
-            ok[w] = i
-            ov[w] = rv[x]
-            ot[w] = rt[x]
-            od[w] = rd[x]
+            _put(ok, ov, ot, od, w, i, rv, rt, rd, x)
             w += 1
         i += 1
     return w, n
