@@ -15,6 +15,7 @@ them raises (with the statement's line and column) and the caller rolls everythi
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -222,39 +223,7 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     into the table's delta (an UPDATE also reads the old rows it matches first)."""
     ast = s.ast
     target = ast.this.this if isinstance(ast.this, exp.Schema) else ast.this
-    name = name_of(target, s)
-    if name in w.views:
-        raise SqlError(f"{name!r} is a view; views are read-only", code="read_only_view")
-    if name not in w.tables:
-        raise SqlError(f"unknown table {name!r}", code="unknown_table")
-    if ast.args.get("returning"):
-        raise SqlError("RETURNING is not supported", code="unsupported")
-    if isinstance(ast, exp.Insert):
-        conflict = ast.args.get("conflict")
-        if ast.args.get("alternative") or (
-            conflict is not None
-            and not conflict.args.get("doing_nothing")
-            and "NOTHING" not in conflict.sql("duckdb").upper()
-        ):
-            raise SqlError(
-                "INSERT OR REPLACE / ON CONFLICT DO UPDATE is not supported; "
-                "use UPDATE, or ON CONFLICT DO NOTHING",
-                code="unsupported",
-            )
-    used = check_relations(
-        ast,
-        list(w.tables) + list(w.views),
-        root_allowed=(type(ast),),
-        line=s.line,
-        column=s.column,
-    )
-    read_views = [u for u in used if u in w.views]
-    if read_views:
-        raise SqlError(
-            f"reading views ({', '.join(read_views)}) inside {s.kind} is not supported; "
-            "read the view in a separate request",
-            code="unsupported",
-        )
+    name = _dml_table(w, s, target)
     con = state.store.conn
     delta = w.deltas[name]
     if s.kind == "UPDATE":
@@ -288,6 +257,47 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     return {"statement": s.kind, "rowcount": count}
 
 
+def _dml_table(w: Write, s: Statement, target: exp.Expression) -> str:
+    """The table a DML statement writes, after the checks every DML statement passes before it
+    runs (a table, not a view; no RETURNING or upsert of its own; only the relations and
+    functions the sandbox allows)."""
+    ast = s.ast
+    name = name_of(target, s)
+    if name in w.views:
+        raise SqlError(f"{name!r} is a view; views are read-only", code="read_only_view")
+    if name not in w.tables:
+        raise SqlError(f"unknown table {name!r}", code="unknown_table")
+    if ast.args.get("returning"):
+        raise SqlError("RETURNING is not supported", code="unsupported")
+    if isinstance(ast, exp.Insert):
+        conflict = ast.args.get("conflict")
+        if ast.args.get("alternative") or (
+            conflict is not None
+            and not conflict.args.get("doing_nothing")
+            and "NOTHING" not in conflict.sql("duckdb").upper()
+        ):
+            raise SqlError(
+                "INSERT OR REPLACE / ON CONFLICT DO UPDATE is not supported; "
+                "use UPDATE, or ON CONFLICT DO NOTHING",
+                code="unsupported",
+            )
+    used = check_relations(
+        ast,
+        list(w.tables) + list(w.views),
+        root_allowed=(type(ast),),
+        line=s.line,
+        column=s.column,
+    )
+    read_views = [u for u in used if u in w.views]
+    if read_views:
+        raise SqlError(
+            f"reading views ({', '.join(read_views)}) inside {s.kind} is not supported; "
+            "read the view in a separate request",
+            code="unsupported",
+        )
+    return name
+
+
 def _returning_all(s: Statement) -> str:
     """The statement's DuckDB text with `RETURNING *` (it has no RETURNING of its own).
 
@@ -306,6 +316,78 @@ def _returning_all(s: Statement) -> str:
     finally:
         ast.set("returning", None)
 
+
+
+# ---------------------------------------------------------------------- combined INSERTs
+
+# The most rows one combined INSERT carries: one DuckDB vector, so its VALUES are scanned as
+# one chunk and its RETURNING rows come back as that chunk, in the order of the VALUES.
+COMBINED_ROWS = 2048
+# Nodes that would make a VALUES list read the database (or fail only when combined): a
+# request holding one is never combined, so it sees exactly the requests before it.
+_NOT_LITERAL = (exp.Select, exp.Subquery, exp.Table, exp.Column, exp.Placeholder,
+                exp.Parameter, exp.Star)
+
+
+@dataclass(frozen=True)
+class Combinable:
+    """A single-statement `INSERT INTO target VALUES ...` request, ready to be combined with
+    others into the same target: the target as rendered, its rows as rendered, how many."""
+
+    target: str
+    values: str
+    rows: int
+
+
+def combinable(stmts: list[Statement]) -> Combinable | None:
+    """`Combinable` for a request that is one plain `INSERT ... VALUES` of rows that read
+    nothing (literals, casts, arithmetic, functions of them); None for anything else."""
+    if len(stmts) != 1 or stmts[0].kind != "INSERT":
+        return None
+    ast = stmts[0].ast
+    values = ast.expression
+    if not isinstance(ast, exp.Insert) or not isinstance(values, exp.Values):
+        return None
+    if any(v for k, v in ast.args.items() if k not in ("this", "expression")):
+        return None  # WITH, ON CONFLICT, BY NAME, OR REPLACE, DEFAULT VALUES, ...
+    rows = values.expressions
+    if not rows or len(rows) > COMBINED_ROWS or values.find(*_NOT_LITERAL) is not None:
+        return None
+    return Combinable(ast.this.sql("duckdb"), ", ".join(r.sql("duckdb") for r in rows),
+                      len(rows))
+
+
+def insert_combined(
+    state: ServerState, ws: list[Write], stmts: list[Statement], parts: list[Combinable]
+) -> list[dict[str, Any]]:
+    """Run combinable INSERT requests into one target (`parts`, at most `COMBINED_ROWS` rows
+    in all) as one DuckDB statement, request k's rows credited to its own write `ws[k]`.
+
+    Equivalent to running them one after another: their VALUES read nothing, so no request
+    sees another's rows, and the statement fails (raising, for the caller to run them one by
+    one) exactly when one of them would (a cast, a NOT NULL, a duplicate key, also between
+    two of them). The statement's checks are each request's own (`_dml_table`)."""
+    names = {_dml_table(w, s, s.ast.this.this if isinstance(s.ast.this, exp.Schema)
+                        else s.ast.this) for w, s in zip(ws, stmts, strict=True)}
+    (name,) = names  # one target text names one table
+    text = f"INSERT INTO {parts[0].target} VALUES {', '.join(p.values for p in parts)}\nRETURNING *"
+    try:
+        rows = state.store.conn.execute(text).fetchall()
+    except duckdb.Error as e:
+        raise from_duckdb(e) from None
+    if len(rows) != sum(p.rows for p in parts):
+        raise RuntimeError(f"a combined INSERT returned {len(rows)} rows for "
+                           f"{sum(p.rows for p in parts)}")
+    results = []
+    at = 0
+    for w, p in zip(ws, parts, strict=True):
+        delta = w.deltas[name]
+        for r in rows[at : at + p.rows]:
+            delta[canonical(tuple(r))] += 1
+        at += p.rows
+        w.written.add(name)
+        results.append({"statement": "INSERT", "rowcount": p.rows})
+    return results
 
 # ---------------------------------------------------------------------- COPY
 

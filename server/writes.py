@@ -48,7 +48,14 @@ from server.publish import publish
 from server.recovery import checkpoint, reload
 from server.sqltext import Statement
 from server.state import ServerState
-from server.statements import apply, select_in_write
+from server.statements import (
+    COMBINED_ROWS,
+    Combinable,
+    apply,
+    combinable,
+    insert_combined,
+    select_in_write,
+)
 from server.statistics import TableStatistics
 from server.transaction import Write
 from server.views import Batch
@@ -182,6 +189,8 @@ class _Request:
     """A DML request waiting to be committed by whichever writer leads its group."""
 
     stmts: list[Statement]
+    # How it runs combined with its neighbours (`statements.combinable`), or None.
+    insert: Combinable | None = None
     done: threading.Event = field(default_factory=threading.Event)
     result: dict[str, Any] | None = None
     error: BaseException | None = None
@@ -196,7 +205,8 @@ class _Request:
 def _write_grouped(state: ServerState, stmts: list[Statement]) -> dict[str, Any]:
     """Group commit: queue the request; whoever holds the write lock next (its own thread,
     or one that queued earlier) commits every queued request together (`_commit_group`)."""
-    req = _Request(stmts)
+    # Rendered here, in the request's own thread, so the writer only joins the texts.
+    req = _Request(stmts, combinable(stmts))
     with state.queue_lock:
         state.write_queue.append(req)
     with state.write_lock:
@@ -215,21 +225,25 @@ def _write_grouped(state: ServerState, stmts: list[Statement]) -> dict[str, Any]
 def _commit_group(state: ServerState, group: list[_Request]) -> None:
     """Commit `group` (under the write lock). If request i fails, it is answered with its
     error; the requests before it (which succeeded) are run again and committed as a group,
-    then the requests after it are: so each keeps its all-or-nothing, the outcome is that of
-    running the requests one by one in order, and no request runs more than twice. Every
-    request of the group is answered, whatever happens."""
-    todo: deque[list[_Request]] = deque([list(group)])
+    then the requests after it are: so each keeps its all-or-nothing, and the outcome is that
+    of running the requests one by one in order. Adjacent single-row-style INSERTs into one
+    table run as one statement (`statements.insert_combined`); if such a statement fails, the
+    group is run again without combining, which finds the request at fault. So no request
+    runs more than three times. Every request of the group is answered, whatever happens."""
+    todo: deque[tuple[list[_Request], bool]] = deque([(list(group), True)])
     try:
         while todo:
-            pending = todo.popleft()
+            pending, combine = todo.popleft()
             if not pending:
                 continue
-            refused = _try_group(state, pending)
-            if refused is not None:
+            refused = _try_group(state, pending, combine)
+            if refused is _COMBINED_FAILED:
+                todo.appendleft((pending, False))
+            elif refused is not None:
                 i, err = refused
                 pending[i].finish(error=err)
-                todo.appendleft(pending[i + 1 :])
-                todo.appendleft(pending[:i])
+                todo.appendleft((pending[i + 1 :], combine))
+                todo.appendleft((pending[:i], combine))
     except BaseException as e:
         err = from_duckdb(e) if isinstance(e, duckdb.Error) else e
         for req in group:
@@ -239,18 +253,65 @@ def _commit_group(state: ServerState, group: list[_Request]) -> None:
             raise
 
 
+# `_try_group`'s answer when a combined INSERT failed: run the group again uncombined.
+_COMBINED_FAILED = (-1, RuntimeError("a combined INSERT failed"))
+
+
+def _combined_run(pending: list[_Request], i: int) -> int:
+    """How many requests from `pending[i]` on run as one combined INSERT: the longest run of
+    combinable requests into the target of the first, up to `COMBINED_ROWS` rows in all (1
+    when `pending[i]` runs alone)."""
+    first = pending[i].insert
+    if first is None:
+        return 1
+    rows, j = first.rows, i + 1
+    while j < len(pending):
+        nxt = pending[j].insert
+        if nxt is None or nxt.target != first.target or rows + nxt.rows > COMBINED_ROWS:
+            break
+        rows += nxt.rows
+        j += 1
+    return j - i
+
+
 def _try_group(
-    state: ServerState, pending: list[_Request]
+    state: ServerState, pending: list[_Request], combine: bool = True
 ) -> tuple[int, BaseException] | None:
     """Run every request of `pending` in one DuckDB transaction, each at its own next
     timestamp, COMMIT once and publish once, then answer them. If request i fails, roll back
-    and return (i, its error): nothing of the group is applied."""
+    and return (i, its error): nothing of the group is applied. With `combine`, runs of
+    combinable INSERTs are one statement each; if one fails, roll back and return
+    `_COMBINED_FAILED`."""
     ws: list[Write] = []
     answers: list[tuple[_Request, list[dict[str, Any]], Write | None, int]] = []
     ts = state.last_ts
     state.store.begin()
     try:
-        for i, req in enumerate(pending):
+        i = 0
+        while i < len(pending):
+            n = _combined_run(pending, i) if combine else 1
+            if n > 1:
+                reqs = pending[i : i + n]
+                run = [Write.begin(state, ts + 1 + k) for k in range(n)]
+                deadline = state.watchdog.arm(
+                    state.settings.write_timeout, state.store.conn.interrupt
+                )
+                try:
+                    parts = [r.insert for r in reqs if r.insert is not None]
+                    results = insert_combined(state, run, [r.stmts[0] for r in reqs], parts)
+                    deadline.disarm()
+                    deadline.check()
+                except Exception:
+                    deadline.disarm()
+                    state.store.rollback()
+                    return _COMBINED_FAILED
+                for req, w, res in zip(reqs, run, results, strict=True):
+                    ts += 1
+                    ws.append(w)
+                    answers.append((req, [res], w, ts))
+                i += n
+                continue
+            req = pending[i]
             w = Write.begin(state, ts + 1)
             deadline = state.watchdog.arm(
                 state.settings.write_timeout, state.store.conn.interrupt
@@ -269,6 +330,7 @@ def _try_group(
                 ts += 1
                 ws.append(w)
                 answers.append((req, results, w, ts))
+            i += 1
         if not ws:
             state.store.rollback()
         else:

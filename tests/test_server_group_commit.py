@@ -254,3 +254,126 @@ def test_a_request_that_times_out_in_a_group_fails_alone() -> None:
         assert db.view_rows("n", None)["rows"] == [[2]]
     finally:
         db.close()
+
+
+class _Recording:
+    """The store's DuckDB connection, recording the text of every statement it runs."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self.texts: list[str] = []
+
+    def execute(self, query: str, *args: Any) -> Any:
+        self.texts.append(query)
+        return self._conn.execute(query, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def _queue(db: Any, scripts: list[str]) -> dict[int, Any]:
+    """Run `scripts` as concurrent requests queued in this order behind the write lock, so
+    one writer commits them as one group; each one's response or exception."""
+    outcomes: dict[int, Any] = {}
+
+    def run(i: int) -> None:
+        try:
+            outcomes[i] = db.execute(scripts[i])
+        except Exception as e:  # noqa: BLE001 - the outcome under test
+            outcomes[i] = e
+
+    threads = []
+    with db.write_lock:
+        for i in range(len(scripts)):
+            threads.append(threading.Thread(target=run, args=(i,)))
+            threads[-1].start()
+            while len(db.write_queue) < i + 1:
+                time.sleep(0.001)
+    for t in threads:
+        t.join()
+    return outcomes
+
+
+def test_adjacent_inserts_run_as_one_statement_and_keep_their_own_timestamps() -> None:
+    """INSERT ... VALUES requests queued together into one table run as one DuckDB statement
+    (fewer statements per group: writes/s grow with concurrency), yet each keeps its own
+    timestamp, rows and all-or-nothing: the views as of every timestamp equal DuckDB replaying
+    the acknowledged requests one by one, and a request that fails (a duplicate key, also
+    against a row of the same combined statement; a bad cast) fails alone."""
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    views = {
+        "total": "SELECT count(*) AS n, sum(v) AS s FROM t",
+        "everything": "SELECT id, s, v FROM t",
+        "joined": "SELECT t.id, u.x FROM t JOIN u ON t.id = u.x",
+    }
+    db = Database(Settings(memory=True), InProcessExecutor())
+    con = duckdb.connect()
+    try:
+        schema = "CREATE TABLE t (id BIGINT PRIMARY KEY, s VARCHAR, v DOUBLE); CREATE TABLE u (x BIGINT)"
+        db.execute(schema + ";" + ";".join(f"CREATE VIEW {n} AS {q}" for n, q in views.items()))
+        con.execute(schema)
+        recording = _Recording(db.store.conn)
+        db.store.conn = recording  # type: ignore[assignment]
+        groups = [
+            [  # every request succeeds
+                "INSERT INTO t VALUES (1, 'a', 1.5)",
+                "INSERT INTO t VALUES (2, 'b', 2.5), (3, 'c', NULL)",
+                "INSERT INTO t (id, s) VALUES (4, 'd')",  # another target text: a run of its own
+                "INSERT INTO t (id, s) VALUES (5, 'e')",
+                "INSERT INTO t VALUES (6, 'it''s', '6.25')",  # cast as the column's type
+                "INSERT INTO u VALUES (1), (6)",
+                "INSERT INTO t VALUES (7, 'g', 7 * 2 + 0.5)",
+                "INSERT INTO t VALUES (20, 'p', 20)",
+                "INSERT INTO t VALUES (21, 'q', (SELECT max(v) FROM t))",  # reads t: alone
+                "INSERT INTO u VALUES (7)",
+            ],
+            [  # failures: the group runs again uncombined and each fails alone
+                "INSERT INTO t VALUES (8, 'h', 8)",
+                "INSERT INTO t VALUES (1, 'dup', 0)",  # duplicate of a committed row
+                "INSERT INTO t VALUES (9, 'i', 9)",
+                "INSERT INTO t VALUES (10, 'j', 10)",
+                "INSERT INTO t VALUES (10, 'dup', 0)",  # duplicate of the request before
+                "INSERT INTO t VALUES (11, 'k', (SELECT max(v) FROM t))",  # reads t: alone
+                "INSERT INTO t VALUES (12, 'l', 'not a number')",  # bad cast
+                "INSERT INTO t VALUES (13, 'm', 13), (14, 'n', 14)",
+            ],
+        ]
+        failing = {(1, 1): "duplicate key", (1, 4): "duplicate key", (1, 6): "conversion"}
+        for g, scripts in enumerate(groups):
+            start = db.last_ts
+            recording.texts.clear()
+            outcomes = _queue(db, scripts)
+            acked = [i for i in range(len(scripts)) if (g, i) not in failing]
+            for i in range(len(scripts)):
+                if (g, i) in failing:
+                    assert isinstance(outcomes[i], Exception), (scripts[i], outcomes[i])
+                    assert failing[g, i] in str(outcomes[i]).lower(), outcomes[i]
+            stamps = [outcomes[i]["results"][0]["timestamp"] for i in acked]
+            assert stamps == list(range(start + 1, start + 1 + len(acked)))
+            assert [outcomes[i]["results"][0]["rowcount"] for i in acked] == [
+                scripts[i].count("), (") + 1 for i in acked
+            ]
+            if g == 0:
+                # Each run of adjacent requests into one target became one statement: t's
+                # first two, the two with a column list, (6) alone (u's request follows it),
+                # (7) and (20); the one that reads t ran alone, after them.
+                into_t = [x for x in recording.texts if x.startswith("INSERT INTO t")]
+                assert len(into_t) == 5, into_t
+                assert "(1, 'a', 1.5), (2, 'b', 2.5), (3, 'c', NULL)" in into_t[0]
+                assert "(4, 'd'), (5, 'e')" in into_t[1]
+                assert "(20, 'p', 20)" in into_t[3] and "SELECT" in into_t[4]
+            for k, i in enumerate(acked, start=start + 1):
+                con.execute(scripts[i])
+                for view, q in views.items():
+                    want = sorted(map(tuple, con.execute(q).fetchall()), key=repr)
+                    got = sorted(map(tuple, db.view_rows(view, k)["rows"]), key=repr)
+                    assert got == want, (view, k)
+        # The history holds one batch per timestamp of a write to t.
+        ts_of_t = [t for t, _ in db.views["everything"].history]
+        assert ts_of_t == sorted(set(ts_of_t))
+    finally:
+        con.close()
+        db.close()
