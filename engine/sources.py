@@ -175,7 +175,9 @@ def read_arrow(source: FileSource) -> Any:
     import pyarrow.parquet as pq
 
     if source.format == "parquet":
-        table = pa.concat_tables([pq.read_table(p) for p in source.paths])
+        # File by file (`ParquetFile`, not the dataset layer: no partition columns from a
+        # path, and no import of pandas on the first read).
+        table = pa.concat_tables([pq.ParquetFile(p).read() for p in source.paths])
     else:
         parts = []
         for p in source.paths:

@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.sources import FileSource
 from server.catalog import compile_statement
 from server.failures import error_json, failure
 from server.hydration import imports_of
@@ -90,8 +91,15 @@ def publish(state: ServerState, ws: list[Write]) -> list[list[dict[str, Any]]]:
 def _table_batches(w: Write) -> dict[str, Input]:
     """The tables' changes of write `w`: row batches, and the files of its bulk loads."""
     batches: dict[str, Input] = dict(w.batches)
-    for name, files in w.loads.items():
-        batches[name] = TableChange(w.batches.get(name, []), tuple(files))
+    for name, loads in w.loads.items():
+        files = tuple(x for x in loads if isinstance(x, FileSource))
+        tables = [x for x in loads if not isinstance(x, FileSource)]
+        columns = None
+        if tables:
+            import pyarrow as pa
+
+            columns = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        batches[name] = TableChange(w.batches.get(name, []), files, columns=columns)
     return batches
 
 

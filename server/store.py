@@ -505,22 +505,32 @@ class Store:
         converts differently through Arrow (HUGEINT, INTERVAL, UUID, nested types...) or a
         DATE or TIMESTAMP holds a value outside Python's range (a table from before the range
         checks): then read the rows."""
+        if not all(_ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns):
+            return None
+        table = self.read_arrow(rec.name)
+        return table if self.exact_columns(rec, table) else None
+
+    @staticmethod
+    def exact_columns(rec: TableRecord, table: Any) -> bool:
+        """Whether the rows of Arrow table `table`, rows of `rec` as DuckDB gives them as Arrow
+        (`read_arrow`, `insert_arrow`), are exactly the rows DuckDB gives as Python values:
+        every column of a type Arrow converts alike, every DATE and TIMESTAMP within Python's
+        range."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         if not all(_ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns):
-            return None
-        table = self.read_arrow(rec.name)
+            return False
         for c, col in zip(rec.columns, table.columns, strict=True):
             bounds = _PYTHON_RANGE.get(c["type"])
             if bounds is not None and col.null_count < len(col):
                 if pa.types.is_timestamp(col.type) and (col.type.unit != "us" or col.type.tz):
-                    return None
+                    return False
                 mm = pc.min_max(col.cast(pa.int32() if pa.types.is_date32(col.type)
                                          else pa.int64()))
                 if mm["min"].as_py() < bounds[0] or mm["max"].as_py() > bounds[1]:
-                    return None
-        return table
+                    return False
+        return True
 
     def read_arrow(self, name: str) -> Any:
         """The contents of user table `name` as an Arrow table (the engine's bulk path)."""

@@ -46,8 +46,10 @@ class Write:
     # New views whose hydration dataflow becomes their permanent one (they read only tables
     # and no other new view reads them); the others are built again after COMMIT.
     reusable: set[str] = field(default_factory=set)
-    # Bulk loads: per table, the Parquet files of rows it loaded (at ts, diff +1) and how many.
-    loads: dict[str, list[FileSource]] = field(default_factory=lambda: defaultdict(list))
+    # Bulk loads: per table, the rows it loaded (at ts, diff +1) and how many. Each load is a
+    # Parquet file the executor reads, or, for an executor in this process, the Arrow table
+    # itself when its rows convert exactly (`Store.exact_columns`): no file written and read.
+    loads: dict[str, list[FileSource | Any]] = field(default_factory=lambda: defaultdict(list))
     load_counts: Counter[str] = field(default_factory=Counter)
     # Parquet snapshots of loaded tables, for views built in this write; reset like `trial`.
     snapshots: dict[str, Input] = field(default_factory=dict)
