@@ -15,7 +15,7 @@ rows) when the table holds something this module does not decide exactly. The su
   key, keeping the first seen);
 - aggregates: COUNT(*), COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x) without DISTINCT, over
   integer columns (sums in int64 where max|x| * rows cannot overflow), float64 columns
-  (exact sums per (group, exponent), see `_float_sums`; MIN/MAX only without NaN or -0.0,
+  (exact sums per (group, exponent), see `planner.float_sums`; MIN/MAX only without NaN or -0.0,
   which the row path orders and keys by its own rules) and dates (COUNT, MIN, MAX).
 
 The Python work at hydration is a constant number of calls per group (its key and output
@@ -44,6 +44,7 @@ from planner.aggregate import (
     _finish_sum,
     _midnight,
 )
+from planner.float_sums import group_sums
 from planner.sorted_counts import SortedCounts
 
 _FUNCS = {"count_star", "count", "sum", "avg", "min", "max"}
@@ -345,7 +346,14 @@ class FloatSums:
 
 def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
                 ) -> FloatSums | None:
-    """Per group, `_ExactSum`'s (n, n_float, scaled, nan, pinf, ninf) over the group's
+    """Per group, `_ExactSum`'s fields over the group's non-NULL floats, by one compiled pass
+    (`planner.float_sums`); equal to `_float_sums_reference`."""
+    return FloatSums(*group_sums(vals, valid, starts))
+
+
+def _float_sums_reference(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
+                          ) -> FloatSums | None:
+    """The slow, obviously correct twin of `_float_sums` (tests compare the two). Per group, `_ExactSum`'s (n, n_float, scaled, nan, pinf, ninf) over the group's
     non-NULL floats, exactly as `add` of each value computes them: `scaled` is the exact sum
     times 2**1074 (see `FloatSums`). Integer values whose sum stays far inside int64 are summed as int64. Else
     each finite value is M * 2**E with an integer |M| < 2**53 (`frexp`); the

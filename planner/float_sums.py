@@ -1,0 +1,194 @@
+"""Exact per-group sums of float64 columns: one compiled pass over the values.
+
+A SUM or AVG over DOUBLE is kept exactly (`planner.aggregate._ExactSum`) so that an
+incremental retraction cancels its insertion bit for bit: the state holds the counts of
+values, NaNs and infinities, and the exact sum of the finite values, scaled by 2**1074 (every
+double is an integer multiple of 2**-1074) as a Python int. Invariant: `group_sums` returns,
+for every group, exactly the fields that adding each of the group's values would leave (no
+rounding anywhere); `planner.aggregate_columns._float_sums_reference` is its slow, obviously
+correct NumPy twin, and tests/test_float_sums.py requires identical results on seeded random
+columns.
+
+How: rows arrive sorted by group. `_group_sums` reads each double's bits once: its class (NaN,
+±inf, zero, subnormal, normal), its 53-bit signed integer mantissa M and its exponent E (the
+value is M * 2**E, E >= -1074). It adds M into int64 halves per (group, E): the high half
+M >> 26 (|.| < 2**27) and the low half M & (2**26 - 1), each exact for 2**36 values. A
+group's buckets live in one dense accumulator indexed by E + 1074 (only the touched ones are
+emitted and reset at the group's end). In the same pass it checks whether every finite value
+is an integer below 2**62 and sums them as int64: the fast path when, as in the reference,
+max|x| * rows < 2**62. Only the (group, exponent) partial sums, a few per group, become Python
+ints (in object arrays, C loops).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+I64 = np.int64
+# doubles' exponents, shifted to start at 0: E + 1074 for E in -1074..971
+_EXPONENTS = 2046
+_LOW_BITS = 26
+_LOW_MASK = (1 << _LOW_BITS) - 1
+_FRACTION = (1 << 52) - 1
+_INT_LIMIT = 2.0 ** 62
+_HIGH_LIMIT = 1 << 35
+_FOLD_LIMIT = 1 << 62
+
+
+@numba.njit(cache=True)
+def _grow(a, size):  # type: ignore[no-untyped-def]
+    b = np.empty(size, I64)
+    b[: a.shape[0]] = a
+    return b
+
+
+@numba.njit(cache=True)
+def _ascending(a, k):  # type: ignore[no-untyped-def]
+    """Sort a[:k] in place (an insertion sort: a group touches a few exponents)."""
+    if k > 32:
+        a[:k] = np.sort(a[:k])
+        return
+    for i in range(1, k):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
+@numba.njit(cache=True)
+def _group_sums(vals, bits, valid, starts):  # type: ignore[no-untyped-def]
+    """Per group: counts (n, nan, pinf, ninf), int64 sums of the values (meaningful only if
+    the returned flag says every finite value is an integer and max|x| * rows < 2**62), and
+    terms (group, shift, value): the group's exact sum times 2**1074 is the sum of its terms'
+    value << shift, the first `m` of the returned arrays. `bits` is `vals` viewed as int64;
+    `valid` is empty when every value is present."""
+    rows = vals.shape[0]
+    groups = starts.shape[0]
+    checked = valid.shape[0] != 0
+    n = np.zeros(groups, I64)
+    nan = np.zeros(groups, I64)
+    pinf = np.zeros(groups, I64)
+    ninf = np.zeros(groups, I64)
+    ints = np.zeros(groups, I64)
+    integral = True
+    top = 0.0
+    acc_hi = np.zeros(_EXPONENTS, I64)
+    acc_lo = np.zeros(_EXPONENTS, I64)
+    touched = np.zeros(_EXPONENTS, np.bool_)
+    order = np.empty(_EXPONENTS, I64)
+    cap = min(rows, 1024 + 2 * groups)
+    out_g = np.empty(cap, I64)
+    out_s = np.empty(cap, I64)
+    out_v = np.empty(cap, I64)
+    m = 0
+    for g in range(groups):
+        end = starts[g + 1] if g + 1 < groups else rows
+        k = 0
+        cn = cnan = cpinf = cninf = 0
+        isum = 0
+        for i in range(starts[g], end):
+            if checked and not valid[i]:
+                continue
+            cn += 1
+            b = bits[i]
+            biased = (b >> 52) & 0x7FF
+            frac = b & _FRACTION
+            if biased == 0x7FF:
+                if frac != 0:
+                    cnan += 1
+                elif b < 0:
+                    cninf += 1
+                else:
+                    cpinf += 1
+                continue
+            a = abs(vals[i])
+            if a > top:
+                top = a
+            if biased == 0:
+                if frac == 0:
+                    continue  # ±0.0: adds nothing, an integer
+                mant, e = frac, 0  # subnormal: frac * 2**-1074
+            else:
+                mant, e = frac | (1 << 52), biased - 1  # (2**52 + frac) * 2**(biased - 1075)
+            if integral:
+                shift = 1074 - e  # value = mant * 2**-shift
+                if shift <= 0:
+                    if shift < -9:
+                        integral = False  # |x| >= 2**62
+                    else:
+                        isum += (-mant if b < 0 else mant) << -shift
+                elif shift > 52 or mant & ((1 << shift) - 1):
+                    integral = False
+                else:
+                    isum += (-mant if b < 0 else mant) >> shift
+            if b < 0:
+                mant = -mant
+            acc_hi[e] += mant >> _LOW_BITS
+            acc_lo[e] += mant & _LOW_MASK
+            if not touched[e]:
+                touched[e] = True
+                order[k] = e
+                k += 1
+        n[g], nan[g], pinf[g], ninf[g], ints[g] = cn, cnan, cpinf, cninf, isum
+        if m + 2 * k > out_g.shape[0]:
+            size = max(2 * out_g.shape[0], m + 2 * k)
+            out_g, out_s, out_v = _grow(out_g, size), _grow(out_s, size), _grow(out_v, size)
+        # The buckets in ascending exponent, folded into one int64 while the sum stays below
+        # 2**62 (a group of a few values is then one term); a bucket too large for an int64
+        # (|high| >= 2**35) is two terms.
+        _ascending(order, k)
+        base = -1
+        acc = 0
+        for j in range(k):
+            e = order[j]
+            hi, lo = acc_hi[e], acc_lo[e]
+            acc_hi[e] = acc_lo[e] = 0
+            touched[e] = False
+            if abs(hi) >= _HIGH_LIMIT or lo >= _HIGH_LIMIT:
+                out_g[m], out_s[m], out_v[m] = g, e + _LOW_BITS, hi
+                out_g[m + 1], out_s[m + 1], out_v[m + 1] = g, e, lo
+                m += 2
+                continue
+            v = (hi << _LOW_BITS) + lo  # |v| < 2**61 + 2**35
+            if base >= 0:
+                d = e - base
+                if d < 62 and abs(v) <= (_FOLD_LIMIT - abs(acc)) >> d:
+                    acc += v << d
+                    continue
+                out_g[m], out_s[m], out_v[m] = g, base, acc
+                m += 1
+            base, acc = e, v
+        if base >= 0:
+            out_g[m], out_s[m], out_v[m] = g, base, acc
+            m += 1
+    fast = integral and top * rows < _INT_LIMIT
+    return n, nan, pinf, ninf, ints, fast, out_g, out_s, out_v, m
+
+
+def group_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                          np.ndarray | None, list[Any] | None]:
+    """Per group of `vals` (float64, sorted by group; `starts`: each group's first position,
+    strictly ascending from 0, every group non-empty), over the values where `valid` (None:
+    all): the counts of values, NaNs, +inf and -inf, and the exact sum of the finite values,
+    either as int64 (`ints`, when every finite value is an integer and max|x| * rows < 2**62)
+    or as Python ints scaled by 2**1074 (`scaled`); the other is None."""
+    vals = np.ascontiguousarray(vals, dtype=np.float64)
+    valid_arg = np.zeros(0, np.bool_) if valid is None else np.ascontiguousarray(valid, np.bool_)
+    n, nan, pinf, ninf, ints, fast, g_of, shift, value, m = _group_sums(
+        vals, vals.view(I64), valid_arg, np.ascontiguousarray(starts, dtype=I64))
+    if fast:
+        return n, nan, pinf, ninf, ints, None
+    groups = len(starts)
+    if not m:
+        return n, nan, pinf, ninf, None, [0] * groups
+    g_of = g_of[:m]
+    total = value[:m].astype(object) << shift[:m].astype(object)
+    firsts = np.flatnonzero(np.concatenate(([True], g_of[1:] != g_of[:-1])))
+    per_group = np.zeros(groups, dtype=object)
+    per_group[g_of[firsts]] = np.add.reduceat(total, firsts)
+    return n, nan, pinf, ninf, None, per_group.tolist()
