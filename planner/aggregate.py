@@ -704,13 +704,17 @@ class TopKState:
         counts, index = self.counts, self.index
         if not counts and len(changes) > BULK_BUILD:
             # a group's first large batch (hydration): one sort builds the index
-            for row, d in changes:
-                c = counts.get(row, 0) + d
-                if c:
-                    counts[row] = c
-                else:
-                    del counts[row]
-            self.rows += sum(d for _, d in changes)
+            counts.update(changes)
+            if len(counts) != len(changes) or not all(counts.values()):
+                # a row twice (or a zero diff): added up change by change
+                counts.clear()
+                for row, d in changes:
+                    c = counts.get(row, 0) + d
+                    if c:
+                        counts[row] = c
+                    else:
+                        del counts[row]
+            self.rows += sum(map(_diff, changes))
             self._drop_reserve()
             rows = self._split_reserve()
             index.update(sorted(zip(map(self.plan.row_order, rows), rows, strict=True)))
@@ -752,7 +756,7 @@ class TopKState:
         if plan.first is None or need <= 0 or len(rows) <= 4 * need + 64:
             return rows
         col, desc = plan.first
-        vals = [row[col] for row in rows]
+        vals = list(map(itemgetter(col), rows))
         kinds = set(map(type, vals))
         if kinds == _INT_KIND:
             try:
@@ -770,11 +774,10 @@ class TopKState:
         order = np.argsort(arr, kind="stable")
         ranked = arr[order]
         cut = int(np.searchsorted(ranked, ranked[need - 1], side="right"))
-        picked = order[:cut].tolist()
-        self.reserve = [rows[i] for i in order[cut:].tolist()]
+        self.reserve = list(map(rows.__getitem__, order[cut:].tolist()))
         self.reserve_vals = ranked[cut:]
         self.reserve_live = len(self.reserve)
-        return [rows[i] for i in picked]
+        return list(map(rows.__getitem__, order[:cut].tolist()))
 
     def _refill(self) -> int:
         """Index the next reserved rows: at least offset + limit of them, with every row tied
