@@ -109,17 +109,27 @@ def _kind(v: Any) -> str:
 
 
 def _has_nan(v: Any) -> bool:
+    import pyarrow as pa
+
+    if isinstance(v, pa.Scalar):
+        return v.is_valid and v.as_py() != v.as_py()
     pc = _pc()
     return v.null_count < len(v) and bool(pc.any(pc.is_nan(v)).as_py())
 
 
-def _literal(e: Lit, length: int) -> Any:
+def _scalar(e: Lit) -> Any:
     import pyarrow as pa
 
     v = e.value
     if v.__class__ is int and not -(2 ** 63) <= v < 2 ** 63:
         raise _Undecided
-    return pa.repeat(pa.scalar(v, _literal_type(v)), length)
+    return pa.scalar(v, _literal_type(v))
+
+
+def _literal(e: Lit, length: int) -> Any:
+    import pyarrow as pa
+
+    return pa.repeat(_scalar(e), length)
 
 
 def _literal_type(v: Any) -> Any:
@@ -139,9 +149,13 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
     if isinstance(e, Lit):
         return _literal(e, length)
     assert isinstance(e, Call)
-    args = [_eval(a, cols) for a in e.args]
-    kinds = [_kind(a) for a in args]
     f = e.func
+    if (f in _CMP or f in _ARITH) and not all(isinstance(a, Lit) for a in e.args):
+        # a literal beside a column stays a scalar: Arrow broadcasts it (no column of copies)
+        args = [_scalar(a) if isinstance(a, Lit) else _eval(a, cols) for a in e.args]
+    else:
+        args = [_eval(a, cols) for a in e.args]
+    kinds = [_kind(a) for a in args]
     if f in _CMP:
         if kinds[0] != kinds[1] or kinds[0] in ("bool", "other"):
             raise _Undecided  # e.g. an int compared with a float: Python's exact rule, per row
