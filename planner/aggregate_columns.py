@@ -45,6 +45,7 @@ from planner.aggregate import (
     _midnight,
 )
 from planner.float_sums import group_sums
+from planner.scalar import INT_RANGE, norm_type
 from planner.sorted_counts import SortedCounts
 
 _FUNCS = {"count_star", "count", "sum", "avg", "min", "max"}
@@ -258,8 +259,14 @@ class BuiltGroups:
                 columns.append(n.tolist())
                 continue
             totals = self._totals(slot)
-            present = (n > 0).tolist()
-            if f == "sum":
+            has = n > 0
+            present = has.tolist()
+            if f == "sum" and self._in_range(a, slot, has):
+                # `_finish_sum` of each total is the total itself: a float, or an int within
+                # the SUM's type (checked over all groups at once)
+                col = totals if all(present) else [
+                    t if p else None for t, p in zip(totals, present, strict=True)]
+            elif f == "sum":
                 col = [_finish_sum(a, t) if p else None
                        for t, p in zip(totals, present, strict=True)]
             else:  # avg
@@ -286,6 +293,19 @@ class BuiltGroups:
         if not has.all():
             out = [v if h else None for v, h in zip(out, has.tolist(), strict=True)]
         return out
+
+    def _in_range(self, a: Any, i: int, has: np.ndarray) -> bool:
+        """Whether `_finish_sum(a, total)` is the total itself for every group with a value:
+        float totals, or int64 sums within the range of the SUM's integer type."""
+        kind = self.kinds[self.plan.accs[i][1]]
+        if kind == "float":
+            return True
+        t = norm_type(a.type)
+        if kind != "int" or t not in INT_RANGE:
+            return kind == "int"
+        sums = self.sums[i][has]
+        return not len(sums) or (INT_RANGE[t][0] <= int(sums.min())
+                                 and int(sums.max()) <= INT_RANGE[t][1])
 
     def _totals(self, i: int) -> list[Any]:
         """Accumulator `i`'s `_ExactSum.total()` per group."""

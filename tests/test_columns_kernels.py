@@ -383,6 +383,26 @@ def test_int_sums_past_int64_are_exact() -> None:
         assert built[(2,)].output()[0] == [((-(2 ** 63),), 1)]
 
 
+def test_a_sum_past_its_integer_type_raises_as_the_rows_do() -> None:
+    """A SUM typed INTEGER (a plan made directly: SQL's is a HUGEINT) whose total leaves the
+    type: the columns' output raises the per-row path's error; within the type it is the
+    total, and a group without a value is NULL."""
+    plan = IncrementalAggregates((Agg("sum", 1, False, "INTEGER"),))
+    table = pa.table([pa.array([1, 1, 2, 3]), pa.array([2 ** 30, 2 ** 30, 5, None], pa.int64())],
+                     names=["k", "v"])
+    st = plan((1,))
+    with pytest.raises(EvaluationError) as want:
+        st.apply_vals([(1, 2 ** 30), (1, 2 ** 30)], 1)
+        st.output()
+    groups = build_groups(plan, table, (0,))
+    assert groups is not None
+    with pytest.raises(EvaluationError) as got:
+        groups.rows()
+    assert str(got.value) == str(want.value)
+    fits = build_groups(plan, table.slice(2), (0,))
+    assert fits is not None and fits.rows()[0] == [(5,), (None,)]
+
+
 def test_an_int_compared_with_a_float_is_exact() -> None:
     """2**53 + 1 > 2.0**53 in Python (and SQL); a double conversion would make them equal."""
     table = pa.table([pa.array([2 ** 53 + 1], pa.int64()), pa.array([2.0 ** 53])],
