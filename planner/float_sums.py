@@ -1,4 +1,4 @@
-"""Exact per-group sums of float64 columns: one compiled pass over the values.
+"""Exact per-group sums of float64 columns: compiled passes over the values.
 
 A SUM or AVG over DOUBLE is kept exactly (`planner.aggregate._ExactSum`) so that an
 incremental retraction cancels its insertion bit for bit: the state holds the counts of
@@ -9,15 +9,17 @@ rounding anywhere); `planner.aggregate_columns._float_sums_reference` is its slo
 correct NumPy twin, and tests/test_float_sums.py requires identical results on seeded random
 columns.
 
-How: rows arrive sorted by group. `_group_sums` reads each double's bits once: its class (NaN,
-±inf, zero, subnormal, normal), its 53-bit signed integer mantissa M and its exponent E (the
-value is M * 2**E, E >= -1074). It adds M into int64 halves per (group, E): the high half
+How: rows arrive sorted by group, and each double is read by its bits: its class (NaN, ±inf,
+zero, subnormal, normal), its 53-bit integer mantissa M and its exponent E (the value is
+±M * 2**E, E >= -1074). A first pass (`_counts`) counts values, NaNs and infinities, and
+checks whether every finite value is an integer below 2**62, summing them as int64: the
+result when, as in the reference, max|x| * rows < 2**62 (quantities stored as DOUBLE). Else a
+second pass (`_terms`) adds each signed M into int64 halves per (group, E): the high half
 M >> 26 (|.| < 2**27) and the low half M & (2**26 - 1), each exact for 2**36 values. A
-group's buckets live in one dense accumulator indexed by E + 1074 (only the touched ones are
-emitted and reset at the group's end). In the same pass it checks whether every finite value
-is an integer below 2**62 and sums them as int64: the fast path when, as in the reference,
-max|x| * rows < 2**62. Only the (group, exponent) partial sums, a few per group, become Python
-ints (in object arrays, C loops).
+group's buckets live in one dense accumulator indexed by E + 1074; at the group's end the
+touched ones are folded, in ascending E, into int64 terms, each kept below 2**62 (one for
+a group of a few values) and reset. Only the terms become Python ints (object arrays, C
+loops), shifted by their exponents and added per group.
 """
 from __future__ import annotations
 
@@ -59,13 +61,23 @@ def _ascending(a, k):  # type: ignore[no-untyped-def]
         a[j + 1] = x
 
 
+@numba.njit(cache=True, inline="always")
+def _split(b):  # type: ignore[no-untyped-def]
+    """A finite double's bits -> (|M|, E + 1074) with the value +-M * 2**E, |M| < 2**53
+    (M = 0 for ±0.0)."""
+    biased = (b >> 52) & 0x7FF
+    frac = b & _FRACTION
+    if biased == 0:
+        return frac, 0  # zero or subnormal: frac * 2**-1074
+    return frac | (1 << 52), biased - 1  # (2**52 + frac) * 2**(biased - 1075)
+
+
 @numba.njit(cache=True)
-def _group_sums(vals, bits, valid, starts):  # type: ignore[no-untyped-def]
-    """Per group: counts (n, nan, pinf, ninf), int64 sums of the values (meaningful only if
-    the returned flag says every finite value is an integer and max|x| * rows < 2**62), and
-    terms (group, shift, value): the group's exact sum times 2**1074 is the sum of its terms'
-    value << shift, the first `m` of the returned arrays. `bits` is `vals` viewed as int64;
-    `valid` is empty when every value is present."""
+def _counts(vals, bits, valid, starts):  # type: ignore[no-untyped-def]
+    """Per group: counts (n, nan, pinf, ninf) and the int64 sums of the values, the latter
+    meaningful only if the returned flag says every finite value is an integer and
+    max|x| * rows < 2**62. `bits` is `vals` viewed as int64; `valid` is empty when every value
+    is present."""
     rows = vals.shape[0]
     groups = starts.shape[0]
     checked = valid.shape[0] != 0
@@ -76,6 +88,53 @@ def _group_sums(vals, bits, valid, starts):  # type: ignore[no-untyped-def]
     ints = np.zeros(groups, I64)
     integral = True
     top = 0.0
+    for g in range(groups):
+        end = starts[g + 1] if g + 1 < groups else rows
+        cn = cnan = cpinf = cninf = 0
+        isum = 0
+        for i in range(starts[g], end):
+            if checked and not valid[i]:
+                continue
+            cn += 1
+            b = bits[i]
+            if (b >> 52) & 0x7FF == 0x7FF:
+                if b & _FRACTION != 0:
+                    cnan += 1
+                elif b < 0:
+                    cninf += 1
+                else:
+                    cpinf += 1
+                continue
+            a = abs(vals[i])
+            if a > top:
+                top = a
+            if not integral:
+                continue
+            mant, e = _split(b)
+            shift = 1074 - e  # |x| = mant * 2**-shift
+            if mant == 0:
+                continue
+            if shift <= 0:
+                if shift < -9:
+                    integral = False  # |x| >= 2**62
+                else:
+                    isum += (-mant if b < 0 else mant) << -shift
+            elif shift > 52 or mant & ((1 << shift) - 1):
+                integral = False
+            else:
+                isum += (-mant if b < 0 else mant) >> shift
+        n[g], nan[g], pinf[g], ninf[g], ints[g] = cn, cnan, cpinf, cninf, isum
+    return n, nan, pinf, ninf, ints, integral and top * rows < _INT_LIMIT
+
+
+@numba.njit(cache=True)
+def _terms(bits, valid, starts):  # type: ignore[no-untyped-def]
+    """Per group, terms (group, shift, value): the group's exact sum of its finite values
+    times 2**1074 is the sum of its terms' value << shift; the first `m` of the returned
+    arrays. `valid` is empty when every value is present."""
+    rows = bits.shape[0]
+    groups = starts.shape[0]
+    checked = valid.shape[0] != 0
     acc_hi = np.zeros(_EXPONENTS, I64)
     acc_lo = np.zeros(_EXPONENTS, I64)
     touched = np.zeros(_EXPONENTS, np.bool_)
@@ -88,43 +147,15 @@ def _group_sums(vals, bits, valid, starts):  # type: ignore[no-untyped-def]
     for g in range(groups):
         end = starts[g + 1] if g + 1 < groups else rows
         k = 0
-        cn = cnan = cpinf = cninf = 0
-        isum = 0
         for i in range(starts[g], end):
             if checked and not valid[i]:
                 continue
-            cn += 1
             b = bits[i]
-            biased = (b >> 52) & 0x7FF
-            frac = b & _FRACTION
-            if biased == 0x7FF:
-                if frac != 0:
-                    cnan += 1
-                elif b < 0:
-                    cninf += 1
-                else:
-                    cpinf += 1
-                continue
-            a = abs(vals[i])
-            if a > top:
-                top = a
-            if biased == 0:
-                if frac == 0:
-                    continue  # ±0.0: adds nothing, an integer
-                mant, e = frac, 0  # subnormal: frac * 2**-1074
-            else:
-                mant, e = frac | (1 << 52), biased - 1  # (2**52 + frac) * 2**(biased - 1075)
-            if integral:
-                shift = 1074 - e  # value = mant * 2**-shift
-                if shift <= 0:
-                    if shift < -9:
-                        integral = False  # |x| >= 2**62
-                    else:
-                        isum += (-mant if b < 0 else mant) << -shift
-                elif shift > 52 or mant & ((1 << shift) - 1):
-                    integral = False
-                else:
-                    isum += (-mant if b < 0 else mant) >> shift
+            if (b >> 52) & 0x7FF == 0x7FF:
+                continue  # NaN, ±inf: counted by `_counts`
+            mant, e = _split(b)
+            if mant == 0:
+                continue  # ±0.0 adds nothing
             if b < 0:
                 mant = -mant
             acc_hi[e] += mant >> _LOW_BITS
@@ -133,7 +164,6 @@ def _group_sums(vals, bits, valid, starts):  # type: ignore[no-untyped-def]
                 touched[e] = True
                 order[k] = e
                 k += 1
-        n[g], nan[g], pinf[g], ninf[g], ints[g] = cn, cnan, cpinf, cninf, isum
         if m + 2 * k > out_g.shape[0]:
             size = max(2 * out_g.shape[0], m + 2 * k)
             out_g, out_s, out_v = _grow(out_g, size), _grow(out_s, size), _grow(out_v, size)
@@ -165,8 +195,7 @@ def _group_sums(vals, bits, valid, starts):  # type: ignore[no-untyped-def]
         if base >= 0:
             out_g[m], out_s[m], out_v[m] = g, base, acc
             m += 1
-    fast = integral and top * rows < _INT_LIMIT
-    return n, nan, pinf, ninf, ints, fast, out_g, out_s, out_v, m
+    return out_g, out_s, out_v, m
 
 
 def group_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
@@ -179,10 +208,11 @@ def group_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
     or as Python ints scaled by 2**1074 (`scaled`); the other is None."""
     vals = np.ascontiguousarray(vals, dtype=np.float64)
     valid_arg = np.zeros(0, np.bool_) if valid is None else np.ascontiguousarray(valid, np.bool_)
-    n, nan, pinf, ninf, ints, fast, g_of, shift, value, m = _group_sums(
-        vals, vals.view(I64), valid_arg, np.ascontiguousarray(starts, dtype=I64))
+    bits, starts = vals.view(I64), np.ascontiguousarray(starts, dtype=I64)
+    n, nan, pinf, ninf, ints, fast = _counts(vals, bits, valid_arg, starts)
     if fast:
         return n, nan, pinf, ninf, ints, None
+    g_of, shift, value, m = _terms(bits, valid_arg, starts)
     groups = len(starts)
     if not m:
         return n, nan, pinf, ninf, None, [0] * groups
