@@ -44,7 +44,6 @@ from planner.aggregate import (
     _finish_sum,
     _midnight,
 )
-from planner.float_sums import group_sums
 from planner.scalar import INT_RANGE, norm_type
 from planner.sorted_counts import SortedCounts
 
@@ -55,6 +54,9 @@ ARRAY_INDEX_MIN = 256
 # Below this many values a group's distinct values are counted and sorted by Python.
 _SMALL_GROUP = 64
 _I64 = (-(1 << 63), (1 << 63) - 1)
+# From this many values a float SUM's column is summed by the compiled kernel: below it NumPy's
+# ~15 passes cost less than numba's start in a process that has not used it (~0.2 s, once).
+COMPILED_FLOAT_SUMS = 100_000
 
 
 def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
@@ -366,20 +368,34 @@ class FloatSums:
 
 def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
                 ) -> FloatSums | None:
-    """Per group, `_ExactSum`'s fields over the group's non-NULL floats, by one compiled pass
-    (`planner.float_sums`); equal to `_float_sums_reference`."""
+    """Per group, `_ExactSum`'s fields over the group's non-NULL floats: compiled from
+    `COMPILED_FLOAT_SUMS` values, else by NumPy (the two are equal)."""
+    if len(vals) < COMPILED_FLOAT_SUMS:
+        return _float_sums_reference(vals, valid, starts)
+    return _float_sums_compiled(vals, valid, starts)
+
+
+def _float_sums_compiled(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
+                         ) -> FloatSums:
+    """`_float_sums_reference` by compiled passes (`planner.float_sums`; imported here, so a
+    process imports numba only when a column is large enough to use it)."""
+    from planner.float_sums import group_sums
+
     return FloatSums(*group_sums(vals, valid, starts))
 
 
 def _float_sums_reference(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
                           ) -> FloatSums | None:
-    """The slow, obviously correct twin of `_float_sums` (tests compare the two). Per group, `_ExactSum`'s (n, n_float, scaled, nan, pinf, ninf) over the group's
-    non-NULL floats, exactly as `add` of each value computes them: `scaled` is the exact sum
-    times 2**1074 (see `FloatSums`). Integer values whose sum stays far inside int64 are summed as int64. Else
-    each finite value is M * 2**E with an integer |M| < 2**53 (`frexp`); the
-    M of one group and one exponent are summed in int64 halves (exact for 2**36 values), then
-    shifted and added per group as Python ints in object arrays (C loops). None if a sum
-    would not be an integer at that scale (it always is: kept as a guard)."""
+    """The slow, obviously correct twin of `_float_sums_compiled` (tests compare the two),
+    and `_float_sums` on small columns. Per group, `_ExactSum`'s (n, n_float, scaled, nan,
+    pinf, ninf) over the group's non-NULL floats, exactly as `add` of each value computes
+    them: `scaled` is the exact sum times 2**1074 (see `FloatSums`). Integer values whose sum
+    stays far inside int64 are summed as int64. Else each finite value is M * 2**E with an
+    integer |M| < 2**53 (`frexp`); the M of one group and one exponent are summed in int64
+    halves (exact for 2**36 values), then shifted and added per group as Python ints in
+    object arrays (C loops). None if a sum would not be an integer at that scale (it always
+    is: kept as a guard). Precondition (both): `starts` ascend strictly from 0 and every group
+    is non-empty (`reduceat` would read a neighbour's value for an empty one)."""
     groups = len(starts)
     present = np.ones(len(vals), dtype=bool) if valid is None else valid
     finite = np.isfinite(vals) & present

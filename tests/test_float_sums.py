@@ -1,9 +1,9 @@
 """planner.float_sums (the compiled exact float sums of a hydration) against its references.
 
-`aggregate_columns._float_sums` (one numba pass) must give exactly what
-`_float_sums_reference` (NumPy, about fifteen passes) gives: the same counts of values, NaNs
-and infinities, and the same exact sums, int64 or scaled by 2**1074, bit for bit (an
-incremental retraction must cancel them exactly). Seeded random columns mix NaN, ±inf, -0.0,
+`aggregate_columns._float_sums_compiled` (numba; `_float_sums` uses it on large columns) must
+give exactly what `_float_sums_reference` (NumPy, about fifteen passes) gives: the same counts
+of values, NaNs and infinities, and the same exact sums, int64 or scaled by 2**1074, bit for
+bit (an incremental retraction must cancel them exactly). Seeded random columns mix NaN, ±inf, -0.0,
 subnormals, huge and tiny magnitudes, integer-valued doubles, random bit patterns and NULLs,
 cut into one group, many small groups, or groups of random sizes (some all NULL, all NaN or
 all zero). On small inputs both must also equal `_ExactSum.add` of each value, the per-row
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from planner.aggregate import _ExactSum
-from planner.aggregate_columns import FloatSums, _float_sums, _float_sums_reference
+from planner.aggregate_columns import FloatSums, _float_sums_compiled, _float_sums_reference
 
 SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308,
            2.225073858507201e-308, 1.7976931348623157e308, -1.7976931348623157e308, 1.0, -1.0,
@@ -95,7 +95,7 @@ def _same(a: FloatSums, b: FloatSums) -> None:
 def test_compiled_float_sums_equal_the_reference(seed: int) -> None:
     rng = random.Random(seed)
     vals, valid, starts = _column(rng)
-    fast = _float_sums(vals, valid, starts)
+    fast = _float_sums_compiled(vals, valid, starts)
     ref = _float_sums_reference(vals, valid, starts)
     assert ref is not None and fast is not None
     _same(ref, fast)
@@ -124,7 +124,7 @@ def test_compiled_float_sums_choose_the_int64_path_as_the_reference(case: str) -
             "one value": [0.1]}[case]
     arr = np.array(vals, dtype=np.float64)
     starts = np.array([0, 2], dtype=np.int64)[: 1 if len(arr) < 2 else 2]
-    fast, ref = _float_sums(arr, None, starts), _float_sums_reference(arr, None, starts)
+    fast, ref = _float_sums_compiled(arr, None, starts), _float_sums_reference(arr, None, starts)
     assert ref is not None and fast is not None
     _same(ref, fast)
     assert (fast.ints is not None) == (case in ("integral", "nan only"))
@@ -141,6 +141,6 @@ def test_compiled_float_sums_on_a_large_column() -> None:
     starts = np.unique(np.concatenate(([0], rng.integers(1, n, 5000), [n - 1]))).astype(np.int64)
     valid = rng.random(n) > 0.2
     for v in (None, valid):
-        fast, ref = _float_sums(vals, v, starts), _float_sums_reference(vals, v, starts)
+        fast, ref = _float_sums_compiled(vals, v, starts), _float_sums_reference(vals, v, starts)
         assert ref is not None and fast is not None
         _same(ref, fast)
