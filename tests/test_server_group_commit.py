@@ -128,6 +128,44 @@ def test_concurrent_writers_each_keep_their_timestamp_and_atomicity(tmp_path: Pa
         s.stop()
 
 
+class _Recording:
+    """The store's DuckDB connection, recording the text of every statement it runs."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self.texts: list[str] = []
+
+    def execute(self, query: str, *args: Any) -> Any:
+        self.texts.append(query)
+        return self._conn.execute(query, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def _queue(db: Any, scripts: list[str]) -> dict[int, Any]:
+    """Run `scripts` as concurrent requests queued in this order behind the write lock, so
+    one writer commits them as one group; each one's response or exception."""
+    outcomes: dict[int, Any] = {}
+
+    def run(i: int) -> None:
+        try:
+            outcomes[i] = db.execute(scripts[i])
+        except Exception as e:  # noqa: BLE001 - the outcome under test
+            outcomes[i] = e
+
+    threads = []
+    with db.write_lock:
+        for i in range(len(scripts)):
+            threads.append(threading.Thread(target=run, args=(i,)))
+            threads[-1].start()
+            while len(db.write_queue) < i + 1:
+                time.sleep(0.001)
+    for t in threads:
+        t.join()
+    return outcomes
+
+
 def test_a_group_commits_together_and_a_failing_request_fails_alone() -> None:
     """In process, so the group is certain: nine requests queue while the write lock is held,
     then one writer commits them all. The two that fail part-way leave no trace; each other
@@ -157,23 +195,7 @@ def test_a_group_commits_together_and_a_failing_request_fails_alone() -> None:
             "INSERT INTO t VALUES (6, 60)",
             "INSERT INTO t VALUES (7, 70); UPDATE t SET id = 1 WHERE id = 7",  # duplicate key
         ]
-        outcomes: dict[int, Any] = {}
-
-        def run(i: int) -> None:
-            try:
-                outcomes[i] = db.execute(scripts[i])
-            except Exception as e:  # noqa: BLE001 - the outcome under test
-                outcomes[i] = e
-
-        threads = []
-        with db.write_lock:
-            for i in range(len(scripts)):
-                threads.append(threading.Thread(target=run, args=(i,)))
-                threads[-1].start()
-                while len(db.write_queue) < i + 1:  # queued in this order
-                    time.sleep(0.001)
-        for t in threads:
-            t.join()
+        outcomes = _queue(db, scripts)
 
         for failed in (2, 8):
             assert isinstance(outcomes[failed], Exception), outcomes[failed]
@@ -231,67 +253,13 @@ def test_a_request_that_times_out_in_a_group_fails_alone() -> None:
             "INSERT INTO t SELECT 3, count(*) FROM range(1000000000) a, range(1000) b",
             "INSERT INTO t VALUES (4, 4)",
         ]
-        outcomes: dict[int, Any] = {}
-
-        def run(i: int) -> None:
-            try:
-                outcomes[i] = db.execute(scripts[i])
-            except Exception as e:  # noqa: BLE001 - the outcome under test
-                outcomes[i] = e
-
-        threads = []
-        with db.write_lock:
-            for i in range(len(scripts)):
-                threads.append(threading.Thread(target=run, args=(i,)))
-                threads[-1].start()
-                while len(db.write_queue) < i + 1:
-                    time.sleep(0.001)
-        for t in threads:
-            t.join()
+        outcomes = _queue(db, scripts)
         assert isinstance(outcomes[1], Timeout) and outcomes[1].code == "timeout"
         assert [outcomes[i]["results"][0]["timestamp"] for i in (0, 2)] == [start + 1, start + 2]
         assert sorted(tuple(r) for r in db.query("SELECT * FROM t")["rows"]) == [(1, 1), (4, 4)]
         assert db.view_rows("n", None)["rows"] == [[2]]
     finally:
         db.close()
-
-
-class _Recording:
-    """The store's DuckDB connection, recording the text of every statement it runs."""
-
-    def __init__(self, conn: Any) -> None:
-        self._conn = conn
-        self.texts: list[str] = []
-
-    def execute(self, query: str, *args: Any) -> Any:
-        self.texts.append(query)
-        return self._conn.execute(query, *args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._conn, name)
-
-
-def _queue(db: Any, scripts: list[str]) -> dict[int, Any]:
-    """Run `scripts` as concurrent requests queued in this order behind the write lock, so
-    one writer commits them as one group; each one's response or exception."""
-    outcomes: dict[int, Any] = {}
-
-    def run(i: int) -> None:
-        try:
-            outcomes[i] = db.execute(scripts[i])
-        except Exception as e:  # noqa: BLE001 - the outcome under test
-            outcomes[i] = e
-
-    threads = []
-    with db.write_lock:
-        for i in range(len(scripts)):
-            threads.append(threading.Thread(target=run, args=(i,)))
-            threads[-1].start()
-            while len(db.write_queue) < i + 1:
-                time.sleep(0.001)
-    for t in threads:
-        t.join()
-    return outcomes
 
 
 def test_adjacent_inserts_run_as_one_statement_and_keep_their_own_timestamps() -> None:
