@@ -24,6 +24,7 @@ of distinct values is built when it first changes.
 """
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from itertools import repeat
 from typing import Any
@@ -54,9 +55,12 @@ ARRAY_INDEX_MIN = 256
 # Below this many values a group's distinct values are counted and sorted by Python.
 _SMALL_GROUP = 64
 _I64 = (-(1 << 63), (1 << 63) - 1)
-# From this many values a float SUM's column is summed by the compiled kernel: below it NumPy's
-# ~15 passes cost less than numba's start in a process that has not used it (~0.2 s, once).
+# From this many values a float SUM's column is summed by the compiled kernel once numba is
+# loaded (below it NumPy's ~15 passes cost less than the call); from `FIRST_COMPILED_FLOAT_SUMS`
+# also in a process that has not loaded it, where the kernel's cost includes numba's start
+# (about 0.6 s and 125 MB, once): NumPy takes 60-450 ns a value, so about that many values.
 COMPILED_FLOAT_SUMS = 100_000
+FIRST_COMPILED_FLOAT_SUMS = 2_000_000
 
 
 def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
@@ -368,12 +372,12 @@ class FloatSums:
 
 def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
                 ) -> FloatSums | None:
-    """Per group, `_ExactSum`'s fields over the group's non-NULL floats: compiled from
-    `COMPILED_FLOAT_SUMS` values that are not all integers, else by NumPy (the two are
-    equal). Integer-valued doubles (quantities, counts) take NumPy's int64 sums, a pass or
-    two: there the compiled kernel would save little and cost a process numba's start
-    (about 0.6 s and 125 MB, once)."""
-    if len(vals) < COMPILED_FLOAT_SUMS or _integral(vals, valid):
+    """Per group, `_ExactSum`'s fields over the group's non-NULL floats: by the compiled
+    kernel where it pays (see `COMPILED_FLOAT_SUMS`), else by NumPy (the two are equal).
+    Integer-valued doubles (quantities, counts) take NumPy's int64 sums, a pass or two:
+    there the kernel would save little."""
+    least = COMPILED_FLOAT_SUMS if "numba" in sys.modules else FIRST_COMPILED_FLOAT_SUMS
+    if len(vals) < least or _integral(vals, valid):
         return _float_sums_reference(vals, valid, starts)
     return _float_sums_compiled(vals, valid, starts)
 
