@@ -377,18 +377,40 @@ def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
     Integer-valued doubles (quantities, counts) take NumPy's int64 sums, a pass or two:
     there the kernel would save little."""
     least = COMPILED_FLOAT_SUMS if "numba" in sys.modules else FIRST_COMPILED_FLOAT_SUMS
-    if len(vals) < least or _integral(vals, valid):
+    if len(vals) < least:
         return _float_sums_reference(vals, valid, starts)
+    whole = _integral(vals, valid)
+    if whole is not None:
+        return _int_float_sums(vals, valid, starts, whole)
     return _float_sums_compiled(vals, valid, starts)
 
 
-def _integral(vals: np.ndarray, valid: np.ndarray | None) -> bool:
-    """Whether `_float_sums_reference` sums these values as int64 (its fast path): every
-    finite non-NULL value an integer, and max|x| * n far inside int64."""
+def _integral(vals: np.ndarray, valid: np.ndarray | None) -> np.ndarray | None:
+    """The values with every NaN, infinity and NULL as 0.0 when they are all integers and
+    max|x| * n stays far inside int64 (so their int64 sums are exact), else None."""
     finite = np.isfinite(vals) if valid is None else np.isfinite(vals) & valid
     whole = np.where(finite, vals, 0.0)
     top = float(np.abs(whole).max()) if len(whole) else 0.0
-    return top * len(vals) < 2.0 ** 62 and bool((whole == np.trunc(whole)).all())
+    if top * len(vals) < 2.0 ** 62 and bool((whole == np.trunc(whole)).all()):
+        return whole
+    return None
+
+
+def _counts(vals: np.ndarray, present: np.ndarray, starts: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per group: its non-NULL values, NaNs, +inf and -inf."""
+    return (np.add.reduceat(present.astype(np.int64), starts),
+            np.add.reduceat((np.isnan(vals) & present).astype(np.int64), starts),
+            np.add.reduceat((vals == np.inf) & present, starts, dtype=np.int64),
+            np.add.reduceat((vals == -np.inf) & present, starts, dtype=np.int64))
+
+
+def _int_float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray,
+                    whole: np.ndarray) -> FloatSums:
+    """`FloatSums` of integer values (`whole`, from `_integral`): int64 sums are exact."""
+    present = np.ones(len(vals), dtype=bool) if valid is None else valid
+    return FloatSums(*_counts(vals, present, starts),
+                     np.add.reduceat(whole.astype(np.int64), starts), None)
 
 
 def _float_sums_compiled(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
@@ -413,19 +435,13 @@ def _float_sums_reference(vals: np.ndarray, valid: np.ndarray | None, starts: np
     is: kept as a guard). Precondition (both): `starts` ascend strictly from 0 and every group
     is non-empty (`reduceat` would read a neighbour's value for an empty one)."""
     groups = len(starts)
+    whole = _integral(vals, valid)
+    if whole is not None:  # quantities, counts stored as DOUBLE
+        return _int_float_sums(vals, valid, starts, whole)
     present = np.ones(len(vals), dtype=bool) if valid is None else valid
     finite = np.isfinite(vals) & present
-    n = np.add.reduceat(present.astype(np.int64), starts)
-    nan = np.add.reduceat((np.isnan(vals) & present).astype(np.int64), starts)
-    pinf = np.add.reduceat((vals == np.inf) & present, starts, dtype=np.int64)
-    ninf = np.add.reduceat((vals == -np.inf) & present, starts, dtype=np.int64)
+    n, nan, pinf, ninf = _counts(vals, present, starts)
     scaled = [0] * groups
-    whole = np.where(finite, vals, 0.0)
-    top = float(np.abs(whole).max()) if len(whole) else 0.0
-    if top * len(vals) < 2.0 ** 62 and bool((whole == np.trunc(whole)).all()):
-        # Integer values (quantities, counts stored as DOUBLE): int64 sums are exact.
-        return FloatSums(n, nan, pinf, ninf, np.add.reduceat(whole.astype(np.int64), starts),
-                         None)
     group = np.repeat(np.arange(groups), np.diff(np.append(starts, len(vals))))
     keep = finite & (vals != 0)
     if keep.any():

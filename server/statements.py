@@ -222,7 +222,7 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     """INSERT, UPDATE or DELETE: run in DuckDB, the changed rows captured with RETURNING
     into the table's delta (an UPDATE also reads the old rows it matches first)."""
     ast = s.ast
-    target = ast.this.this if isinstance(ast.this, exp.Schema) else ast.this
+    target = _target(ast)
     name = _dml_table(w, s, target)
     con = state.store.conn
     delta = w.deltas[name]
@@ -255,6 +255,11 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
         count = len(rows)
     w.written.add(name)
     return {"statement": s.kind, "rowcount": count}
+
+
+def _target(ast: exp.Expression) -> exp.Expression:
+    """The table a DML statement names (without an INSERT's column list)."""
+    return ast.this.this if isinstance(ast.this, exp.Schema) else ast.this
 
 
 def _dml_table(w: Write, s: Statement, target: exp.Expression) -> str:
@@ -367,8 +372,7 @@ def insert_combined(
     sees another's rows, and the statement fails (raising, for the caller to run them one by
     one) exactly when one of them would (a cast, a NOT NULL, a duplicate key, also between
     two of them). The statement's checks are each request's own (`_dml_table`)."""
-    names = {_dml_table(w, s, s.ast.this.this if isinstance(s.ast.this, exp.Schema)
-                        else s.ast.this) for w, s in zip(ws, stmts, strict=True)}
+    names = {_dml_table(w, s, _target(s.ast)) for w, s in zip(ws, stmts, strict=True)}
     (name,) = names  # one target text names one table
     text = f"INSERT INTO {parts[0].target} VALUES {', '.join(p.values for p in parts)}\nRETURNING *"
     try:
