@@ -356,9 +356,13 @@ class View:
         for t in cv.dependencies:
             self.handles[t], sources[t] = self.df.new_input(t)
         self.cap = cv.build(self.df, sources).capture(history=False, drain=False)
+        read = cv.columns_read()
         for t, h in self.handles.items():
-            h.load(FileSource((str(files[t]),), "parquet", columns=tuple(c for c, _ in TABLES[t]),
-                              types=tuple(source_type(ty) for _, ty in TABLES[t])))
+            # as the server hydrates a view: only the columns the view reads
+            names = tuple(c for c, _ in TABLES[t])
+            h.load(FileSource((str(files[t]),), "parquet", columns=names,
+                              types=tuple(source_type(ty) for _, ty in TABLES[t]),
+                              unread=frozenset(names) - {names[i] for i in read[t]}))
             h.advance_to(1)
         self.df.run()
         self.epoch = 1

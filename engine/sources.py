@@ -17,7 +17,7 @@ everywhere. `options` are passed to Spark's reader only.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,10 @@ FORMATS = ("parquet", "csv")
 
 @dataclass(frozen=True)
 class FileSource:
-    """Files in one format; `columns` selects (and orders) the row's fields (None: all)."""
+    """Files in one format; `columns` selects (and orders) the row's fields (None: all).
+
+    `unread` names selected columns that are not read: every row holds NULL there (for a
+    reader that never looks at them, such as a view whose `columns_read` leaves them out)."""
 
     paths: tuple[str, ...]
     format: str = "parquet"
@@ -40,6 +43,7 @@ class FileSource:
     header: bool = True
     delimiter: str = ","
     options: dict[str, str] = field(default_factory=dict)
+    unread: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -50,6 +54,8 @@ class FileSource:
             raise ValueError("types must name one type per selected column")
         if self.format == "csv" and not self.header and self.columns is None:
             raise ValueError("a CSV source without a header needs its column names")
+        if self.unread and (self.columns is None or not self.unread <= set(self.columns)):
+            raise ValueError("unread columns must be among the selected columns")
 
     def selected(self, available: list[str]) -> list[str]:
         """The row's columns given the files' columns (all but the diff column when `columns` is
@@ -108,6 +114,8 @@ def column_values(column: Any) -> list[Any]:
     import pyarrow.compute as pc
 
     t = column.type
+    if pa.types.is_null(t):
+        return [None] * len(column)  # an unread column (FileSource.unread)
     if pa.types.is_date32(t) or (pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None):
         # Arrow builds each date or datetime object slowly (about 1.5 us a value); NumPy's
         # datetime64 conversion gives the same objects (None for NULL) 15x faster
@@ -132,6 +140,8 @@ def column_picker(column: Any) -> Callable[[np.ndarray], list[Any]] | None:
 
     col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     t = col.type
+    if pa.types.is_null(t):
+        return lambda pos: [None] * len(pos)
     if pa.types.is_date32(t) or (pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None):
         stamps = col.to_numpy(zero_copy_only=False)  # datetime64, NaT for NULL: as column_values
         return lambda pos: stamps[pos].tolist()
@@ -166,6 +176,19 @@ def rows_of(batch: Any, ncols: int) -> Iterator[tuple[Any, ...]]:
     return zip(*cols, strict=True)
 
 
+def null_unread(table: Any, read: Collection[int]) -> Any:
+    """Arrow table `table` with every column whose position is not in `read` replaced by
+    NULLs of Arrow's null type (no buffers): the table an unread column (`FileSource.unread`)
+    gives. `table` itself when every column is read."""
+    import pyarrow as pa
+
+    n = table.num_columns
+    if all(i in read for i in range(n)):
+        return table
+    cols = [table.column(i) if i in read else pa.nulls(table.num_rows) for i in range(n)]
+    return pa.table(cols, names=table.column_names)
+
+
 def read_arrow(source: FileSource) -> Any:
     """The selected, typed columns (then the diff column, if any) as one Arrow table.
 
@@ -176,8 +199,13 @@ def read_arrow(source: FileSource) -> Any:
 
     if source.format == "parquet":
         # File by file (`ParquetFile`, not the dataset layer: no partition columns from a
-        # path, and no import of pandas on the first read).
-        table = pa.concat_tables([pq.ParquetFile(p).read() for p in source.paths])
+        # path, and no import of pandas on the first read), only the columns needed.
+        files = [pq.ParquetFile(p) for p in source.paths]
+        available = files[0].schema_arrow.names
+        wanted = [n for n in source.selected(available) if n not in source.unread]
+        if source.diff_column:
+            wanted.append(source.diff_column)
+        table = pa.concat_tables([f.read(columns=wanted) for f in files])
     else:
         parts = []
         for p in source.paths:
@@ -197,9 +225,12 @@ def read_arrow(source: FileSource) -> Any:
             parts.append(pcsv.read_csv(p, read_options=read, parse_options=parse,
                                        convert_options=convert))
         table = pa.concat_tables(parts, promote_options="permissive")
-    names = source.selected(table.column_names)
+    names = source.selected(table.column_names + sorted(source.unread))
     cols = []
     for i, n in enumerate(names):
+        if n in source.unread:
+            cols.append(pa.nulls(table.num_rows))  # of Arrow's null type: no buffers
+            continue
         c = table.column(n)
         if source.types is not None:
             c = c.cast(arrow_type(source.types[i]))

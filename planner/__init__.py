@@ -24,7 +24,7 @@ from planner.binder import Binder
 from planner.cardinality import Estimator
 from planner.catalog import Catalog, Column, Statistics, TableSchema, ViewDef
 from planner.errors import PlanError
-from planner.ir import Rel, explain
+from planner.ir import Rel, columns_read, explain
 from planner.rewrites import RULES, optimize
 
 __all__ = ["Catalog", "Column", "CompiledView", "PlanError", "Statistics", "TableSchema", "ViewDef",
@@ -44,6 +44,12 @@ class CompiledView:
 
     def explain(self) -> str:
         return explain(self.plan)
+
+    def columns_read(self) -> dict[str, frozenset[int]]:
+        """For each dependency, the positions of its columns the view reads
+        (`planner.ir.columns_read`): its output is the same whatever values the others hold,
+        so a loader may leave them NULL (read only these from a store or a file)."""
+        return columns_read(self.plan)
 
     def evaluate(self, sources: dict[str, dict[tuple[Any, ...], int]]) -> dict:
         """The view's contents from scratch (naive evaluator): {row: count}."""

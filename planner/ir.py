@@ -353,6 +353,40 @@ def walk(r: Rel) -> list[Rel]:
     return out
 
 
+def mfp_reads(m: Mfp) -> set[int]:
+    """The input columns an Mfp reads: its projected input columns and every input column its
+    map and filter expressions read (map outputs, numbered from the input's arity, are not
+    input columns)."""
+    n = m.input.arity
+    used = {c for c in m.project if c < n}
+    for e in (*m.map, *m.filter):
+        used |= {c for c in scalar_cols(e) if c < n}
+    return used
+
+
+def columns_read(r: Rel) -> dict[str, frozenset[int]]:
+    """For each table or view the plan reads (a non-local Get), the positions of its columns
+    that can affect the plan's output: the columns its Mfp readers read, or all of them when
+    some reader is anything but an Mfp (or the Get is the plan itself).
+
+    Why it is sound to load the other columns as NULL: an Mfp is stateless and linear, so
+    whatever values the unread columns hold, the rows it emits are the same; a change that
+    later retracts a row with its real values cancels, past the Mfp, the row loaded with
+    NULLs. Nothing before the Mfp holds rows (an input holds none)."""
+    reads: dict[str, set[int]] = {}
+
+    def note(g: Get, cols: set[int] | None) -> None:
+        reads.setdefault(g.name, set()).update(range(g.arity) if cols is None else cols)
+
+    if isinstance(r, Get) and not r.local:
+        note(r, None)
+    for n in walk(r):
+        for k in children(n):
+            if isinstance(k, Get) and not k.local:
+                note(k, mfp_reads(n) if isinstance(n, Mfp) else None)
+    return {name: frozenset(cols) for name, cols in reads.items()}
+
+
 def has_outer_rel(r: Rel) -> bool:
     for n in walk(r):
         if isinstance(n, Mfp) and any(has_outer(e) for e in (*n.map, *n.filter)):

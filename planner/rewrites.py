@@ -32,6 +32,7 @@ from planner.ir import (
     Union,
     children,
     map_cols,
+    mfp_reads,
     scalar_cols,
     transform_up,
     with_children,
@@ -257,9 +258,7 @@ def prune_projections(r: Rel) -> Rel:
             return n
         j = n.input
         nl, nr = j.left.arity, j.right.arity
-        used: set[int] = {c for c in n.project if c < nl + nr}
-        for e in (*n.map, *n.filter):
-            used |= {c for c in scalar_cols(e) if c < nl + nr}
+        used = mfp_reads(n)
         lneed = sorted({c for c in used if c < nl} | {a for a, _ in j.keys})
         rneed = sorted({c - nl for c in used if c >= nl} | {b for _, b in j.keys})
         if len(lneed) == nl and len(rneed) == nr:

@@ -82,9 +82,10 @@ def hydrate_one(
 ) -> Counter[Row]:
     """Compute `view` from the post-statement contents of what it reads, in a dataflow fed
     through input handles only (it imports nothing, so it can be discarded freely)."""
+    read = view.compiled.columns_read()
     inputs: dict[str, Input] = {
         d: table_input(
-            state, w, d, lambda d=d: post_contents(state, w, d, trial).items()
+            state, w, d, lambda d=d: post_contents(state, w, d, trial).items(), read.get(d)
         )
         for d in view.dependencies
     }

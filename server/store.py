@@ -24,7 +24,7 @@ import json
 import logging
 import pickle
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -499,15 +499,35 @@ class Store:
         except duckdb.Error:
             pass  # the transaction failed: `rollback` unregisters it
 
-    def read_columns(self, rec: TableRecord) -> Any:
+    def read_columns(self, rec: TableRecord, read: Collection[int] | None = None) -> Any:
         """The contents of user table `rec` as an Arrow table whose rows
         (`engine.sources.rows_of`) are exactly `read_table`'s, or None when a column's type
         converts differently through Arrow (HUGEINT, INTERVAL, UUID, nested types...) or a
         DATE or TIMESTAMP holds a value outside Python's range (a table from before the range
-        checks): then read the rows."""
+        checks): then read the rows. With `read` (column positions: a view's
+        `columns_read`), only those columns are read and the others are NULL
+        (`engine.sources.null_unread`)."""
         if not all(_ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns):
             return None
-        table = self.read_arrow(rec.name)
+        names = [c["name"] for c in rec.columns]
+        if read is None or len(set(read)) == len(names):
+            table = self.read_arrow(rec.name)
+        else:
+            import pyarrow as pa
+
+            # DuckDB scans only the columns read; the others are NULL of Arrow's null type
+            # (no buffers), placed where they belong
+            picked = [i for i in range(len(names)) if i in read]
+            source = f"main.{quote_ident(rec.name)}"
+            if picked:
+                got = arrow_of(self.conn.sql(
+                    f"SELECT {', '.join(quote_ident(names[i]) for i in picked)} FROM {source}"))
+                n = got.num_rows
+            else:  # a view that reads none of its columns (count(*)): only how many rows
+                got, n = None, self.conn.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
+            at = {i: got.column(k) for k, i in enumerate(picked)} if got is not None else {}
+            table = pa.table([at[i] if i in at else pa.nulls(n) for i in range(len(names))],
+                             names=names)
         return table if self.exact_columns(rec, table) else None
 
     @staticmethod

@@ -11,8 +11,8 @@ server's state is exactly as before the request.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -119,15 +119,18 @@ def load_file(state: ServerState, w: Write, rec: TableRecord, rows: Any) -> File
 
 
 def table_input(
-    state: ServerState, w: Write, name: str, rows: Callable[[], Iterable[tuple[Row, int]]]
+    state: ServerState, w: Write, name: str, rows: Callable[[], Iterable[tuple[Row, int]]],
+    read: Collection[int] | None = None,
 ) -> Input:
     """The contents of relation `name` (in this write's transaction), as an input of a
     view built in this write: a Parquet snapshot when `name` is a table the write
     bulk-loaded (so, on Spark, its rows never pass through this process), a table's columns
-    where its types allow (`Store.read_columns`: no Python tuple per row), else `rows()`."""
+    where its types allow (`Store.read_columns`: no Python tuple per row), else `rows()`.
+    With `read` (the view's `columns_read` of `name`) the columns (snapshot or table) not
+    among them are NULL, and not read."""
     if name not in w.loads:
         rec = w.tables.get(name)
-        columns = state.store.read_columns(rec) if rec is not None else None
+        columns = state.store.read_columns(rec, read) if rec is not None else None
         if columns is not None:
             return TableChange(columns=columns)
         return list(rows())
@@ -136,4 +139,7 @@ def table_input(
         table = state.store.read_arrow(name)
         src = load_file(state, w, w.tables[name], table) if table.num_rows else []
         w.snapshots[name] = src
+    if isinstance(src, FileSource) and read is not None and src.columns is not None:
+        src = replace(src, unread=frozenset(
+            c for i, c in enumerate(src.columns) if i not in read))
     return src

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.sources import FileSource
+from engine.sources import FileSource, null_unread
 
 Row = tuple[Any, ...]
 Batch = list[tuple[Row, int]]
@@ -104,6 +104,7 @@ class MaintainedView:
     arranged: Any = None  # the output arrangement, imported by views over this one
     pin: Any = None  # the server's reader on the output trace (see the module docstring)
     imports: list[str] = field(default_factory=list)  # views whose arrangements df imports
+    read: dict[str, frozenset[int]] = field(default_factory=dict)  # compiled.columns_read()
 
     @property
     def intact(self) -> bool:
@@ -137,6 +138,7 @@ class MaintainedView:
             self.handles[dep] = handle
             sources[dep] = coll
         out = self.compiled.build(dataflow, sources)
+        self.read = self.compiled.columns_read()
         self.arranged = out.arrange_by_self(f"view:{self.name}")
         # The view keeps its own history and contents; the capture need not.
         self.capture = self.arranged.as_collection(_row).capture(history=False, current=False)
@@ -166,7 +168,11 @@ class MaintainedView:
                         handle.load(source)
                     handle.send_rows(updates.inserted)
                     if updates.columns is not None:
-                        handle.send_columns(updates.columns)
+                        # the columns the view does not read are NULL (as a store or file
+                        # read only the others gives them): no Python value made for them
+                        read = self.read.get(dep)
+                        handle.send_columns(updates.columns if read is None else
+                                            null_unread(updates.columns, read))
                     updates = updates.rows
                 batch = list(updates)
                 if batch:

@@ -268,6 +268,11 @@ def test_bulk_sources_read_on_spark_equal_in_process(spark_ex: Any, tmp_path: An
                    diff_column="d", header=False, delimiter="|"),
         FileSource((str(tcsv),), "csv", columns=("code", "n", "at"),
                    types=("string", "bigint", "timestamp")),
+        # columns a view does not read: NULL on both, and not read
+        FileSource((str(tmp_path / "t.parquet"),), columns=("id", "name", "price", "day"),
+                   diff_column="diff", unread=frozenset({"name", "day"})),
+        FileSource((str(tcsv),), "csv", columns=("code", "n", "at"),
+                   types=("string", "bigint", "timestamp"), unread=frozenset({"at"})),
     ]
     for src in sources:
         want = sorted(updates_of(src, (4,)), key=repr)

@@ -329,10 +329,15 @@ class SparkExecutor:
         cols = source.selected(df.columns)
 
         def typed(i: int, c: str) -> Any:
+            t = source.types[i].strip().lower() if source.types is not None else "string"
+            if c in source.unread:
+                from pyspark.sql import functions as F
+
+                return F.lit(None).cast("timestamp_ntz" if t == "timestamp" else t).alias(
+                    f"__unread{i}")  # named: two such columns are not ambiguous
             col = df[c]  # by name, even with dots in it
             if source.types is None:
                 return col
-            t = source.types[i].strip().lower()
             # Spark's plain timestamp has a session time zone; ours (and Arrow's) has none.
             return col.cast("timestamp_ntz" if t == "timestamp" else t)
 
