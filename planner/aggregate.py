@@ -715,12 +715,7 @@ class TopKState:
                     else:
                         del counts[row]
             self.rows += sum(map(_diff, changes))
-            self._drop_reserve()
-            rows = self._split_reserve()
-            index.update(sorted(zip(map(self.plan.row_order, rows), rows, strict=True)))
-            if self.reserve:
-                self.bound = index[-1][0]
-            return len(changes) + len(rows)
+            return len(changes) + self._index_bulk(None)
         touched = 0
         row_order = self.plan.row_order
         for row, d in changes:
@@ -745,30 +740,62 @@ class TopKState:
                         self._drop_reserve()
         return touched
 
-    def _split_reserve(self) -> list[tuple[Any, ...]]:
+    def build(self, rows: list[tuple[Any, ...]], first: np.ndarray | None) -> int:
+        """Make this new state that of `rows`, each with diff 1 (a group's rows at hydration,
+        from columns: planner.topk_columns), as `apply` of them makes it; `first`, when
+        given, holds the rows' first ORDER BY values, aligned with `rows`, as int64 or float64
+        without NaN. Returns the records touched."""
+        counts = self.counts
+        assert not counts
+        counts.update(zip(rows, repeat(1)))
+        if len(counts) != len(rows):  # a row twice: counted, and `first` no longer aligned
+            counts.clear()
+            for row in rows:
+                counts[row] = counts.get(row, 0) + 1
+            first = None
+        self.rows += len(rows)
+        return len(rows) + self._index_bulk(first)
+
+    def _index_bulk(self, first: np.ndarray | None) -> int:
+        """Index the rows of a group's first large batch, now in `counts` (see the class
+        doc: the rows past the window's first value wait in the reserve); `first` as in
+        `build`. Returns the rows indexed."""
+        index = self.index
+        self._drop_reserve()
+        rows = self._split_reserve(first)
+        index.update(sorted(zip(map(self.plan.row_order, rows), rows, strict=True)))
+        if self.reserve:
+            self.bound = index[-1][0]
+        return len(rows)
+
+    def _split_reserve(self, first: np.ndarray | None = None) -> list[tuple[Any, ...]]:
         """The rows of `counts` to index now; the rest (when that leaves most rows out) go to
-        the reserve, ordered by their first ORDER BY value. Everything is indexed without a
-        LIMIT, for few rows, or unless that column holds only ints (within int64) or only
-        floats without NaN."""
+        the reserve, ordered by their first ORDER BY value (`first`, aligned with `counts`,
+        when the caller has them as an array). Everything is indexed without a LIMIT, for
+        few rows, or unless that column holds only ints (within int64) or only floats
+        without NaN."""
         plan = self.plan
         rows = list(self.counts)
         need = plan.offset + plan.limit if plan.limit is not None else 0
         if plan.first is None or need <= 0 or len(rows) <= 4 * need + 64:
             return rows
         col, desc = plan.first
-        vals = list(map(itemgetter(col), rows))
-        kinds = set(map(type, vals))
-        if kinds == _INT_KIND:
-            try:
-                arr = np.array(vals, dtype=np.int64)
-            except OverflowError:
-                return rows
-        elif kinds == _FLOAT_KIND:
-            arr = np.array(vals, dtype=np.float64)
-            if np.isnan(arr).any():
-                return rows
+        if first is not None:
+            arr = first
         else:
-            return rows
+            vals = list(map(itemgetter(col), rows))
+            kinds = set(map(type, vals))
+            if kinds == _INT_KIND:
+                try:
+                    arr = np.array(vals, dtype=np.int64)
+                except OverflowError:
+                    return rows
+            elif kinds == _FLOAT_KIND:
+                arr = np.array(vals, dtype=np.float64)
+                if np.isnan(arr).any():
+                    return rows
+            else:
+                return rows
         if desc:
             arr = -arr if arr.dtype == np.float64 else ~arr  # best first, exactly (~x = -x-1)
         order = np.argsort(arr, kind="stable")
@@ -891,3 +918,10 @@ class IncrementalTopK:
 
     def __call__(self, key: Any) -> TopKState:
         return TopKState(self)
+
+    def build_columns(self, table: Any, key: tuple[int, ...]) -> Any:
+        """Every group's state from an Arrow table's rows keyed by `key`
+        (`planner.topk_columns.BuiltTopK`), or None to build them from rows."""
+        from planner.topk_columns import build_topk
+
+        return build_topk(self, table, key)

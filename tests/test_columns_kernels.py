@@ -267,6 +267,76 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
         assert _state_view(built[k0]) == _state_view(want[k0])
 
 
+def _topk_view(st: Any) -> tuple[Any, ...]:
+    return (repr(sorted(st.counts.items(), key=repr)), repr(list(st.index)), st.rows,
+            repr(st.bound), repr(sorted(st.reserve[st.next:], key=repr)), st.reserve_live)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_topk_states_from_columns_equal_from_rows(seed: int) -> None:
+    """planner.topk_columns: each group's top-k state built from columns equals the one the
+    per-row path builds from the group's rows (counts, index, reserve, output), and both
+    give the same outputs through the same random changes afterwards (rows entering and
+    leaving the window, reserved rows deleted and refilled)."""
+    from planner.aggregate import IncrementalTopK
+    from planner.ir import SortKey
+    from planner.topk_columns import build_topk
+
+    rng = random.Random(seed)
+    n = rng.choice([300, 2000, 6000])
+    group = [rng.choice(["x", "y", None, "z"]) for _ in range(n)]
+    ints = [rng.randint(-50, 50) for _ in range(n)]  # many ties on the first ORDER BY value
+    floats = [rng.choice([0.5, -2.0, 1e300, -0.0, 0.0, 3.25, math.inf]) for _ in range(n)]
+    ids = [rng.randrange(n // 2) for _ in range(n)]  # some rows twice
+    table = pa.table([pa.array(group, pa.string()), pa.array(ints, pa.int64()),
+                      pa.array(floats, pa.float64()), pa.array(ids, pa.int32())],
+                     names=list("gifk"))
+    rows = list(rows_of(table, table.num_columns))
+    for first, desc, limit, offset in ((1, True, 3, 0), (2, False, 5, 2), (1, False, 1, 0),
+                                       (2, True, 10, 7)):
+        order = (SortKey(first, desc, not desc), SortKey(3, False, False))
+        plan = IncrementalTopK(order, limit, offset)
+        built = build_topk(plan, table, (0,))
+        assert built is not None
+        want = {}
+        for k, group_rows in rows_by_key_reference(rows, (0,)).items():
+            st = plan(k)
+            st.apply([(r, 1) for r in group_rows])
+            want[k] = st
+        assert built.keys and set(built.keys) == set(want)
+        outs, _ = built.outputs()
+        for i, k in enumerate(built.keys):
+            assert _topk_view(built.state(i)) == _topk_view(want[k]), k
+            assert repr(outs[i]) == repr(want[k].output()[0])
+        assert built.records() == sum(want[k].size() for k in want)
+        # the same changes to both: deletes of the best rows (the reserve refills) and of
+        # random ones, inserts of new rows
+        for _ in range(60):
+            i = rng.randrange(len(built.keys))
+            k = built.keys[i]
+            st_b, st_w = built.state(i), want[k]
+            present = list(st_w.counts)
+            if present and rng.random() < 0.6:
+                best = st_w.output()[0]
+                row = best[0][0] if best and rng.random() < 0.5 else rng.choice(present)
+                change = [(row, -1)]
+            else:
+                change = [((k[0], rng.randint(-60, 60), rng.choice(floats),
+                            rng.randrange(n)), 1)]
+            st_b.apply(change)
+            st_w.apply(change)
+            assert repr(st_b.output()[0]) == repr(st_w.output()[0])
+            assert _topk_view(st_b) == _topk_view(st_w)
+    # what the rows must decide: a NULL or NaN first ORDER BY value, a date key column
+    plan = IncrementalTopK((SortKey(1, True, False),), 3, 0)
+    for bad in (pa.array([None, 1.0], pa.float64()), pa.array([math.nan, 1.0], pa.float64())):
+        t = pa.table([pa.array(["a", "b"]), bad], names=["g", "v"])
+        assert build_topk(plan, t, (0,)) is None
+    assert build_topk(IncrementalTopK((SortKey(1, True, False),), None, 0),
+                      pa.table([pa.array(["a"]), pa.array([1.0])], names=["g", "v"]),
+                      (0,)) is None
+
+
 def test_aggregate_states_decline_what_rows_must_decide() -> None:
     plan = IncrementalAggregates((Agg("min", 1, False, "DOUBLE"),))
     floats = pa.table([pa.array([1, 1, 2]), pa.array([0.0, -0.0, 1.0])], names=["k", "v"])

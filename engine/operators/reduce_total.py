@@ -9,8 +9,10 @@ instead keep, per key, a state summarising the key's input accumulated up to the
 Invariant: after each activation, for every key `k`, its state (`states[k]`, or still in
 the arrays of a hydration from columns, `built`, until `k` first changes) is the key's input
 accumulated at every time not beyond the input frontier (`upper`), and `emitted[k]` (for a
-key still in `built`: `[(built_rows[i], 1)]`) is the output the operator has sent for `k`
-accumulated over the same times, which equals the state's `output()`. For each newly complete time `t`, in increasing order, the operator
+key still in `built`: `[(built_rows[i], 1)]`, or `built_rows[i]` when `built` gives each
+key's output list) is the output the operator has sent for `k` accumulated over the same
+times, which equals the state's `output()`. For each newly complete time `t`, in increasing
+order, the operator
 applies `t`'s input diffs to the states of the keys they touch and sends, at `t`, the
 retraction of each such key's previous output and its new output (nothing when unchanged).
 Updates at times not yet complete wait in a buffer, with capabilities held at their lower
@@ -68,7 +70,8 @@ class BuiltStates(Protocol):
     """The states of many keys built at once from columns, each made only when its key first
     changes: `state(i)` equals a new state that `apply`d key `keys[i]`'s values with diff 1,
     every key's `output()` is one row with diff 1 and `rows()` is those rows in `keys` order
-    (with the records read), and
+    (with the records read) or, for states whose output may be several rows (a top-k), an
+    `outputs()` method gives each key's `output()` list in `keys` order instead, and
     `records()` the records held for all keys, `records_of(i)` for key `keys[i]` (until its
     state is made and reports its own `size()`)."""
 
@@ -102,6 +105,7 @@ class ReduceTotalOp(Operator):
         # a key is in `states` or in `unbuilt`, never both.
         self.built: BuiltStates | None = None
         self.built_rows: list[Any] = []  # `built.rows()`, each unbuilt key's output row
+        self.built_multi = False  # `built_rows` holds each key's output list (`outputs()`)
         self.built_records = 0  # of `state_records`, those the unbuilt keys hold in `built`
         self.unbuilt: dict[Any, int] = {}
         self.emitted: dict[Any, list[tuple[Any, int]]] = {}
@@ -156,12 +160,18 @@ class ReduceTotalOp(Operator):
         if built is None:
             return False
         t = cols.time
-        rows, read = built.rows()
-        # every key's one row, with diff 1 (C loops: a hydration may have millions of keys);
-        # `emitted` gets a key's row when its state is made
-        out = list(zip(zip(built.keys, rows, strict=True), repeat(t), repeat(1)))
+        outputs = getattr(built, "outputs", None)
+        if outputs is None:
+            rows, read = built.rows()
+            # every key's one row, with diff 1 (C loops: a hydration may have millions of
+            # keys); `emitted` gets a key's row when its state is made
+            out = list(zip(zip(built.keys, rows, strict=True), repeat(t), repeat(1)))
+        else:  # each key's output is a list of (row, multiplicity)
+            rows, read = outputs()
+            out = [((k, r), t, m) for k, o in zip(built.keys, rows, strict=True) for r, m in o]
         self.built = built
         self.built_rows = rows
+        self.built_multi = outputs is not None
         self.unbuilt = dict(zip(built.keys, range(len(built.keys)), strict=True))
         self.state_records += built.records()
         self.built_records = built.records()
@@ -187,7 +197,8 @@ class ReduceTotalOp(Operator):
                 assert self.built is not None
                 i = unbuilt.pop(key)
                 st = states[key] = self.built.state(i)
-                emitted[key] = [(self.built_rows[i], 1)]
+                emitted[key] = list(self.built_rows[i]) if self.built_multi else [
+                    (self.built_rows[i], 1)]
                 before = st.size()
                 # the arrays counted the group's records their way (records_of)
                 self.state_records += before - self.built.records_of(i)
