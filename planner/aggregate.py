@@ -32,9 +32,11 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from engine.canonical import canonical
+from engine.operators.reduce_total import APPROX_BYTES_PER_RECORD
 from planner.errors import EvaluationError
 from planner.ir import Agg, SortKey
 from planner.scalar import DECIMAL_CONTEXT, INT_RANGE, norm_type, row_key, sort_key
+from planner.sorted_counts import SortedCounts
 
 SUBQUERY_ROWS = "more than one row returned by a subquery used as an expression"
 
@@ -607,6 +609,18 @@ class AggregateState:
             return 1
         return 1 + sum(len(v) for v in self.values.values()) + sum(
             len(i) for i in self.index.values())
+
+    def approx_bytes(self) -> int:
+        """About the bytes held: `per_record` a record (`size()`), but a value map held in
+        arrays (planner.sorted_counts, with its index) at the arrays' size."""
+        per_record = APPROX_BYTES_PER_RECORD
+        total = per_record
+        for x, v in self.values.items():
+            if v.__class__ is SortedCounts:
+                total += v.approx_bytes(per_record)  # type: ignore[attr-defined]
+            else:
+                total += per_record * (len(v) + len(self.index.get(x, ())))
+        return total
 
 
 class IncrementalAggregates:

@@ -160,6 +160,12 @@ class SortedCounts:
     def __len__(self) -> int:
         return self.live + len(self.extra) + (1 if self.nulls else 0)
 
+    def approx_bytes(self, per_record: int) -> int:
+        """The arrays' bytes, and the overlay's entries (a dict slot and an index entry each)
+        at `per_record` bytes a record."""
+        return (self.base.nbytes + self.counts.nbytes + self.tree.nbytes
+                + 2 * per_record * len(self.extra))
+
     def __iter__(self) -> Iterator[Any]:
         if self.nulls:
             yield None

@@ -442,6 +442,44 @@ def test_states_held_as_arrays_are_made_when_their_group_changes() -> None:
     assert results[0] == results[1]
 
 
+def test_states_in_arrays_are_counted_at_their_size_after_they_change() -> None:
+    """A MIN/MAX group with many distinct values keeps them in arrays (planner.sorted_counts)
+    when it first changes: `arrangement_stats` counts such a state at its arrays' bytes (not
+    its records at APPROX_BYTES_PER_RECORD, many times more), kept exact change by change
+    (`state_excess` is the states' own excess), and back to 0 when every group is gone."""
+    from engine.operators.reduce_total import APPROX_BYTES_PER_RECORD, ReduceTotalOp, _excess
+    from planner import Catalog, Column, TableSchema
+
+    rng = random.Random(5)
+    n = 20_000
+    table = pa.table([pa.array([rng.randint(0, 9) for _ in range(n)], pa.int64()),
+                      pa.array([rng.random() for _ in range(n)], pa.float64())],
+                     names=["k", "f"])
+    cat = Catalog(tables={"t": TableSchema("t", [Column("k", "BIGINT"), Column("f", "DOUBLE")])})
+    df, h, _, rows = _hydrated(table, cat, ["SELECT k, min(f), max(f), count(*) FROM t GROUP BY k"],
+                               True)
+    (op,) = [o for o in df.ops if isinstance(o, ReduceTotalOp)]
+
+    def stats_bytes() -> int:
+        (stats,) = [s for s in df.arrangement_stats() if s["name"] == op.name]
+        return int(stats["bytes"])
+
+    hydrated = stats_bytes()
+    h.send([(rows[i], -1) for i in range(0, 200)])  # every group changes
+    h.advance_to(2)
+    df.run()
+    assert op.built is None and len(op.states) == 10
+    assert op.state_excess == sum(_excess(st) for st in op.states.values()) < 0
+    # the arrays of the sorted index (values, counts, tree: 24 bytes a value) against the
+    # hydration's (8): far below 2 records a value at the per-record estimate
+    assert stats_bytes() < 4 * hydrated
+    assert stats_bytes() < op.state_records * APPROX_BYTES_PER_RECORD / 8
+    h.send([(r, -1) for r in rows[200:]])
+    h.advance_to(3)
+    df.run()
+    assert not op.states and op.state_excess == 0 and stats_bytes() == 0
+
+
 def test_int_sums_past_int64_are_exact() -> None:
     """Sums whose int64 total would wrap: declined to rows, or exact."""
     plan = IncrementalAggregates((Agg("sum", 1, False, "HUGEINT"),))

@@ -65,6 +65,9 @@ class KeyState(Protocol):
         """Records held, for `arrangement_stats`."""
         ...
 
+    # Optionally `approx_bytes() -> int`: about the bytes held, where they are far from
+    # `size()` records at `APPROX_BYTES_PER_RECORD` (a state that keeps values in arrays).
+
 
 class BuiltStates(Protocol):
     """The states of many keys built at once from columns, each made only when its key first
@@ -116,6 +119,9 @@ class ReduceTotalOp(Operator):
         # Instrumentation: records the states touched (inputs applied, entries read).
         self.records_touched = 0
         self.state_records = 0
+        # Of the states in `states` with `approx_bytes`, their bytes beyond `size()` records
+        # at APPROX_BYTES_PER_RECORD (negative when smaller), kept per change for stats.
+        self.state_excess = 0
         self.dataflow.traces.append(StateStats(self))
 
     def capabilities(self) -> Iterable[Time]:
@@ -193,6 +199,7 @@ class ReduceTotalOp(Operator):
             st = states.get(key)
             if st is not None:
                 before = st.size()
+                excess = _excess(st)
             elif unbuilt and key in unbuilt:
                 assert self.built is not None
                 i = unbuilt.pop(key)
@@ -200,6 +207,7 @@ class ReduceTotalOp(Operator):
                 emitted[key] = list(self.built_rows[i]) if self.built_multi else [
                     (self.built_rows[i], 1)]
                 before = st.size()
+                excess = 0  # counted (in `built`'s bytes) until now
                 # the arrays counted the group's records their way (records_of)
                 self.state_records += before - self.built.records_of(i)
                 self.built_records -= self.built.records_of(i)
@@ -209,7 +217,7 @@ class ReduceTotalOp(Operator):
                     self.built_records = 0
             else:
                 st = states[key] = self.new_state(key)
-                before = 0
+                before = excess = 0
             if diff is None:
                 touched += st.apply(changes)
             else:
@@ -234,10 +242,18 @@ class ReduceTotalOp(Operator):
                 del states[key]
                 emitted.pop(key, None)
                 self.state_records -= before
+                self.state_excess -= excess
             else:
                 emitted[key] = new
                 self.state_records += st.size() - before
+                self.state_excess += _excess(st) - excess
         self.records_touched += touched
+
+
+def _excess(st: Any) -> int:
+    """A state's bytes (`approx_bytes`) beyond its records at APPROX_BYTES_PER_RECORD."""
+    approx = getattr(st, "approx_bytes", None)
+    return 0 if approx is None else approx() - st.size() * APPROX_BYTES_PER_RECORD
 
 
 def _emit_difference(
@@ -278,13 +294,14 @@ class StateStats:
     def stats(self) -> dict[str, Any]:
         op = self.op
         n = op.state_records
-        # states as Python objects, at a rough size per record; the keys still in the arrays
+        # states as Python objects, at a rough size per record, corrected by the states that
+        # know their bytes (state_excess: values kept in arrays); the keys still in the arrays
         # of a hydration at the arrays' size
         held = op.built.approx_bytes() if op.built is not None else 0
         return {
             "name": self.name,
             "records": n,
             "batches": 0,
-            "bytes": (n - op.built_records) * APPROX_BYTES_PER_RECORD + held,
+            "bytes": (n - op.built_records) * APPROX_BYTES_PER_RECORD + held + op.state_excess,
             "readers": 0,
         }
