@@ -31,6 +31,17 @@ def same(got: Counter[Any], want: Counter[Any]) -> bool:
     return True
 
 
+def reset_peak_rss() -> bool:
+    """Start this process's peak RSS (VmHWM in /proc/self/status) afresh at its current RSS
+    (Linux's clear_refs "5"), so a later `peak_rss_mb(os.getpid())` measures what came
+    after, not a harness's set-up; False where the kernel does not allow it."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
 def peak_rss_mb(pid: int | None = None) -> float:
     """Peak resident memory in MB of process `pid` (default: this one; NaN if unreadable)."""
     if pid is None:

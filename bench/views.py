@@ -47,7 +47,8 @@ Measured in one run, in process (``planner.compile_view`` + ``engine.Dataflow``)
 - one transaction of ``--batch`` changed rows (default 10,000, scaled down to a tenth of
   lineitem when the data is smaller; 60% lineitem UPDATE/DELETE, 20% lineitem INSERT, 20%
   orders UPDATE/DELETE/INSERT), the same comparison;
-- this process's peak RSS (DuckDB's in-memory copy of the data included), DuckDB's in-memory
+- this process's peak RSS from after the data is generated and written (DuckDB's in-memory
+  copy of the data included; the generated Arrow tables are dropped first), DuckDB's in-memory
   size of the loaded tables (``duckdb_memory()``) and the ratio of the two, and each view's
   arrangements (records and approximate bytes, from ``Dataflow.arrangement_stats()``).
 
@@ -99,7 +100,7 @@ import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
-from support import free_port, peak_rss_mb, same  # noqa: E402
+from support import free_port, peak_rss_mb, reset_peak_rss, same  # noqa: E402
 
 from engine import Dataflow  # noqa: E402
 from engine.sources import FileSource  # noqa: E402
@@ -214,6 +215,13 @@ class Data:
         self.n_cust = max(15, round(150_000 * sf))
         self.n_orders = max(150, round(1_500_000 * sf))
         self.tables = self._generate()
+        self.num_rows = {t: table.num_rows for t, table in self.tables.items()}
+
+    def release(self) -> None:
+        """Drop the generated tables once they are written: what follows reads the files
+        (and DuckDB's copy), and the peak RSS measured is then the engine's and DuckDB's,
+        not the generator's."""
+        self.tables = {}
 
     def _generate(self) -> dict[str, pa.Table]:
         rng = self.rng
@@ -556,6 +564,9 @@ class Writer:
 
 def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> dict[str, Any]:
     res: dict[str, Any] = {}
+    # the peak RSS from here on: DuckDB's copy and the engine, not the data's generation
+    gc.collect()
+    fresh_peak = reset_peak_rss()
     con = duckdb.connect()
     for t in TABLES:
         con.execute(ddl(t))
@@ -573,7 +584,7 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
             con.execute(q).fetchall()
             duck_v[name] = min(duck_v[name], time.perf_counter() - t0)
     _, want = checker.recompute()
-    print("rows: " + ", ".join(f"{t}={data.tables[t].num_rows:,}" for t in TABLES), flush=True)
+    print("rows: " + ", ".join(f"{t}={data.num_rows[t]:,}" for t in TABLES), flush=True)
 
     # hydration, view by view; the planner reads the tables' statistics from DuckDB's copy, as
     # the server's planner reads them from its store (the reads are timed with the view)
@@ -636,7 +647,7 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
               f" {slowest[2][0]} {slowest[2][1] * 1e3:.1f} ms")
 
     # one large transaction
-    n_li = data.tables["lineitem"].num_rows
+    n_li = data.num_rows["lineitem"]
     n = min(args.batch, max(100, n_li // 10))
     changes = w.batch(n)
     n_rows = sum(len(u) for u in changes.values())
@@ -658,7 +669,7 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
           f" took {duck_dml * 1e3:.1f} ms more)   match={good}")
 
     arr = {name: v.arrangements() for name, v in views.items()}
-    res["peak_rss"] = peak_rss_mb()
+    res["peak_rss"] = peak_rss_mb(os.getpid()) if fresh_peak else peak_rss_mb()
     print(f"\nper view: hydration (DuckDB: the view's SELECT, best of 3), the batch, arrangements"
           f" (records and approximate MB, from arrangement_stats()) after hydration and after all"
           f" {len(order) + 1} transactions")
@@ -673,7 +684,8 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
     print(f"{'all':7} {'':>5} {ours_h:>9.2f} {duck_h * 1e3:>9.1f} {ours_b * 1e3:>9.1f} |"
           f" {sum(r for r, _ in arr_h.values()):>10,} {sum(b for _, b in arr_h.values()) / 2**20:>7.1f}"
           f" | {sum(r for r, _ in arr.values()):>11,} {sum(b for _, b in arr.values()) / 2**20:>7.1f}")
-    print(f"peak RSS of this process (engine, DuckDB and the generated data): "
+    print(f"peak RSS of this process since the data was generated and written (engine and"
+          f" DuckDB{'' if fresh_peak else '; and the generator: the peak could not be reset'}): "
           f"{res['peak_rss']:.0f} MB; DuckDB's tables in memory: {duck_mb:.0f} MB"
           f" ({res['peak_rss'] / duck_mb:.1f}x)")
     res["ok"] = checker.ok
@@ -784,7 +796,7 @@ def http(args: argparse.Namespace, data: Data, parquet_dir: Path, tmp: Path) -> 
                 ok = False
                 explain_mismatch(f"http {name}", g, w)
         n_li = client.post("/query", json={"sql": "SELECT count(*) FROM lineitem"}).json()["rows"]
-        expected = data.tables["lineitem"].num_rows + writes
+        expected = data.num_rows["lineitem"] + writes
         ok = ok and n_li[0][0] == expected
         res["rss"] = peak_rss_mb(proc.pid)
         res["ok"] = ok
@@ -822,6 +834,7 @@ def main() -> int:
         for t, table in data.tables.items():
             files[t] = parquet_dir / f"{t}.parquet"
             pq.write_table(table, files[t])
+        data.release()
         print(f"sf={args.sf}: generated in {time.perf_counter() - t0:.1f} s", flush=True)
         res = in_process(args, data, files)
         hres: dict[str, Any] = {"ok": True, "p50": 0.0, "rate8": 0.0}

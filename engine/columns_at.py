@@ -12,6 +12,10 @@ columns at C speed, and a reduce can build its groups' states from columns
 (`build_columns` of its state factory) without a Python tuple per row. A step or an operator
 that has no columnar form asks for `as_rows()` and proceeds as for any `RowsAt`; the rows are
 made once and shared.
+
+`PairColumnsAt(table, time, diff, split)` is a reduce's output the same way: the `(key, val)`
+pairs whose concatenations are the table's rows, so the step after a GROUP BY (the HAVING
+filter, the projection) runs over columns too, without a pair per group.
 """
 
 from __future__ import annotations
@@ -76,3 +80,40 @@ class ColumnsAt:
     def __repr__(self) -> str:
         return "ColumnsAt(%d rows, time=%s, diff=%d, key=%s)" % (
             len(self), self.time, self.diff, self.key)
+
+
+class PairColumnsAt:
+    """`((row[:split], row[split:]), time, diff)` for each row of the Arrow table `table`: the
+    `(key, val)` pairs a reduce outputs, kept as the columns of `key + val` (a hydration's
+    groups built from columns, engine.operators.reduce_total). Iterating it yields exactly
+    those updates (made once, then shared), so a reader without a form over it sees the
+    pairs; the map that concatenates each pair (`over_pair_columns`) keeps the columns.
+
+    `table` is never mutated (payloads are shared between readers)."""
+
+    __slots__ = ("table", "time", "diff", "split", "_updates")
+
+    def __init__(self, table: Any, time: Time, diff: int, split: int) -> None:
+        self.table = table
+        self.time = time
+        self.diff = diff
+        self.split = split
+        self._updates: list[tuple[Any, Time, int]] | None = None
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    def updates(self) -> list[tuple[Any, Time, int]]:
+        """The updates as a list of `((key, val), time, diff)`."""
+        if self._updates is None:
+            k, t, r = self.split, self.time, self.diff
+            rows = rows_of(self.table, self.table.num_columns)
+            self._updates = [((row[:k], row[k:]), t, r) for row in rows]
+        return self._updates
+
+    def __iter__(self) -> Iterator[tuple[Any, Time, int]]:
+        return iter(self.updates())
+
+    def __repr__(self) -> str:
+        return "PairColumnsAt(%d rows, time=%s, diff=%d, split=%d)" % (
+            len(self), self.time, self.diff, self.split)

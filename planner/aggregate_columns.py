@@ -24,6 +24,7 @@ of distinct values is built when it first changes.
 """
 from __future__ import annotations
 
+import datetime
 import sys
 from collections import Counter
 from itertools import repeat
@@ -89,6 +90,7 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         return None
     order, starts, keys = grouping
     sizes = np.diff(np.append(starts, n))
+    key_table = table.select(list(key)).take(order[starts])
     # Each argument column once: values in group order, their validity, and their kind.
     args = {a for a in plan.value_args} | {x for _, x, _, _ in plan.accs}
     cols: dict[int, tuple[np.ndarray, np.ndarray | None, str]] = {}
@@ -121,7 +123,8 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
             return None  # NaN and -0.0: the row path orders and keys them by its own rules
     kinds = {x: kind for x, (_, _, kind) in cols.items()}
     values = {x: cols[x] for x in plan.value_args}
-    return BuiltGroups(plan, keys, np.append(starts, n), kinds, sums, counts, values)
+    return BuiltGroups(plan, keys, np.append(starts, n), kinds, sums, counts, values,
+                       key_table)
 
 
 class BuiltGroups:
@@ -133,14 +136,18 @@ class BuiltGroups:
     with the per-row states). `records_of(g)` counts group g's values as held here (each row's,
     not each distinct value's), `records()` all groups'."""
 
-    __slots__ = ("plan", "keys", "bounds", "kinds", "sums", "counts", "values", "held")
+    __slots__ = ("plan", "keys", "bounds", "kinds", "sums", "counts", "values", "held",
+                 "key_table")
 
     def __init__(self, plan: IncrementalAggregates, keys: list[Any], bounds: np.ndarray,
                  kinds: dict[int, str], sums: dict[int, Any], counts: dict[int, np.ndarray],
-                 values: dict[int, tuple[np.ndarray, np.ndarray | None, str]]) -> None:
+                 values: dict[int, tuple[np.ndarray, np.ndarray | None, str]],
+                 key_table: Any = None) -> None:
         self.plan, self.keys, self.bounds, self.kinds = plan, keys, bounds, kinds
         self.sums, self.counts, self.values = sums, counts, values
         self.held: np.ndarray | None = None
+        # the key columns of each group's first row, in `keys` order, until `columns()`
+        self.key_table = key_table
 
     def state(self, g: int) -> AggregateState:
         plan = self.plan
@@ -244,9 +251,42 @@ class BuiltGroups:
     def rows(self) -> tuple[list[Any], int]:
         """Every group's output row (a group's output is that row with diff 1: no group is
         empty), and the records read, by whole columns: one list per aggregate, zipped."""
-        plan, groups = self.plan, len(self.keys)
+        groups = len(self.keys)
         if not groups:
             return [], 0
+        columns, read = self._aggregate_columns()
+        rows = list(zip(*columns, strict=True)) if columns else [()] * groups
+        return rows, read
+
+    def columns(self) -> tuple[Any, int, int] | None:
+        """`rows()` as an Arrow table whose rows are each group's key then its output row,
+        in `keys` order (the reduce's `(key, row)` pairs, engine.columns_at.PairColumnsAt),
+        with the key's width and the records read; None when an aggregate's values do not
+        convert to Arrow and back exactly (mixed Python types, an int past int64): then
+        `rows()`. Called once: the key columns are dropped."""
+        import pyarrow as pa
+
+        keys, self.key_table = self.key_table, None
+        if keys is None or not self.keys:
+            return None
+        aggregates, read = self._aggregate_columns()
+        arrays = []
+        for col in aggregates:
+            kinds = set(map(type, col)) - {type(None)}
+            if len(kinds) > 1 or not kinds <= {int, float, datetime.date}:
+                return None  # e.g. a bool, a Decimal or ints beside floats: as rows
+            try:
+                arrays.append(pa.array(col))
+            except (OverflowError, pa.ArrowInvalid):
+                return None
+        table = pa.table([*keys.columns, *arrays],
+                         names=[f"c{i}" for i in range(keys.num_columns + len(arrays))])
+        return table, keys.num_columns, read
+
+    def _aggregate_columns(self) -> tuple[list[list[Any]], int]:
+        """Each aggregate's value in every group (what `rows()` zips), and the records
+        read."""
+        plan, groups = self.plan, len(self.keys)
         columns: list[list[Any]] = []
         read = 0
         for a, slot in zip(plan.aggs, plan.slots, strict=True):
@@ -279,8 +319,7 @@ class BuiltGroups:
                 col = [_finish_avg(t, c) if c else None
                        for t, c in zip(totals, n.tolist(), strict=True)]
             columns.append(canonical_column(col))
-        rows = list(zip(*columns, strict=True)) if columns else [()] * groups
-        return rows, read
+        return columns, read
 
     def _extremes(self, x: int, f: str) -> list[Any]:
         """MIN or MAX of `x` per group, by one `reduceat` (NULLs as the other extreme; a

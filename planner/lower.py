@@ -78,6 +78,8 @@ def _concat_pair(kv: tuple[tuple[Any, ...], tuple[Any, ...]]) -> tuple[Any, ...]
 
 # the same over a whole list of updates (see engine.operators.stateless.map_logic)
 _concat_pair.over_updates = lambda u: [(k + v, t, r) for (k, v), t, r in u]  # type: ignore[attr-defined]
+# ... and over a reduce's pairs kept as columns, whose rows are already key + val
+_concat_pair.over_pair_columns = True  # type: ignore[attr-defined]
 
 
 def _canonical_floats(

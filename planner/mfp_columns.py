@@ -91,7 +91,8 @@ def columns_mfp(m: Mfp) -> Callable[[Any], Any] | None:
             return None
         out = pa.table([cols[i] for i in m.project],
                        names=[f"c{j}" for j in range(len(m.project))])
-        if keep is not None:
+        if keep is not None and (keep.null_count or not _pc().all(keep).as_py()):
+            # (a filter every row passes, such as a join key's NOT NULL, copies nothing)
             out = out.filter(keep, null_selection_behavior="drop")
         return out
 

@@ -241,6 +241,7 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
                       pa.array(wide, pa.int64()), pa.array(extreme, pa.int64())],
                      names=list("abcdefgh"))
     plan = IncrementalAggregates(AGGS)
+    columns_taken = 0
     for key in ((0,), (4,), (0, 4), (3,), (5,), (), (6,), (7,), (6, 3), (7, 6), (3, 4)):
         built = build_states(plan, table, key)
         assert built is not None
@@ -259,12 +260,23 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
         rows, _ = groups.rows()
         assert [repr([(r, 1)]) for r in rows] == [repr(want[k].output()[0]) for k in groups.keys]
         assert groups.records() == sum(groups.records_of(g) for g in range(len(groups.keys)))
+        # ... and as columns, each row the key then the output row (engine.columns_at's
+        # PairColumnsAt): the same values, classes included, where it does not decline
+        cols = groups.columns()
+        if cols is not None:
+            out, split, _ = cols
+            assert split == len(key)
+            got = list(rows_of(out, out.num_columns))
+            assert repr(got) == repr([tuple(k) + r for k, r in zip(groups.keys, rows,
+                                                                      strict=True)])
+            columns_taken += 1
         # and each built state keeps working: a change applies as to the per-row state
         k0 = next(iter(want))
         change = [(rows[0][:1] + (5,) + rows[0][2:], 1), (rows[0], -1)]
         built[k0].apply(change)
         want[k0].apply(change)
         assert _state_view(built[k0]) == _state_view(want[k0])
+    assert columns_taken >= 6
 
 
 def _topk_view(st: Any) -> tuple[Any, ...]:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.columnar import memory
-from engine.columns_at import ColumnsAt
+from engine.columns_at import ColumnsAt, PairColumnsAt
 from engine.columns_join import join_tables
 from engine.consolidation import consolidate
 from engine.executors.base import Updates
@@ -51,7 +51,13 @@ class InProcessExecutor:
         # Kept as columns (engine.columns_at): the steps up to a reduce may run over them.
         return ColumnsAt(table, time, diff)
 
+    def from_pair_columns(self, table: Any, time: Time, diff: int, split: int) -> PairColumnsAt:
+        # Kept as columns (engine.columns_at): the step after a reduce may run over them.
+        return PairColumnsAt(table, time, diff, split)
+
     def collect(self, payload: Updates | RowsAt) -> Updates:
+        if payload.__class__ is PairColumnsAt:
+            return payload.updates()  # type: ignore[union-attr]
         if payload.__class__ is ColumnsAt:
             payload = payload.as_rows()  # type: ignore[union-attr]
         if payload.__class__ is RowsAt:
@@ -67,6 +73,12 @@ class InProcessExecutor:
 
     def apply(self, logic: Callable[[Updates], Updates], payload: Updates | RowsAt
               ) -> Updates | RowsAt:
+        if payload.__class__ is PairColumnsAt:
+            pc: PairColumnsAt = payload  # type: ignore[assignment]
+            # The map that concatenates each pair gives the table's rows: columns still.
+            if getattr(logic, "over_pair_columns", None) is not None:
+                return ColumnsAt(pc.table, pc.time, pc.diff)
+            return logic(pc.updates())
         if payload.__class__ is ColumnsAt:
             c: ColumnsAt = payload  # type: ignore[assignment]
             # A step with a form over columns (planner.mfp_columns) keeps the columns form
@@ -98,7 +110,8 @@ class InProcessExecutor:
         return consolidate(self.collect(payload))
 
     def lower(self, payload: Updates | RowsAt) -> Antichain:
-        if payload.__class__ is RowsAt or payload.__class__ is ColumnsAt:
+        if payload.__class__ is RowsAt or payload.__class__ is ColumnsAt or \
+                payload.__class__ is PairColumnsAt:
             return Antichain([payload.time])  # type: ignore[union-attr]
         return Antichain(t for _, t, _ in payload)
 
@@ -109,7 +122,7 @@ class InProcessExecutor:
             # One payload at one time (an epoch's writes, a hydration): it goes whole to one
             # side. The caller only reads what `split` returns, so the list is shared as is.
             (p,) = payloads
-            times = {p.time} if p.__class__ is RowsAt or p.__class__ is ColumnsAt else \
+            times = {p.time} if p.__class__ in (RowsAt, ColumnsAt, PairColumnsAt) else \
                 {u[1] for u in p}
             if len(times) == 1:
                 return ([], p) if beyond(next(iter(times))) else (p, [])

@@ -10,7 +10,8 @@ Invariant: after each activation, for every key `k`, its state (`states[k]`, or 
 the arrays of a hydration from columns, `built`, until `k` first changes) is the key's input
 accumulated at every time not beyond the input frontier (`upper`), and `emitted[k]` (for a
 key still in `built`: `[(built_rows[i], 1)]`, or `built_rows[i]` when `built` gives each
-key's output list) is the output the operator has sent for `k` accumulated over the same
+key's output list, or the output of the key's state when the rows went out as columns,
+`built.columns()`) is the output the operator has sent for `k` accumulated over the same
 times, which equals the state's `output()`. For each newly complete time `t`, in increasing
 order, the operator
 applies `t`'s input diffs to the states of the keys they touch and sends, at `t`, the
@@ -74,7 +75,10 @@ class BuiltStates(Protocol):
     changes: `state(i)` equals a new state that `apply`d key `keys[i]`'s values with diff 1,
     every key's `output()` is one row with diff 1 and `rows()` is those rows in `keys` order
     (with the records read) or, for states whose output may be several rows (a top-k), an
-    `outputs()` method gives each key's `output()` list in `keys` order instead, and
+    `outputs()` method gives each key's `output()` list in `keys` order instead; optionally
+    `columns()` gives `rows()` as an Arrow table of each key then its row, with the key's
+    width and the records read (or None), sent on as columns (engine.columns_at's
+    PairColumnsAt) where the executor keeps them; and
     `records()` the records held for all keys, `records_of(i)` for key `keys[i]` (until its
     state is made and reports its own `size()`)."""
 
@@ -107,7 +111,8 @@ class ReduceTotalOp(Operator):
         # Keys whose state is still held by `built` (a hydration from columns), by position:
         # a key is in `states` or in `unbuilt`, never both.
         self.built: BuiltStates | None = None
-        self.built_rows: list[Any] = []  # `built.rows()`, each unbuilt key's output row
+        # `built.rows()`, each unbuilt key's output row (None: sent as columns, `columns()`)
+        self.built_rows: list[Any] | None = []
         self.built_multi = False  # `built_rows` holds each key's output list (`outputs()`)
         self.built_records = 0  # of `state_records`, those the unbuilt keys hold in `built`
         self.unbuilt: dict[Any, int] = {}
@@ -167,14 +172,26 @@ class ReduceTotalOp(Operator):
             return False
         t = cols.time
         outputs = getattr(built, "outputs", None)
-        if outputs is None:
+        columns = getattr(built, "columns", None)
+        pairs = getattr(ex, "from_pair_columns", None)
+        table = columns() if outputs is None and columns is not None and pairs else None
+        payload: Any
+        if table is not None:
+            # every key's one row as the columns of key + row (engine.columns_at): no pair
+            # per key; `emitted` gets a key's row from its state when the state is made
+            out_table, split, read = table
+            rows = None
+            payload = pairs(out_table, t, 1, split) if out_table.num_rows else None
+        elif outputs is None:
             rows, read = built.rows()
             # every key's one row, with diff 1 (C loops: a hydration may have millions of
             # keys); `emitted` gets a key's row when its state is made
             out = list(zip(zip(built.keys, rows, strict=True), repeat(t), repeat(1)))
+            payload = ex.from_updates(out) if out else None
         else:  # each key's output is a list of (row, multiplicity)
             rows, read = outputs()
             out = [((k, r), t, m) for k, o in zip(built.keys, rows, strict=True) for r, m in o]
+            payload = ex.from_updates(out) if out else None
         self.built = built
         self.built_rows = rows
         self.built_multi = outputs is not None
@@ -182,8 +199,8 @@ class ReduceTotalOp(Operator):
         self.state_records += built.records()
         self.built_records = built.records()
         self.records_touched += len(cols) + read
-        if out:
-            self.send(ex.from_updates(out), [t])
+        if payload is not None:
+            self.send(payload, [t])
         return True
 
     def _apply_time(
@@ -204,8 +221,11 @@ class ReduceTotalOp(Operator):
                 assert self.built is not None
                 i = unbuilt.pop(key)
                 st = states[key] = self.built.state(i)
-                emitted[key] = list(self.built_rows[i]) if self.built_multi else [
-                    (self.built_rows[i], 1)]
+                if self.built_rows is None:  # sent as columns: the state gives the row
+                    emitted[key] = st.output()[0]
+                else:
+                    emitted[key] = list(self.built_rows[i]) if self.built_multi else [
+                        (self.built_rows[i], 1)]
                 before = st.size()
                 excess = 0  # counted (in `built`'s bytes) until now
                 # the arrays counted the group's records their way (records_of)

@@ -65,6 +65,12 @@ def _over_updates(f: Callable[[Any], Any],
     if over_columns is not None:
         logic.over_columns = over_columns  # type: ignore[attr-defined]
         logic.row_keys = f.row_keys  # type: ignore[attr-defined]
+    # A map of `(key, val)` pairs to `key + val` marks itself `over_pair_columns` (True):
+    # over a reduce's pairs kept as columns (engine.columns_at.PairColumnsAt) its output is
+    # the table's rows, kept as columns.
+    over_pair_columns = getattr(f, "over_pair_columns", None)
+    if over_pair_columns is not None:
+        logic.over_pair_columns = over_pair_columns  # type: ignore[attr-defined]
     return logic
 
 
