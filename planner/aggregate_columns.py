@@ -61,6 +61,8 @@ _I64 = (-(1 << 63), (1 << 63) - 1)
 # also in a process that has not loaded it, where the kernel's cost includes numba's start
 # (about 0.6 s and 125 MB, once): NumPy takes 60-450 ns a value, so about that many values.
 COMPILED_FLOAT_SUMS = 100_000
+# `_integral` looks at this many first values before a pass over the whole column.
+_INTEGRAL_PROBE = 1024
 FIRST_COMPILED_FLOAT_SUMS = 2_000_000
 
 
@@ -427,6 +429,10 @@ def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
 def _integral(vals: np.ndarray, valid: np.ndarray | None) -> np.ndarray | None:
     """The values with every NaN, infinity and NULL as 0.0 when they are all integers and
     max|x| * n stays far inside int64 (so their int64 sums are exact), else None."""
+    head = vals[:_INTEGRAL_PROBE]
+    counted = np.isfinite(head) if valid is None else np.isfinite(head) & valid[:len(head)]
+    if not (head == np.trunc(head))[counted].all():
+        return None  # prices and the like: known from their first values, not a full pass
     finite = np.isfinite(vals) if valid is None else np.isfinite(vals) & valid
     whole = np.where(finite, vals, 0.0)
     top = float(np.abs(whole).max()) if len(whole) else 0.0
