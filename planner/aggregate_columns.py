@@ -25,8 +25,10 @@ of distinct values is built when it first changes.
 from __future__ import annotations
 
 import datetime
+import math
 import sys
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -231,7 +233,9 @@ class BuiltGroups:
 
     def approx_bytes(self) -> int:
         """The arrays' bytes, and the keys and Python sums at a rough 64 bytes an object."""
-        total = self.bounds.nbytes + 64 * 2 * len(self.keys)
+        keys = self.keys
+        total = self.bounds.nbytes + (2 * keys.values.nbytes if isinstance(keys, IntKeys)
+                                      else 64 * 2 * len(keys))
         for vals, valid, _ in self.values.values():
             total += vals.nbytes + (valid.nbytes if valid is not None else 0)
         for c in self.counts.values():
@@ -576,6 +580,9 @@ def _group(table: Any, key: tuple[int, ...]
     sorted_codes = codes[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
     group_codes = sorted_codes[starts]
+    if len(decoders) == 1 and decoders[0][2] is None:
+        # one int column by offsets: the groups are in ascending key order, kept as an array
+        return order, starts, IntKeys(group_codes + decoders[0][1])
     # each group's key: its code split back into one code per column
     columns = []
     for size, lo, values in reversed(decoders):
@@ -584,6 +591,78 @@ def _group(table: Any, key: tuple[int, ...]
                        list(map(values.__getitem__, j.tolist())))
     keys = list(zip(*reversed(columns), strict=True)) if columns else [()] * len(starts)
     return order, starts, keys
+
+
+class IntKeys(Sequence[tuple[int]]):
+    """The groups' keys `(v,)` of one int key column, distinct and ascending, as an int64
+    array instead of a tuple and an int object per group (a GROUP BY of millions of ids).
+    `unbuilt()` gives the positions a reduce has not made a state for yet."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [(v,) for v in self.values[i].tolist()]
+        return (int(self.values[i]),)
+
+    def __iter__(self) -> Iterator[tuple[int]]:
+        return ((v,) for v in self.values.tolist())
+
+    def unbuilt(self) -> UnbuiltIntKeys:
+        return UnbuiltIntKeys(self.values)
+
+
+class UnbuiltIntKeys:
+    """The positions of `IntKeys` whose state is not made yet: `key in`, `pop(key)` and `len`
+    answer as the dict `{key: position}` of them would (by Python's equality: `(1.0,)` and
+    `(True,)` find `(1,)`), with a flag per group instead of a dict entry."""
+
+    __slots__ = ("values", "taken", "left")
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+        self.taken = np.zeros(len(values), dtype=bool)
+        self.left = len(values)
+
+    def __len__(self) -> int:
+        return self.left
+
+    def nbytes(self) -> int:
+        return self.values.nbytes + self.taken.nbytes
+
+    def _find(self, key: Any) -> int:
+        if key.__class__ is not tuple or len(key) != 1:
+            return -1
+        v = key[0]
+        if v.__class__ is not int:
+            if not (v.__class__ is bool or (v.__class__ is float and math.isfinite(v)
+                                              and v.is_integer())):
+                return -1
+            v = int(v)
+        if not _I64[0] <= v <= _I64[1]:
+            return -1
+        values = self.values
+        i = int(np.searchsorted(values, v))
+        if i == len(values) or values[i] != v or self.taken[i]:
+            return -1
+        return i
+
+    def __contains__(self, key: Any) -> bool:
+        return self._find(key) >= 0
+
+    def pop(self, key: Any) -> int:
+        i = self._find(key)
+        if i < 0:
+            raise KeyError(key)
+        self.taken[i] = True
+        self.left -= 1
+        return i
 
 
 def _stable_order(codes: np.ndarray, radix: int) -> np.ndarray:

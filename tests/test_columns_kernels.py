@@ -18,6 +18,7 @@ import random
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -490,6 +491,32 @@ def test_states_in_arrays_are_counted_at_their_size_after_they_change() -> None:
     h.advance_to(3)
     df.run()
     assert not op.states and op.state_excess == 0 and stats_bytes() == 0
+
+
+def test_int_keys_find_groups_as_a_dict_does() -> None:
+    """planner.aggregate_columns.IntKeys (one int key column's groups as an array): its
+    `unbuilt()` answers `in`, `pop` and `len` exactly as the dict {key: position} would,
+    under Python's equality, key after key."""
+    from planner.aggregate_columns import IntKeys
+
+    rng = random.Random(11)
+    values = np.array(sorted(rng.sample(range(-10**6, 10**6), 500)) + [2 ** 63 - 1],
+                      dtype=np.int64)
+    keys = IntKeys(values)
+    assert list(keys) == [(v,) for v in values.tolist()] and keys[3] == (int(values[3]),)
+    unbuilt = keys.unbuilt()
+    want = {k: i for i, k in enumerate(keys)}
+    probes = [*(k for k in keys), (1.5,), (math.nan,), (math.inf,), (2 ** 63,), (-(2 ** 64),),
+              ((1,),), (), (1, 2), ("1",), (None,), 7]
+    probes += [(float(v),) for v in values[:20].tolist()] + [(True,), (False,)]
+    rng.shuffle(probes)
+    for k in probes:
+        assert (k in unbuilt) == (k in want), k
+        if k in want:
+            assert unbuilt.pop(k) == want.pop(k)
+            assert k not in unbuilt
+        assert len(unbuilt) == len(want)
+    assert not unbuilt and not want
 
 
 def test_int_sums_past_int64_are_exact() -> None:

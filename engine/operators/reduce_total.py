@@ -28,7 +28,7 @@ bounded by the state's data structure, not by the group's size.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from typing import Any, Protocol
 
@@ -82,7 +82,9 @@ class BuiltStates(Protocol):
     `records()` the records held for all keys, `records_of(i)` for key `keys[i]` (until its
     state is made and reports its own `size()`)."""
 
-    keys: list[Any]
+    # a sequence; it may give `unbuilt()`: the dict {key: position} for its keys' states not
+    # made yet, or an object answering `in`, `pop` and `len` as that dict would
+    keys: Sequence[Any]
 
     def state(self, i: int) -> KeyState: ...
 
@@ -115,7 +117,7 @@ class ReduceTotalOp(Operator):
         self.built_rows: list[Any] | None = []
         self.built_multi = False  # `built_rows` holds each key's output list (`outputs()`)
         self.built_records = 0  # of `state_records`, those the unbuilt keys hold in `built`
-        self.unbuilt: dict[Any, int] = {}
+        self.unbuilt: Any = {}  # a dict, or an object answering `in`, `pop` and `len` alike
         self.emitted: dict[Any, list[tuple[Any, int]]] = {}
         self.buffer: list[Any] = []
         self.buffer_lower = Antichain()
@@ -195,7 +197,11 @@ class ReduceTotalOp(Operator):
         self.built = built
         self.built_rows = rows
         self.built_multi = outputs is not None
-        self.unbuilt = dict(zip(built.keys, range(len(built.keys)), strict=True))
+        # key -> position of the keys whose state is not made yet: a dict, or what the
+        # keys give in its place (`unbuilt()`: keys held in arrays, no entry per key)
+        unbuilt = getattr(built.keys, "unbuilt", None)
+        self.unbuilt = unbuilt() if unbuilt is not None else dict(
+            zip(built.keys, range(len(built.keys)), strict=True))
         self.state_records += built.records()
         self.built_records = built.records()
         self.records_touched += len(cols) + read
