@@ -619,9 +619,9 @@ class IntKeys(Sequence[tuple[int]]):
 
 
 class UnbuiltIntKeys:
-    """The positions of `IntKeys` whose state is not made yet: `key in`, `pop(key)` and `len`
-    answer as the dict `{key: position}` of them would (by Python's equality: `(1.0,)` and
-    `(True,)` find `(1,)`), with a flag per group instead of a dict entry."""
+    """The positions of `IntKeys` whose state is not made yet: `key in`, `pop(key[, default])`
+    and `len` answer as the dict `{key: position}` of them would (by Python's equality:
+    `(1.0,)` and `(True,)` find `(1,)`), with a flag per group instead of a dict entry."""
 
     __slots__ = ("values", "taken", "left")
 
@@ -656,9 +656,11 @@ class UnbuiltIntKeys:
     def __contains__(self, key: Any) -> bool:
         return self._find(key) >= 0
 
-    def pop(self, key: Any) -> int:
+    def pop(self, key: Any, *default: int) -> int:
         i = self._find(key)
         if i < 0:
+            if default:
+                return default[0]
             raise KeyError(key)
         self.taken[i] = True
         self.left -= 1

@@ -512,6 +512,8 @@ def test_int_keys_find_groups_as_a_dict_does() -> None:
     rng.shuffle(probes)
     for k in probes:
         assert (k in unbuilt) == (k in want), k
+        if k not in want:
+            assert unbuilt.pop(k, -1) == -1
         if k in want:
             assert unbuilt.pop(k) == want.pop(k)
             assert k not in unbuilt

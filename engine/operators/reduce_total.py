@@ -83,7 +83,7 @@ class BuiltStates(Protocol):
     state is made and reports its own `size()`)."""
 
     # a sequence; it may give `unbuilt()`: the dict {key: position} for its keys' states not
-    # made yet, or an object answering `in`, `pop` and `len` as that dict would
+    # made yet, or an object answering `in`, `pop` (with a default) and `len` as it would
     keys: Sequence[Any]
 
     def state(self, i: int) -> KeyState: ...
@@ -117,7 +117,7 @@ class ReduceTotalOp(Operator):
         self.built_rows: list[Any] | None = []
         self.built_multi = False  # `built_rows` holds each key's output list (`outputs()`)
         self.built_records = 0  # of `state_records`, those the unbuilt keys hold in `built`
-        self.unbuilt: Any = {}  # a dict, or an object answering `in`, `pop` and `len` alike
+        self.unbuilt: Any = {}  # a dict, or an object answering `in`, `pop`, `len` alike
         self.emitted: dict[Any, list[tuple[Any, int]]] = {}
         self.buffer: list[Any] = []
         self.buffer_lower = Antichain()
@@ -223,9 +223,8 @@ class ReduceTotalOp(Operator):
             if st is not None:
                 before = st.size()
                 excess = _excess(st)
-            elif unbuilt and key in unbuilt:
+            elif unbuilt and (i := unbuilt.pop(key, -1)) >= 0:
                 assert self.built is not None
-                i = unbuilt.pop(key)
                 st = states[key] = self.built.state(i)
                 if self.built_rows is None:  # sent as columns: the state gives the row
                     emitted[key] = st.output()[0]
