@@ -106,6 +106,8 @@ class SortedCounts:
 
     def _kth(self, k: int) -> int:
         """The position of the k-th (from 0) present base value."""
+        if self.live == len(self.base):
+            return k  # every base value present (as built): no descent of the tree
         return _find_kth(self.tree, k)
 
     def _ends(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

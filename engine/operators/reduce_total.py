@@ -13,9 +13,9 @@ key still in `built`: `[(built_rows[i], 1)]`, or `built_rows[i]` when `built` gi
 key's output list, or the output of the key's state when the rows went out as columns,
 `built.columns()`) is the output the operator has sent for `k` accumulated over the same
 times, which equals the state's `output()`. For each newly complete time `t`, in increasing
-order, the operator
-applies `t`'s input diffs to the states of the keys they touch and sends, at `t`, the
-retraction of each such key's previous output and its new output (nothing when unchanged).
+order, the operator applies `t`'s input diffs to the states of the keys they touch and sends,
+at `t`, the retraction of each such key's previous output and its new output (nothing when
+unchanged).
 Updates at times not yet complete wait in a buffer, with capabilities held at their lower
 bound; with nothing buffered the operator holds no capability. It keeps no history, so
 compaction is inherent: its state is already at the frontier.
