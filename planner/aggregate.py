@@ -617,7 +617,7 @@ class AggregateState:
         total = per_record
         for x, v in self.values.items():
             if v.__class__ is SortedCounts:
-                total += v.approx_bytes(per_record)  # type: ignore[attr-defined]
+                total += v.approx_bytes(per_record)
             else:
                 total += per_record * (len(v) + len(self.index.get(x, ())))
         return total

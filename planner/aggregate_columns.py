@@ -633,9 +633,6 @@ class UnbuiltIntKeys:
     def __len__(self) -> int:
         return self.left
 
-    def nbytes(self) -> int:
-        return self.values.nbytes + self.taken.nbytes
-
     def _find(self, key: Any) -> int:
         if key.__class__ is not tuple or len(key) != 1:
             return -1

@@ -24,15 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from engine.operators.reduce_total import APPROX_BYTES_PER_RECORD
 from engine.sources import rows_of
 from planner.aggregate import IncrementalTopK, TopKState
 from planner.aggregate_columns import _group, _numeric
 
 
 class BuiltTopK:
-    """Every group's `TopKState`, made from columns (the engine's `BuiltStates` whose keys'
-    outputs are lists of rows: `outputs()`)."""
+    """Every group's `TopKState`, made from columns (the engine's `BuiltStates` whose states
+    are all made and whose keys' outputs are lists of rows: `outputs()`)."""
 
     __slots__ = ("keys", "states")
 
@@ -52,15 +51,6 @@ class BuiltTopK:
             outs.append(out)
             read += r
         return outs, read
-
-    def records(self) -> int:
-        return sum(st.size() for st in self.states)
-
-    def records_of(self, i: int) -> int:
-        return self.states[i].size()
-
-    def approx_bytes(self) -> int:
-        return self.records() * APPROX_BYTES_PER_RECORD
 
 
 def build_topk(plan: IncrementalTopK, table: Any, key: tuple[int, ...]) -> BuiltTopK | None:

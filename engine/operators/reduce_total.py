@@ -9,9 +9,8 @@ instead keep, per key, a state summarising the key's input accumulated up to the
 Invariant: after each activation, for every key `k`, its state (`states[k]`, or still in
 the arrays of a hydration from columns, `built`, until `k` first changes) is the key's input
 accumulated at every time not beyond the input frontier (`upper`), and `emitted[k]` (for a
-key still in `built`: `[(built_rows[i], 1)]`, or `built_rows[i]` when `built` gives each
-key's output list, or the output of the key's state when the rows went out as columns,
-`built.columns()`) is the output the operator has sent for `k` accumulated over the same
+key still in `built`: `[(built_rows[i], 1)]`, or the output of the key's state when the
+rows went out as columns, `built.columns()`) is the output the operator has sent for `k` accumulated over the same
 times, which equals the state's `output()`. For each newly complete time `t`, in increasing
 order, the operator applies `t`'s input diffs to the states of the keys they touch and sends,
 at `t`, the retraction of each such key's previous output and its new output (nothing when
@@ -74,8 +73,9 @@ class BuiltStates(Protocol):
     """The states of many keys built at once from columns, each made only when its key first
     changes: `state(i)` equals a new state that `apply`d key `keys[i]`'s values with diff 1,
     every key's `output()` is one row with diff 1 and `rows()` is those rows in `keys` order
-    (with the records read) or, for states whose output may be several rows (a top-k), an
-    `outputs()` method gives each key's `output()` list in `keys` order instead; optionally
+    (with the records read) or, for states all made already whose output may be several
+    rows (a top-k), an `outputs()` method gives each key's `output()` list in `keys` order
+    instead (the states then go straight into the operator's `states`); optionally
     `columns()` gives `rows()` as an Arrow table of each key then its row, with the key's
     width and the records read (or None), sent on as columns (engine.columns_at's
     PairColumnsAt) where the executor keeps them; and
@@ -115,7 +115,6 @@ class ReduceTotalOp(Operator):
         self.built: BuiltStates | None = None
         # `built.rows()`, each unbuilt key's output row (None: sent as columns, `columns()`)
         self.built_rows: list[Any] | None = []
-        self.built_multi = False  # `built_rows` holds each key's output list (`outputs()`)
         self.built_records = 0  # of `state_records`, those the unbuilt keys hold in `built`
         self.unbuilt: Any = {}  # a dict, or an object answering `in`, `pop`, `len` alike
         self.emitted: dict[Any, list[tuple[Any, int]]] = {}
@@ -174,9 +173,21 @@ class ReduceTotalOp(Operator):
             return False
         t = cols.time
         outputs = getattr(built, "outputs", None)
+        if outputs is not None:
+            # every state made already (a top-k): each goes straight into `states`
+            outs, read = outputs()
+            for i, (k, o) in enumerate(zip(built.keys, outs, strict=True)):
+                st = self.states[k] = built.state(i)
+                self.emitted[k] = list(o)
+                self.state_records += st.size()
+            self.records_touched += len(cols) + read
+            out = [((k, r), t, m) for k, o in zip(built.keys, outs, strict=True) for r, m in o]
+            if out:
+                self.send(ex.from_updates(out), [t])
+            return True
         columns = getattr(built, "columns", None)
         pairs = getattr(ex, "from_pair_columns", None)
-        table = columns() if outputs is None and columns is not None and pairs else None
+        table = columns() if columns is not None and pairs else None
         payload: Any
         if table is not None:
             # every key's one row as the columns of key + row (engine.columns_at): no pair
@@ -184,19 +195,14 @@ class ReduceTotalOp(Operator):
             out_table, split, read = table
             rows = None
             payload = pairs(out_table, t, 1, split) if out_table.num_rows else None
-        elif outputs is None:
+        else:
             rows, read = built.rows()
             # every key's one row, with diff 1 (C loops: a hydration may have millions of
             # keys); `emitted` gets a key's row when its state is made
             out = list(zip(zip(built.keys, rows, strict=True), repeat(t), repeat(1)))
             payload = ex.from_updates(out) if out else None
-        else:  # each key's output is a list of (row, multiplicity)
-            rows, read = outputs()
-            out = [((k, r), t, m) for k, o in zip(built.keys, rows, strict=True) for r, m in o]
-            payload = ex.from_updates(out) if out else None
         self.built = built
         self.built_rows = rows
-        self.built_multi = outputs is not None
         # key -> position of the keys whose state is not made yet: a dict, or what the
         # keys give in its place (`unbuilt()`: keys held in arrays, no entry per key)
         unbuilt = getattr(built.keys, "unbuilt", None)
@@ -229,8 +235,7 @@ class ReduceTotalOp(Operator):
                 if self.built_rows is None:  # sent as columns: the state gives the row
                     emitted[key] = st.output()[0]
                 else:
-                    emitted[key] = list(self.built_rows[i]) if self.built_multi else [
-                        (self.built_rows[i], 1)]
+                    emitted[key] = [(self.built_rows[i], 1)]
                 before = st.size()
                 excess = 0  # counted (in `built`'s bytes) until now
                 # the arrays counted the group's records their way (records_of)
