@@ -7,6 +7,7 @@ the planner receives the user's own text rather than a regeneration of it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,9 @@ class Statement:
     line: int  # 1-based line of the statement's first character in the request
     column: int  # 1-based column of the same
     inner: Statement | None = None
+    # An `INSERT ... VALUES` of plain literals (`plain_insert`): its rows' text exactly as
+    # written, which a combined INSERT carries instead of a rendering of the tree.
+    values_text: str | None = None
 
     def locate(self, line: int | None, column: int | None) -> tuple[int | None, int | None]:
         """Translate a (line, column) inside `text` to a position in the request."""
@@ -249,6 +253,9 @@ def parse_statement(
 
 
 def parse_script(sql: str, max_statements: int) -> list[Statement]:
+    plain = plain_insert(sql)
+    if plain is not None:
+        return [plain]
     pieces, tokens = _split(sql)
     if not pieces:
         raise SqlError("no SQL statement given", code="syntax_error")
@@ -261,3 +268,84 @@ def parse_script(sql: str, max_statements: int) -> list[Statement]:
         # write's planning spent a fifth of its time tokenizing twice).
         return [parse_statement(sql, 1, 1, tokens)]
     return [parse_statement(text, line, col) for text, line, col in pieces]
+
+
+# ---------------------------------------------------------------------- plain INSERTs
+
+# Most writes are `INSERT INTO t VALUES (...)` with literal values; sqlglot's tokenizer and
+# recursive-descent parser spent a tenth of such a write's time on them (a descent of about
+# fifteen precedence levels per value). `plain_insert` reads exactly this grammar with
+# regular expressions and builds the tree sqlglot builds for it (tests/test_server_plain_insert
+# compares the two); any other text, however close, goes to sqlglot:
+#   INSERT INTO <name> VALUES <row> [, <row>]* [;]
+#   <row>:   ( <value> [, <value>]* )
+#   <value>: [-]digits[.digits] | 'text' ('' inside, no backslash) | NULL | TRUE | FALSE
+#            | DATE 'text'
+# with <name> an unquoted identifier that is not a keyword, and only spaces, tabs and newlines
+# between (no comments).
+_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?(?![0-9A-Za-z_.])"
+_STRING = r"'(?:[^'\\]|'')*'"
+_VALUE = rf"(?:{_NUMBER}|{_STRING}|(?:NULL|TRUE|FALSE)(?![0-9A-Za-z_])|DATE[ \t\n]+{_STRING})"
+_ROW = rf"\([ \t\n]*{_VALUE}(?:[ \t\n]*,[ \t\n]*{_VALUE})*[ \t\n]*\)"
+_PLAIN_INSERT = re.compile(
+    rf"[ \t\n]*(?P<stmt>INSERT[ \t\n]+INTO[ \t\n]+(?P<name>[A-Za-z_][A-Za-z0-9_]*)[ \t\n]+"
+    rf"VALUES[ \t\n]*(?P<values>{_ROW}(?:[ \t\n]*,[ \t\n]*{_ROW})*))[ \t\n]*;?[ \t\n]*",
+    re.IGNORECASE,
+)
+_TOKEN = re.compile(
+    r"[ \t\n]*(?:(?P<open>\()|(?P<close>\))|(?P<comma>,)|(?P<neg>-)?(?P<number>[0-9]+(?:\.[0-9]+)?)"
+    r"|'(?P<string>(?:[^'\\]|'')*)'|(?P<word>NULL|TRUE|FALSE)|DATE[ \t\n]+'(?P<date>(?:[^'\\]|'')*)')",
+    re.IGNORECASE,
+)
+# Longer texts go to sqlglot, whose token limits (`check_complexity`) then apply as before.
+PLAIN_INSERT_MAX = 1 << 16
+
+
+def _template(sql: str) -> exp.Expression:
+    return _DUCKDB.parser().parse(_DUCKDB.tokenize(sql), sql)[0]
+
+
+# The arguments sqlglot sets on such an INSERT besides its table and rows (is_function=False,
+# stored=False, ...), and its tree for a DATE literal: taken from sqlglot itself, so the trees
+# built here follow its version.
+# (In sqlglot's order: `this` and `expression` are placed where it places them.)
+_INSERT_ARGS = dict(_template("INSERT INTO t VALUES (1)").args)
+_DATE = _template("SELECT DATE '2000-01-01'").expressions[0]
+
+
+def plain_insert(sql: str) -> Statement | None:
+    """The one statement of `sql` when it is a plain INSERT (the grammar above), with the tree
+    sqlglot would parse; None for anything else."""
+    if len(sql) > PLAIN_INSERT_MAX:
+        return None
+    m = _PLAIN_INSERT.fullmatch(sql)
+    if m is None or m.group("name").upper() in _DUCKDB.tokenizer_class.KEYWORDS:
+        return None
+    rows: list[exp.Expression] = []
+    row: list[exp.Expression] = []
+    for t in _TOKEN.finditer(sql, m.start("values"), m.end("values")):
+        kind = t.lastgroup
+        if kind == "close":
+            rows.append(exp.Tuple(expressions=row))
+        elif kind == "open":
+            row = []
+        elif kind == "number":
+            lit = exp.Literal(this=t.group("number"), is_string=False)
+            row.append(exp.Neg(this=lit) if t.group("neg") else lit)
+        elif kind == "string":
+            row.append(exp.Literal(this=t.group("string").replace("''", "'"), is_string=True))
+        elif kind == "word":
+            word = t.group("word").upper()
+            row.append(exp.Null() if word == "NULL" else exp.Boolean(this=word == "TRUE"))
+        elif kind == "date":
+            date = _DATE.copy()
+            date.this.set("this", t.group("date").replace("''", "'"))
+            row.append(date)
+    ast = exp.Insert(**{
+        **_INSERT_ARGS,
+        "this": exp.Table(this=exp.Identifier(this=m.group("name"), quoted=False)),
+        "expression": exp.Values(expressions=rows),
+    })
+    start = m.start("stmt")
+    return Statement("INSERT", m.group("stmt"), ast, *_position(sql, start),
+                     values_text=m.group("values"))

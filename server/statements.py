@@ -356,7 +356,13 @@ def combinable(stmts: list[Statement]) -> Combinable | None:
     if any(v for k, v in ast.args.items() if k not in ("this", "expression")):
         return None  # WITH, ON CONFLICT, BY NAME, OR REPLACE, DEFAULT VALUES, ...
     rows = values.expressions
-    if not rows or len(rows) > COMBINED_ROWS or values.find(*_NOT_LITERAL) is not None:
+    if not rows or len(rows) > COMBINED_ROWS:
+        return None
+    if stmts[0].values_text is not None:
+        # plain literals (`sqltext.plain_insert`): the rows as the user wrote them, which
+        # DuckDB reads as it reads the request alone (`_returning_all` runs that text too)
+        return Combinable(ast.this.sql("duckdb"), stmts[0].values_text, len(rows))
+    if values.find(*_NOT_LITERAL) is not None:
         return None
     return Combinable(ast.this.sql("duckdb"), ", ".join(r.sql("duckdb") for r in rows),
                       len(rows))
