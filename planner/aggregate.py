@@ -694,12 +694,19 @@ class TopKState:
     by that value by NumPy, without an order key each. Invariant: every row of `counts` whose
     order key is at most `bound` is in the index; every other row is in the index or, if it
     came in that batch and was never taken out, in `reserve[next:]` (`reserve_live` of them),
-    whose keys are all above `bound`. A later row always goes to the index. When the window
-    reaches past `bound`, the next few reserved rows (ties of the first value kept together)
-    are indexed, so no change costs more than O((offset + limit) log n)."""
+    whose keys are all above `bound`. When the window reaches past `bound`, the next few
+    reserved rows (ties of the first value kept together) are indexed, so no change costs
+    more than O((offset + limit) log n).
 
-    __slots__ = ("plan", "counts", "index", "rows", "bound", "reserve", "reserve_vals",
-                 "next", "reserve_live")
+    A later row goes to the index, except in a large batch (a bulk INSERT or COPY): there a
+    new row whose first value is strictly worse than `bound_val` (at least the first value of
+    `bound`'s row, so its key is above `bound`) joins the reserve, merged into its order by
+    NumPy; a group without a reserve first takes the key some way down its index as `bound`.
+    So a batch of m rows into a group costs O(m) plus O(log n) per row that can reach the
+    window, not an order key and an index insertion per row."""
+
+    __slots__ = ("plan", "counts", "index", "rows", "bound", "bound_val", "reserve",
+                 "reserve_vals", "next", "reserve_live")
 
     def __init__(self, plan: IncrementalTopK) -> None:
         self.plan = plan
@@ -709,6 +716,8 @@ class TopKState:
         self.index = SortedList()
         self.rows = 0
         self.bound: tuple[Any, ...] | None = None  # None: everything is in the index
+        # with `bound`: a first value (as in `reserve_vals`) at least that of bound's row
+        self.bound_val: Any = None
         self.reserve: list[tuple[Any, ...]] = []
         self.reserve_vals: np.ndarray | None = None
         self.next = 0
@@ -732,7 +741,12 @@ class TopKState:
             return len(changes) + self._index_bulk(None)
         touched = 0
         row_order = self.plan.row_order
-        for row, d in changes:
+        # a large batch: which new rows may wait in the reserve (their first values, and
+        # whether each is strictly worse than `bound_val`)
+        far = self._far(changes) if len(changes) > BULK_BUILD else None
+        far_mask = far[1].tolist() if far is not None else None
+        waiting: list[int] = []  # positions in `changes` of the rows put in the reserve
+        for i, (row, d) in enumerate(changes):
             self.rows += d
             touched += 1
             c0 = counts.get(row, 0)
@@ -742,6 +756,10 @@ class TopKState:
             else:
                 del counts[row]
             if (c0 == 0) != (c1 == 0):
+                if c0 == 0 and far_mask is not None and far_mask[i] and self.bound is not None:
+                    waiting.append(i)
+                    self.reserve_live += 1
+                    continue
                 touched += _log2_cost(len(index))
                 entry = (row_order(row), row)
                 if c0 == 0:
@@ -752,7 +770,66 @@ class TopKState:
                     self.reserve_live -= 1
                     if not self.reserve_live:
                         self._drop_reserve()
+                        waiting.clear()  # every reserved row is gone: these too
+        if far is not None:
+            if waiting:
+                self._merge_reserve([changes[i][0] for i in waiting], far[0][waiting])
+            elif not self.reserve:
+                self._drop_reserve()  # `_far` set a bound, and no row went to the reserve
         return touched
+
+    def _far(self, changes: list[tuple[Any, int]]) -> tuple[np.ndarray, np.ndarray] | None:
+        """For a large batch: its rows' first ORDER BY values as in `reserve_vals` (best
+        first, ascending) and whether each is strictly worse than `bound_val`, setting a
+        bound from the index when there is none; None when that column is not all ints (within
+        int64) or all floats without NaN, of the reserve's kind."""
+        plan = self.plan
+        need = plan.offset + plan.limit if plan.limit is not None else 0
+        if plan.first is None or need <= 0:
+            return None
+        col, desc = plan.first
+        vals = [row[col] for row, _ in changes]
+        kinds = set(map(type, vals))
+        if self.bound is None:
+            at = 4 * need + 64
+            if len(self.index) <= 2 * at:
+                return None  # a small group: everything stays in the index
+            key, row = self.index[at]
+            kinds.add(type(row[col]))
+            vals.append(row[col])
+        if kinds == _INT_KIND:
+            try:
+                arr = np.array(vals, dtype=np.int64)
+            except OverflowError:
+                return None
+            if desc:
+                arr = ~arr  # best first, exactly (~x = -x-1)
+        elif kinds == _FLOAT_KIND:
+            arr = np.array(vals, dtype=np.float64)
+            if np.isnan(arr).any():
+                return None
+            if desc:
+                arr = -arr
+        else:
+            return None
+        if self.bound is None:
+            self.bound, self.bound_val, arr = key, arr[-1], arr[:-1]
+            self.reserve_vals = arr[:0]
+        elif self.reserve_vals is None or arr.dtype != self.reserve_vals.dtype:
+            return None
+        return arr, arr > self.bound_val
+
+    def _merge_reserve(self, rows: list[tuple[Any, ...]], vals: np.ndarray) -> None:
+        """Put `rows` (already counted in `reserve_live`), whose first values `vals` are all
+        worse than `bound_val`, into the reserve's order."""
+        assert self.reserve_vals is not None
+        old_rows, old_vals = self.reserve[self.next:], self.reserve_vals[self.next:]
+        merged = np.concatenate((old_vals, vals))
+        order = np.argsort(merged, kind="stable")
+        both = old_rows + rows
+        self.reserve = list(map(both.__getitem__, order.tolist()))
+        self.reserve_vals = merged[order]
+        self.next = 0
 
     def build(self, rows: list[tuple[Any, ...]], first: np.ndarray | None) -> int:
         """Make this new state that of `rows`, each with diff 1 (a group's rows at hydration,
@@ -815,6 +892,7 @@ class TopKState:
         order = np.argsort(arr, kind="stable")
         ranked = arr[order]
         cut = int(np.searchsorted(ranked, ranked[need - 1], side="right"))
+        self.bound_val = ranked[cut - 1]
         self.reserve = list(map(rows.__getitem__, order[cut:].tolist()))
         self.reserve_vals = ranked[cut:]
         self.reserve_live = len(self.reserve)
@@ -840,6 +918,7 @@ class TopKState:
                     touched += _log2_cost(len(index))
                 if self.bound is None or entry[0] > self.bound:
                     self.bound = entry[0]
+        self.bound_val = self.reserve_vals[stop - 1]
         self.next = stop
         if stop == len(self.reserve) or not self.reserve_live:
             self._drop_reserve()
@@ -847,7 +926,7 @@ class TopKState:
 
     def _drop_reserve(self) -> None:
         """No row is reserved any more: the index holds them all."""
-        self.bound, self.reserve, self.reserve_vals = None, [], None
+        self.bound, self.bound_val, self.reserve, self.reserve_vals = None, None, [], None
         self.next = self.reserve_live = 0
 
     def output(self) -> tuple[list[tuple[Any, int]], int]:

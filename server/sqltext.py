@@ -45,18 +45,35 @@ _OPERATORS = {
 
 
 @dataclass(frozen=True)
+class PlainInsert:
+    """An `INSERT INTO table VALUES ...` of plain literals (`plain_insert`): the table's name
+    and the rows' text exactly as written, and how many rows. What a write needs of it (its
+    target, and the rows a combined INSERT carries) without sqlglot's tree."""
+
+    table: str
+    values: str
+    rows: int
+
+
+@dataclass(frozen=True)
 class Statement:
     kind: str  # CREATE TABLE, DROP TABLE, CREATE VIEW, DROP VIEW, INSERT, UPDATE, DELETE,
     # COPY (FROM or TO: the writer accepts only FROM), SELECT, EXPLAIN (then `inner` is the
     # statement explained: a CREATE VIEW or a SELECT)
     text: str
-    ast: Any
+    tree: Any  # sqlglot's tree (`ast`); None for a plain INSERT until it is first read
     line: int  # 1-based line of the statement's first character in the request
     column: int  # 1-based column of the same
     inner: Statement | None = None
-    # An `INSERT ... VALUES` of plain literals (`plain_insert`): its rows' text exactly as
-    # written, which a combined INSERT carries instead of a rendering of the tree.
-    values_text: str | None = None
+    plain: PlainInsert | None = None
+
+    @property
+    def ast(self) -> Any:
+        """sqlglot's tree of the statement; a plain INSERT's is built when first read (the
+        write path reads `plain` instead), exactly as sqlglot parses it."""
+        if self.tree is None and self.plain is not None:
+            object.__setattr__(self, "tree", _plain_tree(self.text))
+        return self.tree
 
     def locate(self, line: int | None, column: int | None) -> tuple[int | None, int | None]:
         """Translate a (line, column) inside `text` to a position in the request."""
@@ -273,10 +290,12 @@ def parse_script(sql: str, max_statements: int) -> list[Statement]:
 # ---------------------------------------------------------------------- plain INSERTs
 
 # Most writes are `INSERT INTO t VALUES (...)` with literal values; sqlglot's tokenizer and
-# recursive-descent parser spent a tenth of such a write's time on them (a descent of about
-# fifteen precedence levels per value). `plain_insert` reads exactly this grammar with
-# regular expressions and builds the tree sqlglot builds for it (tests/test_server_plain_insert
-# compares the two); any other text, however close, goes to sqlglot:
+# recursive-descent parser spent a tenth of a single-row write's time on them (a descent of
+# about fifteen precedence levels per value), and two thirds of a 10,000-row INSERT's.
+# `plain_insert` reads exactly this grammar with regular expressions; the write path needs
+# only the target and the rows' text (DuckDB parses the text itself), and the tree, if
+# anything reads it, is the one sqlglot builds (tests/test_server_plain_insert compares the
+# two). Any other text, however close, goes to sqlglot:
 #   INSERT INTO <name> VALUES <row> [, <row>]* [;]
 #   <row>:   ( <value> [, <value>]* )
 #   <value>: [-]digits[.digits] | 'text' ('' inside, no backslash) | NULL | TRUE | FALSE
@@ -297,10 +316,6 @@ _TOKEN = re.compile(
     r"|'(?P<string>(?:[^'\\]|'')*)'|(?P<word>NULL|TRUE|FALSE)|DATE[ \t\n]+'(?P<date>(?:[^'\\]|'')*)')",
     re.IGNORECASE,
 )
-# Longer texts go to sqlglot, whose token limits (`check_complexity`) then apply as before.
-PLAIN_INSERT_MAX = 1 << 16
-
-
 def _template(sql: str) -> exp.Expression:
     return _DUCKDB.parser().parse(_DUCKDB.tokenize(sql), sql)[0]
 
@@ -313,17 +328,28 @@ _INSERT_ARGS = dict(_template("INSERT INTO t VALUES (1)").args)
 _DATE = _template("SELECT DATE '2000-01-01'").expressions[0]
 
 
+_ROW_RE = re.compile(_ROW, re.IGNORECASE)
+
+
 def plain_insert(sql: str) -> Statement | None:
-    """The one statement of `sql` when it is a plain INSERT (the grammar above), with the tree
-    sqlglot would parse; None for anything else."""
-    if len(sql) > PLAIN_INSERT_MAX:
-        return None
+    """The one statement of `sql` when it is a plain INSERT (the grammar above); None for
+    anything else. Its tree is built only if read (`Statement.ast`)."""
     m = _PLAIN_INSERT.fullmatch(sql)
     if m is None or m.group("name").upper() in _DUCKDB.tokenizer_class.KEYWORDS:
         return None
+    values = m.group("values")
+    plain = PlainInsert(m.group("name"), values, sum(1 for _ in _ROW_RE.finditer(values)))
+    return Statement("INSERT", m.group("stmt"), None, *_position(sql, m.start("stmt")),
+                     plain=plain)
+
+
+def _plain_tree(text: str) -> exp.Expression:
+    """The tree sqlglot parses for the plain INSERT `text`."""
+    m = _PLAIN_INSERT.fullmatch(text)
+    assert m is not None
     rows: list[exp.Expression] = []
     row: list[exp.Expression] = []
-    for t in _TOKEN.finditer(sql, m.start("values"), m.end("values")):
+    for t in _TOKEN.finditer(text, m.start("values"), m.end("values")):
         kind = t.lastgroup
         if kind == "close":
             rows.append(exp.Tuple(expressions=row))
@@ -341,11 +367,8 @@ def plain_insert(sql: str) -> Statement | None:
             date = _DATE.copy()
             date.this.set("this", t.group("date").replace("''", "'"))
             row.append(date)
-    ast = exp.Insert(**{
+    return exp.Insert(**{
         **_INSERT_ARGS,
         "this": exp.Table(this=exp.Identifier(this=m.group("name"), quoted=False)),
         "expression": exp.Values(expressions=rows),
     })
-    start = m.start("stmt")
-    return Statement("INSERT", m.group("stmt"), ast, *_position(sql, start),
-                     values_text=m.group("values"))

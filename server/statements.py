@@ -221,12 +221,13 @@ def drop_view(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
 def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     """INSERT, UPDATE or DELETE: run in DuckDB, the changed rows captured with RETURNING
     into the table's delta (an UPDATE also reads the old rows it matches first)."""
-    ast = s.ast
-    target = _target(ast)
+    target = None if s.plain is not None else _target(s.ast)
     name = _dml_table(w, s, target)
     con = state.store.conn
     delta = w.deltas[name]
     if s.kind == "UPDATE":
+        ast = s.ast
+        assert target is not None
         alias = target.alias_or_name
         old_q = f"SELECT {quote_ident(alias)}.rowid FROM {target.sql('duckdb')}"
         with_ = ast.args.get("with_") or ast.args.get("with")
@@ -262,16 +263,19 @@ def _target(ast: exp.Expression) -> exp.Expression:
     return ast.this.this if isinstance(ast.this, exp.Schema) else ast.this
 
 
-def _dml_table(w: Write, s: Statement, target: exp.Expression) -> str:
+def _dml_table(w: Write, s: Statement, target: exp.Expression | None) -> str:
     """The table a DML statement writes, after the checks every DML statement passes before it
     runs (a table, not a view; no RETURNING or upsert of its own; only the relations and
-    functions the sandbox allows)."""
-    ast = s.ast
-    name = name_of(target, s)
+    functions the sandbox allows). `target` is None for a plain INSERT (`s.plain`)."""
+    name = s.plain.table.lower() if s.plain is not None else name_of(target, s)
     if name in w.views:
         raise SqlError(f"{name!r} is a view; views are read-only", code="read_only_view")
     if name not in w.tables:
         raise SqlError(f"unknown table {name!r}", code="unknown_table")
+    if s.plain is not None:
+        # literals into a plain name: no RETURNING, no upsert, no relation or function read
+        return name
+    ast = s.ast
     if ast.args.get("returning"):
         raise SqlError("RETURNING is not supported", code="unsupported")
     if isinstance(ast, exp.Insert):
@@ -311,6 +315,8 @@ def _returning_all(s: Statement) -> str:
     write does not pay for rendering the tree again (about a tenth of its time). Anything else
     is rendered from the tree, the clause set on the statement for the rendering only, not on
     a copy: a deep copy of the tree cost more than the rest of a single-row INSERT's planning."""
+    if s.plain is not None:
+        return f"{s.text.rstrip()}\nRETURNING *"
     ast = s.ast
     if isinstance(ast, exp.Insert) and isinstance(ast.expression, exp.Values) and not (
             ast.args.get("with_") or ast.args.get("with") or ast.args.get("conflict")):
@@ -349,6 +355,12 @@ def combinable(stmts: list[Statement]) -> Combinable | None:
     nothing (literals, casts, arithmetic, functions of them); None for anything else."""
     if len(stmts) != 1 or stmts[0].kind != "INSERT":
         return None
+    plain = stmts[0].plain
+    if plain is not None:
+        # plain literals (`sqltext.plain_insert`): the rows as the user wrote them, which
+        # DuckDB reads as it reads the request alone (`_returning_all` runs that text too)
+        return Combinable(plain.table, plain.values, plain.rows) if (
+            plain.rows <= COMBINED_ROWS) else None
     ast = stmts[0].ast
     values = ast.expression
     if not isinstance(ast, exp.Insert) or not isinstance(values, exp.Values):
@@ -358,10 +370,6 @@ def combinable(stmts: list[Statement]) -> Combinable | None:
     rows = values.expressions
     if not rows or len(rows) > COMBINED_ROWS:
         return None
-    if stmts[0].values_text is not None:
-        # plain literals (`sqltext.plain_insert`): the rows as the user wrote them, which
-        # DuckDB reads as it reads the request alone (`_returning_all` runs that text too)
-        return Combinable(ast.this.sql("duckdb"), stmts[0].values_text, len(rows))
     if values.find(*_NOT_LITERAL) is not None:
         return None
     return Combinable(ast.this.sql("duckdb"), ", ".join(r.sql("duckdb") for r in rows),
@@ -378,7 +386,8 @@ def insert_combined(
     sees another's rows, and the statement fails (raising, for the caller to run them one by
     one) exactly when one of them would (a cast, a NOT NULL, a duplicate key, also between
     two of them). The statement's checks are each request's own (`_dml_table`)."""
-    names = {_dml_table(w, s, _target(s.ast)) for w, s in zip(ws, stmts, strict=True)}
+    names = {_dml_table(w, s, None if s.plain is not None else _target(s.ast))
+             for w, s in zip(ws, stmts, strict=True)}
     (name,) = names  # one target text names one table
     text = f"INSERT INTO {parts[0].target} VALUES {', '.join(p.values for p in parts)}\nRETURNING *"
     try:

@@ -17,7 +17,13 @@ import pytest
 from engine import Dataflow
 from engine.canonical import canonical
 from engine.operators.reduce_total import ReduceTotalOp
-from planner.aggregate import IncrementalAggregates, IncrementalTopK, reduce_group, topk_rows
+from planner.aggregate import (
+    IncrementalAggregates,
+    IncrementalTopK,
+    TopKState,
+    reduce_group,
+    topk_rows,
+)
 from planner.errors import EvaluationError
 from planner.ir import Agg, SortKey
 
@@ -286,6 +292,115 @@ def test_topk_reserve_equals_general_reduce(seed: int) -> None:
                                  chunks)
         for epoch in range(len(stream)):
             assert accumulated(fast, epoch) == accumulated(ref, epoch), (order, limit, offset)
+
+
+def _bulk_stream(seed: int, small: int, big: int) -> list[list[tuple[tuple[Any, ...], int]]]:
+    """`small` epochs of a few inserted rows (indexed one by one, so no reserve), then `big`
+    epochs of 40-300 changes (large batches: new rows far from the window wait in the
+    reserve), aimed at both ends of the order, with rows taken out, put back and inserted
+    twice, then single changes that walk the window into the reserve."""
+    rng = random.Random(seed)
+    floats = [x / 4 for x in range(-40, 40)] + [-0.0, 1e16, -1e16]
+
+    def row() -> tuple[Any, ...]:
+        return canonical((rng.randrange(2), rng.randint(-60, 60), rng.choice(floats),
+                          None, rng.choice(STRINGS)))
+
+    live: Counter[tuple[Any, ...]] = Counter()
+    gone: list[tuple[Any, ...]] = []
+    out: list[list[tuple[tuple[Any, ...], int]]] = []
+    # each large batch is followed by single deletions from the top of the order, which
+    # walk the window into the reserve (a refill raises the bound the next batch compares with)
+    sizes = [rng.randint(20, 30) for _ in range(small)]
+    for _ in range(big):
+        sizes += [rng.randint(40, 300)] + [-1] * rng.randint(2, 12)
+    sizes += [1] * 40
+    for size in sizes:
+        changes: list[tuple[tuple[Any, ...], int]] = []
+        top, size = size < 0, abs(size)
+        for _ in range(size):
+            op = rng.random()
+            rows = list(live)
+            if top and rows:
+                col = rng.choice([A, C])
+                best = min(rows, key=lambda x: (x[col], repr(x))) if rng.random() < 0.5 else \
+                    max(rows, key=lambda x: (x[col], repr(x)))
+                r, n = best, -live[best]
+                gone.append(r)
+            elif op < 0.6 or not rows:
+                r, n = row(), rng.choice([1, 1, 2])
+            elif op < 0.7 and gone:
+                r, n = rng.choice(gone), 1
+            else:
+                col = rng.choice([A, C])
+                ranked = sorted(rows, key=lambda x: (x[col], repr(x)))
+                r = rng.choice(ranked[:4] + ranked[-4:]) if rng.random() < 0.7 else \
+                    rng.choice(rows)
+                n = -live[r] if rng.random() < 0.7 else -1
+                gone.append(r)
+            live[r] += n
+            changes.append((r, n))
+            live = +live
+        out.append(changes)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_topk_large_later_batches_equal_general_reduce(seed: int) -> None:
+    """Large batches after the first (a bulk INSERT into a populated table) put the rows far
+    from the window in the reserve: after every epoch, under every batching, the window
+    equals the reference's, and the reserve was used."""
+    rng = random.Random(seed)
+    stream = _bulk_stream(seed, small=rng.choice([0, 25]), big=12)
+    first = SortKey(rng.choice([A, C]), rng.random() < 0.5, rng.random() < 0.5)
+    order = (first,) + tuple(SortKey(col, rng.random() < 0.5, rng.random() < 0.5)
+                             for col in rng.sample([C, S], rng.randint(0, 2)) if col != first.col)
+    limit = rng.choice([1, 3, 5])
+    offset = rng.choice([0, 0, 2])
+
+    def reference(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+        return topk_rows(vals, order, limit, offset)
+
+    for chunks in chunkings(rng, len(stream)):
+        op, fast, ref = run_both(stream, IncrementalTopK(order, limit, offset), reference,
+                                 chunks)
+        for epoch in range(len(stream)):
+            assert accumulated(fast, epoch) == accumulated(ref, epoch), (order, limit, offset)
+    # the large batches did put rows in the reserve
+    reserved = 0
+    merge_reserve = TopKState._merge_reserve
+
+    def counted(st: TopKState, rows: list[Any], vals: Any) -> None:
+        nonlocal reserved
+        reserved += len(rows)
+        merge_reserve(st, rows, vals)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(TopKState, "_merge_reserve", counted)
+        run_both(stream, IncrementalTopK(order, limit, offset), reference, [len(stream)])
+    assert reserved > 0
+
+
+@pytest.mark.parametrize("desc", [False, True])
+def test_topk_batch_after_a_refill_compares_with_the_raised_bound(desc: bool) -> None:
+    """A large batch after the window walked into the reserve: rows better than the raised
+    bound go to the index (not the reserve), so the window shows them."""
+    order = (SortKey(0, desc=desc),)
+    st = IncrementalTopK(order, 5, 0)(None)
+    sign = -1 if desc else 1
+    st.apply([((sign * v * 10, v), 1) for v in range(1000)])  # hydration: 5 indexed
+    assert st.reserve_live > 900
+    for v in range(5):  # the five best leave: the window takes the next five from the reserve
+        st.apply([((sign * v * 10, v), -1)])
+        st.output()
+    # rows between the hydration's boundary (40) and the raised bound (90), and far ones
+    batch = [((sign * v, -v), 1) for v in (41, 42, 43, 44)]
+    batch += [((sign * (100_000 + v), -v), 1) for v in range(40)]
+    st.apply(batch)
+    got, _ = st.output()
+    assert got == topk_rows(list(st.counts.items()), order, 5, 0)
+    assert [r[0] * sign for r, _ in got] == [41, 42, 43, 44, 50]
+    assert st.reserve_live > 900  # the far rows joined the reserve
 
 
 def test_topk_hydration_indexes_only_the_window() -> None:

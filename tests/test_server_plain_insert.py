@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from server import sqltext
 from server.core import Database
 from server.executors import InProcessExecutor
 from server.settings import Settings
@@ -79,15 +80,18 @@ def test_plain_insert_builds_sqlglots_tree() -> None:
         sql = _statement(rng)
         got = plain_insert(sql)
         assert got is not None, sql
+        assert got.tree is None  # built when first read
         want = _sqlglot(sql)
         assert repr(got.ast) == repr(want.ast), sql
         assert got.ast == want.ast, sql
         assert got.ast.sql("duckdb") == want.ast.sql("duckdb"), sql
         assert (got.kind, got.text, got.line, got.column) == (
             want.kind, want.text, want.line, want.column), sql
-        # the rows as written: the text after VALUES
-        assert got.values_text is not None
-        assert got.text.rstrip().endswith(got.values_text)
+        # the target and the rows as written: the text after VALUES, and how many
+        assert got.plain is not None
+        assert got.plain.table == want.ast.this.name
+        assert got.text.rstrip().endswith(got.plain.values)
+        assert got.plain.rows == len(want.ast.expression.expressions)
         assert parse_script(sql, 10)[0].ast == want.ast
 
 
@@ -120,13 +124,22 @@ def test_plain_insert_builds_sqlglots_tree() -> None:
     "INSERT INTO t VALUES (1);;",
     "INSERT INTO t SELECT 1",
     "INSERT INTO t VALUES (1)\r\n",
-    "INSERT INTO t VALUES (1)" + ", (1)" * 20_000,  # past PLAIN_INSERT_MAX
+    "INSERT INTO t VALUES (1)" + ", (1)" * 20_000 + ", (1 1)",  # long, wrong at its end
 ])
 def test_other_texts_are_left_to_sqlglot(sql: str) -> None:
     assert plain_insert(sql) is None
 
 
-def test_plain_inserts_equal_duckdb_alone_and_grouped(tmp_path: Path) -> None:
+def test_a_long_plain_insert() -> None:
+    sql = "INSERT INTO t VALUES " + ", ".join(f"({i}, 'r''{i}', -{i}.5)" for i in range(20_000))
+    got = plain_insert(sql)
+    assert got is not None and got.plain is not None and got.plain.rows == 20_000
+    assert got.ast == _sqlglot(sql).ast
+
+
+def test_plain_inserts_equal_duckdb_alone_and_grouped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(11)
     ddl = "CREATE TABLE t (a BIGINT, b DOUBLE, c VARCHAR, d DATE, e BOOLEAN)"
 
@@ -142,6 +155,13 @@ def test_plain_inserts_equal_duckdb_alone_and_grouped(tmp_path: Path) -> None:
     texts = [f"INSERT INTO t VALUES {', '.join(row() for _ in range(rng.randint(1, 3)))}"
              for _ in range(240)]
     assert all(plain_insert(x) is not None for x in texts)
+    texts.append("INSERT INTO t VALUES " + ", ".join(row() for _ in range(3000)))  # not combined
+
+    def no_tree(text: str) -> None:
+        raise AssertionError(f"the write path read the tree of {text[:40]!r}")
+
+    # the write path never needs sqlglot's tree of a plain INSERT
+    monkeypatch.setattr(sqltext, "_plain_tree", no_tree)
     db = Database(Settings(data_dir=tmp_path / "data"), InProcessExecutor())
     try:
         db.execute(ddl)
@@ -175,7 +195,7 @@ def test_plain_inserts_equal_duckdb_alone_and_grouped(tmp_path: Path) -> None:
         assert bag(db.query("SELECT * FROM t")["rows"]) == bag(
             duck.execute("SELECT * FROM t").fetchall())
         assert len(bag(db.query("SELECT * FROM t")["rows"])) == duck.execute(
-            "SELECT count(*) FROM t").fetchone()[0] > 240
+            "SELECT count(*) FROM t").fetchone()[0] > 3240
         assert bag(db.view_rows("v", None)["rows"]) == bag(duck.execute(
             "SELECT c, count(*) AS n, sum(a) AS s, max(d) AS d FROM t GROUP BY c").fetchall())
     finally:
