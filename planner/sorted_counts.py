@@ -4,9 +4,13 @@ NumPy arrays instead of a dict entry and an index tuple per distinct value.
 `SortedCounts(values, counts, kind, nulls)` holds the group's distinct non-NULL values at its
 hydration (`values` ascending, int64 or float64 without NaN, or dates as days since 1970) with
 their counts, and later values that are not among them in an overlay (a dict and a
-`SortedList` of `_value_entry`s, exactly the per-row state). A Fenwick tree over "count > 0"
-of the base values finds the k-th present one in O(log n), so MIN, MAX and the value below
-MAX cost O(log n) whatever was deleted before (no scan over dead values).
+`SortedList` of `_value_entry`s, exactly the per-row state). The base values whose count fell
+to 0 are kept in a sorted list while they are few (`DEAD_LIST_MAX`): the k-th present value is
+found by stepping over them. Past that, a Fenwick tree over "count > 0" of the base values
+finds it in O(log n), so MIN, MAX and the value below MAX cost O(log n) whatever was deleted
+before (no scan over dead values). Most groups see a few changes after they are built (a
+batch touching thousands of groups makes thousands of states), and the tree cost more to
+build than the rest of the state.
 
 It plays both parts `AggregateState` gives a MIN/MAX argument: `counts` (the value -> count
 map: `get`, item assignment and deletion, `len`, iteration; NULL's count included) and
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import datetime
 import math
+from bisect import bisect_left, insort
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,14 +32,16 @@ import numpy as np
 from sortedcontainers import SortedList
 
 _EPOCH = datetime.date(1970, 1, 1).toordinal()
+# The most dead base values listed before a Fenwick tree replaces the list.
+DEAD_LIST_MAX = 32
 _I64 = (-(1 << 63), (1 << 63) - 1)
 
 
 class SortedCounts:
     """See the module docstring. `kind` is "int", "float" or "date"."""
 
-    __slots__ = ("base", "counts", "kind", "tree", "live", "nulls", "extra", "extra_index",
-                 "index", "last", "ends")
+    __slots__ = ("base", "counts", "kind", "tree", "dead", "live", "nulls", "extra",
+                 "extra_index", "index", "last", "ends")
 
     def __init__(self, values: np.ndarray, counts: np.ndarray, kind: str, nulls: int) -> None:
         self.base = values
@@ -44,7 +51,11 @@ class SortedCounts:
         self.extra: dict[Any, int] = {}
         self.extra_index: SortedList = SortedList()
         self.live = int(np.count_nonzero(self.counts > 0))
-        self.tree = _fenwick((self.counts > 0).astype(np.int64))
+        # the dead base positions, ascending, or (past DEAD_LIST_MAX of them) the tree
+        self.dead: list[int] = np.flatnonzero(self.counts <= 0).tolist()
+        self.tree: np.ndarray | None = None
+        if len(self.dead) > DEAD_LIST_MAX:
+            self._grow_tree()
         self.index = _Index(self)
         self.last: tuple[Any, int] | None = None
         self.ends: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
@@ -101,14 +112,32 @@ class SortedCounts:
         if was != (c > 0):
             d = 1 if c > 0 else -1
             self.live += d
-            _add(self.tree, i, d)
             self.ends = None
+            if self.tree is not None:
+                _add(self.tree, i, d)
+            elif c > 0:
+                del self.dead[bisect_left(self.dead, i)]
+            else:
+                insort(self.dead, i)
+                if len(self.dead) > DEAD_LIST_MAX:
+                    self._grow_tree()
+
+    def _grow_tree(self) -> None:
+        self.tree = _fenwick((self.counts > 0).astype(np.int64))
+        self.dead = []
 
     def _kth(self, k: int) -> int:
         """The position of the k-th (from 0) present base value."""
         if self.live == len(self.base):
             return k  # every base value present (as built): no descent of the tree
-        return _find_kth(self.tree, k)
+        if self.tree is not None:
+            return _find_kth(self.tree, k)
+        pos = k
+        for d in self.dead:  # ascending: each dead position at or before it moves it on
+            if d > pos:
+                break
+            pos += 1
+        return pos
 
     def _ends(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         """The entries of the smallest and the largest present base value (some must be
@@ -165,8 +194,8 @@ class SortedCounts:
     def approx_bytes(self, per_record: int) -> int:
         """The arrays' bytes, and the overlay's entries (a dict slot and an index entry each)
         at `per_record` bytes a record."""
-        return (self.base.nbytes + self.counts.nbytes + self.tree.nbytes
-                + 2 * per_record * len(self.extra))
+        tree = self.tree.nbytes if self.tree is not None else 8 * len(self.dead)
+        return self.base.nbytes + self.counts.nbytes + tree + 2 * per_record * len(self.extra)
 
     def __iter__(self) -> Iterator[Any]:
         if self.nulls:

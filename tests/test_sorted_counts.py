@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 
 import planner.aggregate_columns as aggregate_columns
+import planner.sorted_counts as sorted_counts
 from engine.sources import rows_of
 from planner.aggregate import IncrementalAggregates, _value_key
 from planner.aggregate_columns import build_states
@@ -56,9 +57,11 @@ def _view(st: Any) -> Any:
 
 @pytest.mark.parametrize("kind", ["int", "float", "date"])
 @pytest.mark.parametrize("seed", range(4))
-def test_sorted_counts_equals_the_per_row_state(kind: str, seed: int,
+@pytest.mark.parametrize("dead_list", [0, 5, 10_000])  # the tree at once, later, never
+def test_sorted_counts_equals_the_per_row_state(kind: str, seed: int, dead_list: int,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(aggregate_columns, "ARRAY_INDEX_MIN", 1)
+    monkeypatch.setattr(sorted_counts, "DEAD_LIST_MAX", dead_list)
     rng = random.Random(seed)
     vals = _values(kind, rng, 400)
     atype = {"int": pa.int64(), "float": pa.float64(), "date": pa.date32()}[kind]
