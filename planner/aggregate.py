@@ -211,6 +211,10 @@ def topk_rows(rows: Iterable[tuple[tuple[Any, ...], int]], order: tuple[SortKey,
 _FLOAT_SCALE_BITS = 1074
 # A new group's first batch larger than this builds its sorted indexes by one sort.
 BULK_BUILD = 32
+# A large batch puts rows in a top-k group's reserve when they are at least 1/RESERVE_MERGE of
+# it: merging is a NumPy sort and a list of the reserve's rows, about what indexing one row in
+# every RESERVE_MERGE reserved rows costs (an order key and a SortedList insertion each).
+RESERVE_MERGE = 64
 _FLOAT_SCALE = 1 << _FLOAT_SCALE_BITS
 # Column kinds of the bulk paths, and the smallest float column worth NumPy's overhead.
 _INT_KIND = {int}
@@ -703,7 +707,8 @@ class TopKState:
     `bound`'s row, so its key is above `bound`) joins the reserve, merged into its order by
     NumPy; a group without a reserve first takes the key some way down its index as `bound`.
     So a batch of m rows into a group costs O(m) plus O(log n) per row that can reach the
-    window, not an order key and an index insertion per row."""
+    window, not an order key and an index insertion per row; a batch of few such rows
+    against a large reserve (`RESERVE_MERGE`) indexes them instead."""
 
     __slots__ = ("plan", "counts", "index", "rows", "bound", "bound_val", "reserve",
                  "reserve_vals", "next", "reserve_live")
@@ -817,7 +822,11 @@ class TopKState:
             self.reserve_vals = arr[:0]
         elif self.reserve_vals is None or arr.dtype != self.reserve_vals.dtype:
             return None
-        return arr, arr > self.bound_val
+        far = arr > self.bound_val
+        if int(np.count_nonzero(far)) * RESERVE_MERGE < len(self.reserve) - self.next:
+            # merging costs a pass over the reserve: for a few rows, indexing them costs less
+            return None
+        return arr, far
 
     def _merge_reserve(self, rows: list[tuple[Any, ...]], vals: np.ndarray) -> None:
         """Put `rows` (already counted in `reserve_live`), whose first values `vals` are all
