@@ -230,11 +230,13 @@ def test_topk_equals_general_reduce(seed: int) -> None:
         assert list(op.capabilities()) == []
 
 
-def _ranked_stream(seed: int, epochs: int, initial: int) -> list[list[tuple[tuple[Any, ...], int]]]:
-    """A hydration of `initial` rows in 2 groups whose first ORDER BY columns (A: ints with
-    ties, C: floats with ties and -0.0) are numeric, then changes aimed at the top of the
-    order (so the window eats into the reserve), below it, and rows taken out and put back."""
-    rng = random.Random(seed)
+def _stream(rng: random.Random, epochs: list[tuple[int, str]], ends: int, aimed: float,
+            inserts: float = 0.25) -> list[list[tuple[tuple[Any, ...], int]]]:
+    """Epochs of changes to rows in 2 groups whose first ORDER BY columns (A: ints with ties,
+    C: floats with ties and -0.0) are numeric. An epoch is (size, mode): "insert" inserts;
+    "top" takes out the best or the worst row by A or C (walking the window into the
+    reserve); "mixed" inserts (`inserts` of the time), puts back a row taken out (a tenth), or
+    takes out one of the `ends` best or worst by A or C (`aimed` of the time; else any row)."""
     floats = [x / 4 for x in range(-40, 40)] + [-0.0, 1e16, -1e16]
 
     def row() -> tuple[Any, ...]:
@@ -244,21 +246,27 @@ def _ranked_stream(seed: int, epochs: int, initial: int) -> list[list[tuple[tupl
     live: Counter[tuple[Any, ...]] = Counter()
     out: list[list[tuple[tuple[Any, ...], int]]] = []
     gone: list[tuple[Any, ...]] = []
-    for e in range(epochs):
+    for size, mode in epochs:
         changes: list[tuple[tuple[Any, ...], int]] = []
-        for _ in range(initial if e == 0 else rng.randint(1, 8)):
+        for _ in range(size):
             op = rng.random()
-            rows = sorted(live, key=repr)
-            if e == 0 or op < 0.25 or not rows:
+            rows = list(live)
+            if mode == "top" and rows:
+                col = rng.choice([A, C])
+                pick = min if rng.random() < 0.5 else max
+                r = pick(rows, key=lambda x: (x[col], repr(x)))
+                n = -live[r]
+                gone.append(r)
+            elif mode == "insert" or op < inserts or not rows:
                 r = row()
                 n = rng.choice([1, 1, 2])
-            elif op < 0.35 and gone:
+            elif op < inserts + 0.1 and gone:
                 r, n = rng.choice(gone), 1  # put back a row taken out
             else:
                 # take out one of the best or worst by A or C (the window's side or the far end)
                 col = rng.choice([A, C])
                 ranked = sorted(rows, key=lambda x: (x[col], repr(x)))
-                r = rng.choice(ranked[:6] + ranked[-6:]) if rng.random() < 0.8 else \
+                r = rng.choice(ranked[:ends] + ranked[-ends:]) if rng.random() < aimed else \
                     rng.choice(rows)
                 n = -live[r] if rng.random() < 0.7 else -1
                 gone.append(r)
@@ -269,12 +277,17 @@ def _ranked_stream(seed: int, epochs: int, initial: int) -> list[list[tuple[tupl
     return out
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_topk_reserve_equals_general_reduce(seed: int) -> None:
-    """A hydration large enough to index only the window's candidates (TopKState's reserve):
-    after every epoch, under every batching, the window equals the reference's."""
+def _ranked_stream(seed: int, epochs: int, initial: int) -> list[list[tuple[tuple[Any, ...], int]]]:
+    """A hydration of `initial` rows, then changes aimed at the top of the order (so the
+    window eats into the reserve), below it, and rows taken out and put back."""
     rng = random.Random(seed)
-    stream = _ranked_stream(seed, epochs=80, initial=rng.choice([300, 1000]))
+    sizes = [(initial, "insert")] + [(rng.randint(1, 8), "mixed") for _ in range(epochs - 1)]
+    return _stream(rng, sizes, ends=6, aimed=0.8)
+
+
+def _numeric_topk(rng: random.Random) -> tuple[tuple[SortKey, ...], int, int, Any]:
+    """A random ORDER BY whose first key is A or C (numeric), a LIMIT and an OFFSET, and the
+    reference reduce for them."""
     first = SortKey(rng.choice([A, C]), rng.random() < 0.5, rng.random() < 0.5)
     order = (first,) + tuple(SortKey(col, rng.random() < 0.5, rng.random() < 0.5)
                              for col in rng.sample([C, S], rng.randint(0, 2)) if col != first.col)
@@ -284,65 +297,42 @@ def test_topk_reserve_equals_general_reduce(seed: int) -> None:
     def reference(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
         return topk_rows(vals, order, limit, offset)
 
-    # the hydration left most rows of each group in the reserve
-    op, _, _ = run_both(stream[:1], IncrementalTopK(order, limit, offset), reference, [1])
-    assert all(st.reserve_live > len(st.index) for st in op.states.values())
+    return order, limit, offset, reference
+
+
+def _equal_under_every_batching(rng: random.Random, stream: Any, order: Any, limit: int,
+                                offset: int, reference: Any) -> None:
+    """After every epoch, under every batching, the window equals the reference's."""
     for chunks in chunkings(rng, len(stream)):
-        op, fast, ref = run_both(stream, IncrementalTopK(order, limit, offset), reference,
-                                 chunks)
+        _, fast, ref = run_both(stream, IncrementalTopK(order, limit, offset), reference, chunks)
         for epoch in range(len(stream)):
             assert accumulated(fast, epoch) == accumulated(ref, epoch), (order, limit, offset)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_topk_reserve_equals_general_reduce(seed: int) -> None:
+    """A hydration large enough to index only the window's candidates (TopKState's reserve):
+    after every epoch, under every batching, the window equals the reference's."""
+    rng = random.Random(seed)
+    stream = _ranked_stream(seed, epochs=80, initial=rng.choice([300, 1000]))
+    order, limit, offset, reference = _numeric_topk(rng)
+
+    # the hydration left most rows of each group in the reserve
+    op, _, _ = run_both(stream[:1], IncrementalTopK(order, limit, offset), reference, [1])
+    assert all(st.reserve_live > len(st.index) for st in op.states.values())
+    _equal_under_every_batching(rng, stream, order, limit, offset, reference)
+
+
 def _bulk_stream(seed: int, small: int, big: int) -> list[list[tuple[tuple[Any, ...], int]]]:
     """`small` epochs of a few inserted rows (indexed one by one, so no reserve), then `big`
-    epochs of 40-300 changes (large batches: new rows far from the window wait in the
-    reserve), aimed at both ends of the order, with rows taken out, put back and inserted
-    twice, then single changes that walk the window into the reserve."""
+    large batches of 40-300 changes (new rows far from the window wait in the reserve), each
+    followed by single changes taking out the best or worst rows (a refill raises the bound
+    the next batch compares with), then single mixed changes."""
     rng = random.Random(seed)
-    floats = [x / 4 for x in range(-40, 40)] + [-0.0, 1e16, -1e16]
-
-    def row() -> tuple[Any, ...]:
-        return canonical((rng.randrange(2), rng.randint(-60, 60), rng.choice(floats),
-                          None, rng.choice(STRINGS)))
-
-    live: Counter[tuple[Any, ...]] = Counter()
-    gone: list[tuple[Any, ...]] = []
-    out: list[list[tuple[tuple[Any, ...], int]]] = []
-    # each large batch is followed by single deletions from the top of the order, which
-    # walk the window into the reserve (a refill raises the bound the next batch compares with)
-    sizes = [rng.randint(20, 30) for _ in range(small)]
+    sizes = [(rng.randint(20, 30), "insert") for _ in range(small)]
     for _ in range(big):
-        sizes += [rng.randint(40, 300)] + [-1] * rng.randint(2, 12)
-    sizes += [1] * 40
-    for size in sizes:
-        changes: list[tuple[tuple[Any, ...], int]] = []
-        top, size = size < 0, abs(size)
-        for _ in range(size):
-            op = rng.random()
-            rows = list(live)
-            if top and rows:
-                col = rng.choice([A, C])
-                best = min(rows, key=lambda x: (x[col], repr(x))) if rng.random() < 0.5 else \
-                    max(rows, key=lambda x: (x[col], repr(x)))
-                r, n = best, -live[best]
-                gone.append(r)
-            elif op < 0.6 or not rows:
-                r, n = row(), rng.choice([1, 1, 2])
-            elif op < 0.7 and gone:
-                r, n = rng.choice(gone), 1
-            else:
-                col = rng.choice([A, C])
-                ranked = sorted(rows, key=lambda x: (x[col], repr(x)))
-                r = rng.choice(ranked[:4] + ranked[-4:]) if rng.random() < 0.7 else \
-                    rng.choice(rows)
-                n = -live[r] if rng.random() < 0.7 else -1
-                gone.append(r)
-            live[r] += n
-            changes.append((r, n))
-            live = +live
-        out.append(changes)
-    return out
+        sizes += [(rng.randint(40, 300), "mixed")] + [(1, "top")] * rng.randint(2, 12)
+    return _stream(rng, sizes + [(1, "mixed")] * 40, ends=4, aimed=0.7, inserts=0.6)
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -352,20 +342,9 @@ def test_topk_large_later_batches_equal_general_reduce(seed: int) -> None:
     equals the reference's, and the reserve was used."""
     rng = random.Random(seed)
     stream = _bulk_stream(seed, small=rng.choice([0, 25]), big=12)
-    first = SortKey(rng.choice([A, C]), rng.random() < 0.5, rng.random() < 0.5)
-    order = (first,) + tuple(SortKey(col, rng.random() < 0.5, rng.random() < 0.5)
-                             for col in rng.sample([C, S], rng.randint(0, 2)) if col != first.col)
-    limit = rng.choice([1, 3, 5])
-    offset = rng.choice([0, 0, 2])
+    order, limit, offset, reference = _numeric_topk(rng)
 
-    def reference(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
-        return topk_rows(vals, order, limit, offset)
-
-    for chunks in chunkings(rng, len(stream)):
-        op, fast, ref = run_both(stream, IncrementalTopK(order, limit, offset), reference,
-                                 chunks)
-        for epoch in range(len(stream)):
-            assert accumulated(fast, epoch) == accumulated(ref, epoch), (order, limit, offset)
+    _equal_under_every_batching(rng, stream, order, limit, offset, reference)
     # the large batches did put rows in the reserve
     reserved = 0
     merge_reserve = TopKState._merge_reserve
