@@ -311,24 +311,23 @@ _PLAIN_INSERT = re.compile(
     rf"VALUES[ \t\n]*(?P<values>{_ROW}(?:[ \t\n]*,[ \t\n]*{_ROW})*))[ \t\n]*;?[ \t\n]*",
     re.IGNORECASE,
 )
+_ROW_RE = re.compile(_ROW, re.IGNORECASE)
 _TOKEN = re.compile(
     r"[ \t\n]*(?:(?P<open>\()|(?P<close>\))|(?P<comma>,)|(?P<neg>-)?(?P<number>[0-9]+(?:\.[0-9]+)?)"
     r"|'(?P<string>(?:[^'\\]|'')*)'|(?P<word>NULL|TRUE|FALSE)|DATE[ \t\n]+'(?P<date>(?:[^'\\]|'')*)')",
     re.IGNORECASE,
 )
+
+
 def _template(sql: str) -> exp.Expression:
     return _DUCKDB.parser().parse(_DUCKDB.tokenize(sql), sql)[0]
 
 
-# The arguments sqlglot sets on such an INSERT besides its table and rows (is_function=False,
-# stored=False, ...), and its tree for a DATE literal: taken from sqlglot itself, so the trees
-# built here follow its version.
-# (In sqlglot's order: `this` and `expression` are placed where it places them.)
+# The arguments sqlglot sets on such an INSERT (is_function=False, stored=False, ..., in its
+# order, `this` and `expression` replaced), and its tree for a DATE literal: taken from sqlglot
+# itself, so the trees built here follow its version.
 _INSERT_ARGS = dict(_template("INSERT INTO t VALUES (1)").args)
 _DATE = _template("SELECT DATE '2000-01-01'").expressions[0]
-
-
-_ROW_RE = re.compile(_ROW, re.IGNORECASE)
 
 
 def plain_insert(sql: str) -> Statement | None:

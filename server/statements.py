@@ -368,9 +368,7 @@ def combinable(stmts: list[Statement]) -> Combinable | None:
     if any(v for k, v in ast.args.items() if k not in ("this", "expression")):
         return None  # WITH, ON CONFLICT, BY NAME, OR REPLACE, DEFAULT VALUES, ...
     rows = values.expressions
-    if not rows or len(rows) > COMBINED_ROWS:
-        return None
-    if values.find(*_NOT_LITERAL) is not None:
+    if not rows or len(rows) > COMBINED_ROWS or values.find(*_NOT_LITERAL) is not None:
         return None
     return Combinable(ast.this.sql("duckdb"), ", ".join(r.sql("duckdb") for r in rows),
                       len(rows))
