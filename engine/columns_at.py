@@ -11,7 +11,9 @@ Why: a restart or a new view reads whole tables. Kept as columns, the steps up t
 columns at C speed, and a reduce can build its groups' states from columns
 (`build_columns` of its state factory) without a Python tuple per row. A step or an operator
 that has no columnar form asks for `as_rows()` and proceeds as for any `RowsAt`; the rows are
-made once and shared.
+made once and shared. An arrangement by the whole row (DISTINCT, UNION) of a large table of
+few distinct rows asks for `consolidated()` first: one update per distinct row, equal rows
+summed by Arrow's hash aggregation, which denotes the same collection.
 
 `PairColumnsAt(table, time, diff, split)` is a reduce's output the same way: the `(key, val)`
 pairs whose concatenations are the table's rows, so the step after a GROUP BY (the HAVING
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 from engine.lattice import Time
 from engine.rows_at import RowsAt
@@ -49,6 +53,13 @@ def value_kind(t: Any) -> str:
     return "other"
 
 
+# `ColumnsAt.consolidated`: from this many rows, when a sample of `CONSOLIDATE_SAMPLE` rows
+# holds at most an eighth as many distinct ones; and the kinds whose Arrow equality is Python's.
+CONSOLIDATE_MIN_ROWS = 65_536
+CONSOLIDATE_SAMPLE = 8_192
+_EXACT_KINDS = frozenset({"int", "bool", "str", "date", "timestamp"})
+
+
 class ColumnsAt:
     """`(row, time, diff)` for each row of the Arrow table `table` (see module doc).
 
@@ -73,6 +84,31 @@ class ColumnsAt:
             rows = list(rows_of(self.table, self.table.num_columns))
             self._rows = RowsAt(rows, self.time, self.diff, self.key)
         return self._rows
+
+    def consolidated(self) -> list[tuple[Any, Time, int]] | None:
+        """The updates with equal rows summed, `(row, time, diff * count)` per distinct row, by
+        one hash aggregation over the columns, when that is cheaper than a tuple per row: a
+        large table of few distinct rows (the input of a DISTINCT or a UNION over a low
+        cardinality column). None otherwise: for a small or a keyed payload, a column whose
+        Arrow equality is not Python's (floats: -0.0 and 0.0 are one value in Python), or when
+        a sample of the rows is mostly distinct (aggregating millions of distinct rows costs
+        more than making them)."""
+        t = self.table
+        n = t.num_rows
+        if self.key is not None or n < CONSOLIDATE_MIN_ROWS or not t.num_columns or any(
+                value_kind(f.type) not in _EXACT_KINDS for f in t.schema):
+            return None
+        names = [f"c{i}" for i in range(t.num_columns)]  # group_by wants distinct names
+        t = t.rename_columns(names)
+        step = n // CONSOLIDATE_SAMPLE
+        sample = t.take(np.arange(0, n, step))
+        if sample.group_by(names, use_threads=False).aggregate([]).num_rows * 8 > len(sample):
+            return None
+        groups = t.group_by(names, use_threads=False).aggregate([([], "count_all")])
+        counts = groups.column("count_all").to_pylist()
+        tm, r = self.time, self.diff
+        return [(row, tm, r * c) for row, c in zip(
+            rows_of(groups.select(names), len(names)), counts, strict=True)]
 
     def __iter__(self) -> Iterator[tuple[Any, Time, int]]:
         return iter(self.as_rows().updates())

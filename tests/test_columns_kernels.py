@@ -25,7 +25,7 @@ import pytest
 from engine.rows_at import rows_by_key_reference
 from engine.sources import rows_of
 from planner.aggregate import IncrementalAggregates
-from planner.aggregate_columns import build_groups, build_states
+from planner.aggregate_columns import SORTED_CHECK, _stable_order, build_groups, build_states
 from planner.errors import EvaluationError
 from planner.ir import Agg, Call, Col, Get, Lit, Mfp
 from planner.lower import compile_mfp
@@ -243,7 +243,12 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
                      names=list("abcdefgh"))
     plan = IncrementalAggregates(AGGS)
     columns_taken = 0
-    for key in ((0,), (4,), (0, 4), (3,), (5,), (), (6,), (7,), (6, 3), (7, 6), (3, 4)):
+    # ... and the table in (a, e) order, whose keys (0,) and (0, 4) are grouped already
+    # (`_stable_order`'s identity, from 1,024 rows)
+    in_order = table.sort_by([("a", "ascending"), ("e", "ascending")])
+    for table, key in [(table, k) for k in ((0,), (4,), (0, 4), (3,), (5,), (), (6,), (7,),
+                                           (6, 3), (7, 6), (3, 4))] + [
+            (in_order, (0,)), (in_order, (0, 4))]:
         built = build_states(plan, table, key)
         assert built is not None
         rows = list(rows_of(table, table.num_columns))
@@ -278,6 +283,20 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
         want[k0].apply(change)
         assert _state_view(built[k0]) == _state_view(want[k0])
     assert columns_taken >= 6
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_stable_order_equals_a_stable_argsort(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 5, SORTED_CHECK, SORTED_CHECK + 1, 5000):
+        for radix in (3, 1 << 16, 1 << 20, 1 << 40):
+            codes = rng.integers(0, radix, n)
+            in_order = np.sort(codes)
+            late = in_order.copy()  # sorted but for its last value
+            if n > 2:
+                late[-1] = 0 if late[-2] else 1
+            for c in (codes, in_order, late, in_order[::-1].copy()):
+                assert np.array_equal(_stable_order(c, radix), np.argsort(c, kind="stable"))
 
 
 def _topk_view(st: Any) -> tuple[Any, ...]:
@@ -409,6 +428,90 @@ def test_a_dataflow_fed_columns_equals_one_fed_rows() -> None:
         outs.append((snaps, [Counter(norm(c.snapshot())) for c in caps]))
     assert outs[0] == outs[1]
     assert all(outs[0][0])
+
+
+def _summed_reference(rows: list[tuple[Any, ...]], diff: int) -> list[tuple[str, int]]:
+    """Equal rows summed as a Counter sums them (Python's equality), each row by its repr."""
+    return sorted((repr(r), c * diff) for r, c in Counter(rows).items())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_consolidated_columns_equal_the_rows_summed(seed: int) -> None:
+    """`ColumnsAt.consolidated` (a by-self arrangement's rows summed by Arrow) equals the rows
+    counted in Python: values and their classes, NULLs, strings beyond ASCII, dates,
+    timestamps, booleans, several columns; and it declines what it must leave to the rows."""
+    from engine.columns_at import CONSOLIDATE_MIN_ROWS, ColumnsAt
+
+    rng = random.Random(seed)
+    n = CONSOLIDATE_MIN_ROWS + rng.randint(0, 5000)
+    few = {
+        "i": pa.array([rng.choice([None, 0, -7, 2 ** 40]) for _ in range(n)], pa.int64()),
+        "s": pa.array([rng.choice([None, "", "a", "é", "a\x00", "日本"]) for _ in range(n)]),
+        "d": pa.array([rng.choice([None] + DATES) for _ in range(n)], pa.date32()),
+        "t": pa.array([rng.choice([None] + STAMPS) for _ in range(n)], pa.timestamp("us")),
+        "b": pa.array([rng.choice([None, True, False]) for _ in range(n)], pa.bool_()),
+        "h": pa.array([rng.randint(0, 3) for _ in range(n)], pa.int16()),
+    }
+    for names in (["i"], ["s"], ["d"], ["t"], ["b"], ["i", "s", "b"], ["h", "d", "t", "s"]):
+        table = pa.table({c: few[c] for c in names})
+        rows = list(rows_of(table, table.num_columns))
+        for diff in (1, -2):
+            got = ColumnsAt(table, (0,), diff).consolidated()
+            assert got is not None, names
+            assert all(t == (0,) for _, t, _ in got)
+            assert sorted((repr(r), d) for r, _, d in got) == _summed_reference(rows, diff)
+            assert sorted((repr(r), [v.__class__.__name__ for v in r]) for r, _, _ in got) == \
+                sorted((repr(r), [v.__class__.__name__ for v in r]) for r in set(rows))
+    # declined: floats (Python's -0.0 == 0.0), few rows, mostly distinct rows, keyed payloads
+    floats = pa.table({"f": pa.array([rng.choice([0.0, -0.0, 1.5]) for _ in range(n)])})
+    distinct = pa.table({"i": pa.array(range(n), pa.int64())})
+    small = pa.table({"i": few["i"].slice(0, CONSOLIDATE_MIN_ROWS - 1)})
+    for payload in (ColumnsAt(floats, (0,), 1), ColumnsAt(distinct, (0,), 1),
+                    ColumnsAt(small, (0,), 1), ColumnsAt(pa.table({"i": few["i"]}), (0,), 1,
+                                                         key=(0,))):
+        assert payload.consolidated() is None
+
+
+def test_a_distinct_of_few_values_fed_columns_equals_one_fed_rows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """DISTINCT and UNION over a large table of few distinct rows: the by-self arrangement
+    built from `consolidated()` gives the same views as rows, then after the same changes."""
+    from engine.columns_at import CONSOLIDATE_MIN_ROWS, ColumnsAt
+    from planner import Catalog, Column, TableSchema
+    from tests.planner_support import norm
+
+    used = []
+    real = ColumnsAt.consolidated
+
+    def counted(self: ColumnsAt) -> Any:
+        out = real(self)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(ColumnsAt, "consolidated", counted)
+    rng = random.Random(11)
+    n = CONSOLIDATE_MIN_ROWS + 100
+    table = pa.table([pa.array([rng.choice(["x", "y", None]) for _ in range(n)]),
+                      pa.array([rng.randint(0, 4) for _ in range(n)], pa.int64()),
+                      pa.array(range(n), pa.int64())], names=["s", "k", "id"])
+    cat = Catalog(tables={"t": TableSchema("t", [Column("s", "VARCHAR"), Column("k", "BIGINT"),
+                                                 Column("id", "BIGINT")])})
+    sqls = ["SELECT DISTINCT s, k FROM t", "SELECT k FROM t UNION SELECT k + 3 FROM t",
+            "SELECT s, count(*) FROM (SELECT DISTINCT s, k FROM t) GROUP BY s"]
+    outs = []
+    for columns in (True, False):
+        df, h, caps, rows = _hydrated(table, cat, sqls, columns)
+        snaps = [Counter(norm(c.snapshot())) for c in caps]
+        # the last row of each of a few (s, k) pairs goes, and a new pair comes
+        gone = {}
+        for r in rows:
+            gone[r[:2]] = r
+        h.send([(r, -1) for r in gone.values()] + [(("z", 9, -1), 1)])
+        h.advance_to(2)
+        df.run()
+        outs.append((snaps, [Counter(norm(c.snapshot())) for c in caps]))
+    assert outs[0] == outs[1]
+    assert all(outs[0][0]) and any(used)
 
 
 def test_states_held_as_arrays_are_made_when_their_group_changes() -> None:

@@ -169,6 +169,9 @@ class InProcessExecutor:
                 # the rows are made from the table when first read (engine.rows_batch)
                 return KeyedRowsBatch(None, c.key, c.time, c.diff, lower, upper, since,
                                       table=c.table)
+            summed = c.consolidated() if by_self else None
+            if summed is not None:  # few distinct rows: a tuple each, not one per update
+                return arrange_updates(summed, True, lower, upper, since)
             ready = c.as_rows()
         if ready.__class__ is RowsAt:
             p: RowsAt = ready  # type: ignore[assignment]
