@@ -688,30 +688,32 @@ class IncrementalAggregates:
 
 
 class TopKState:
-    """One group's rows (row -> count) with a sorted index in ORDER BY order (ties broken as
-    `topk_rows` breaks them); the output is the window [offset, offset + limit), read by
-    walking the index from its start: O(log n) per change plus O(offset + limit) per output.
+    """One group's rows with a sorted index in ORDER BY order (ties broken as `topk_rows`
+    breaks them); the output is the window [offset, offset + limit), read by walking the index
+    from its start: O(log n) per change plus O(offset + limit) per output.
 
     A large first batch (a hydration) with a LIMIT and a numeric first ORDER BY column indexes
     only the rows that can be in the window (their first value at least as good as the
-    (offset + limit)-th best, by one `np.partition`); the others wait in the *reserve*, sorted
-    by that value by NumPy, without an order key each. Invariant: every row of `counts` whose
-    order key is at most `bound` is in the index; every other row is in the index or, if it
-    came in that batch and was never taken out, in `reserve[next:]` (`reserve_live` of them),
-    whose keys are all above `bound`. When the window reaches past `bound`, the next few
-    reserved rows (ties of the first value kept together) are indexed, so no change costs
-    more than O((offset + limit) log n).
+    (offset + limit)-th best copy's); the others wait in the *reserve*, sorted by that value by
+    NumPy, with no order key, no count and (built from columns: planner.topk_columns) not even
+    a tuple each. Invariant: `counts` (row -> multiplicity) holds exactly the rows of the
+    index, and the group's other copies are `reserve[next:]` (one entry per copy) less `dead`
+    (row -> copies deleted before the refill reached them), `reserve_live` of them, whose keys
+    are all above `bound` and whose first values are all strictly worse than `bound_val`. A
+    deletion beyond a row's count in the index is a reserved copy's (the input never deletes
+    what it has not inserted). When the window reaches past `bound`, the next few reserved
+    entries (ties of the first value kept together) are indexed, so no change costs more than
+    O((offset + limit) log n).
 
     A later row goes to the index, except in a large batch (a bulk INSERT or COPY): there a
-    new row whose first value is strictly worse than `bound_val` (at least the first value of
-    `bound`'s row, so its key is above `bound`) joins the reserve, merged into its order by
-    NumPy; a group without a reserve first takes the key some way down its index as `bound`.
-    So a batch of m rows into a group costs O(m) plus O(log n) per row that can reach the
-    window, not an order key and an index insertion per row; a batch of few such rows
-    against a large reserve (`RESERVE_MERGE`) indexes them instead."""
+    new row whose first value is strictly worse than `bound_val` joins the reserve, merged into
+    its order by NumPy; a group without a reserve first takes the key some way down its index
+    as `bound`. So a batch of m rows into a group costs O(m) plus O(log n) per row that can
+    reach the window, not an order key and an index insertion per row; a batch of few such
+    rows against a large reserve (`RESERVE_MERGE`) indexes them instead."""
 
     __slots__ = ("plan", "counts", "index", "rows", "bound", "bound_val", "reserve",
-                 "reserve_vals", "next", "reserve_live")
+                 "reserve_vals", "next", "reserve_live", "dead")
 
     def __init__(self, plan: IncrementalTopK) -> None:
         self.plan = plan
@@ -723,14 +725,16 @@ class TopKState:
         self.bound: tuple[Any, ...] | None = None  # None: everything is in the index
         # with `bound`: a first value (as in `reserve_vals`) at least that of bound's row
         self.bound_val: Any = None
-        self.reserve: list[tuple[Any, ...]] = []
+        # a list of rows, or anything sliced into one (planner.topk_columns.TableRows)
+        self.reserve: Any = []
         self.reserve_vals: np.ndarray | None = None
         self.next = 0
         self.reserve_live = 0
+        self.dead: dict[tuple[Any, ...], int] = {}
 
     def apply(self, changes: list[tuple[Any, int]]) -> int:
         counts, index = self.counts, self.index
-        if not counts and len(changes) > BULK_BUILD:
+        if not counts and not self.reserve_live and len(changes) > BULK_BUILD:
             # a group's first large batch (hydration): one sort builds the index
             counts.update(changes)
             if len(counts) != len(changes) or not all(counts.values()):
@@ -743,7 +747,7 @@ class TopKState:
                     else:
                         del counts[row]
             self.rows += sum(map(_diff, changes))
-            return len(changes) + self._index_bulk(None)
+            return len(changes) + self._index_bulk()
         touched = 0
         row_order = self.plan.row_order
         # a large batch: which new rows may wait in the reserve (their first values, and
@@ -751,35 +755,40 @@ class TopKState:
         far = self._far(changes) if len(changes) > BULK_BUILD else None
         far_mask = far[1].tolist() if far is not None else None
         waiting: list[int] = []  # positions in `changes` of the rows put in the reserve
+        dead = self.dead
         for i, (row, d) in enumerate(changes):
             self.rows += d
             touched += 1
             c0 = counts.get(row, 0)
             c1 = c0 + d
+            if c1 < 0 and self.reserve_live:
+                # reserved copies: skipped when the refill reaches them
+                dead[row] = dead.get(row, 0) - c1
+                self.reserve_live += c1
+                c1 = 0
+                if not self.reserve_live:
+                    self._drop_reserve()
+                    dead = self.dead
+                    waiting.clear()  # every reserved row is gone: these too
+            if c0 == 0 and c1 > 0 and far_mask is not None and far_mask[i] \
+                    and self.bound is not None:
+                waiting.extend(repeat(i, c1))
+                self.reserve_live += c1
+                continue
             if c1:
                 counts[row] = c1
-            else:
+            elif c0:
                 del counts[row]
             if (c0 == 0) != (c1 == 0):
-                if c0 == 0 and far_mask is not None and far_mask[i] and self.bound is not None:
-                    waiting.append(i)
-                    self.reserve_live += 1
-                    continue
                 touched += _log2_cost(len(index))
-                entry = (row_order(row), row)
                 if c0 == 0:
-                    index.add(entry)
-                elif self.bound is None or entry[0] <= self.bound or entry in index:
-                    index.remove(entry)
-                else:  # a reserved row: its entry in `reserve` is skipped when reached
-                    self.reserve_live -= 1
-                    if not self.reserve_live:
-                        self._drop_reserve()
-                        waiting.clear()  # every reserved row is gone: these too
+                    index.add((row_order(row), row))
+                else:
+                    index.remove((row_order(row), row))
         if far is not None:
             if waiting:
                 self._merge_reserve([changes[i][0] for i in waiting], far[0][waiting])
-            elif not self.reserve:
+            elif not self.reserve_live:
                 self._drop_reserve()  # `_far` set a bound, and no row went to the reserve
         return touched
 
@@ -802,20 +811,8 @@ class TopKState:
             key, row = self.index[at]
             kinds.add(type(row[col]))
             vals.append(row[col])
-        if kinds == _INT_KIND:
-            try:
-                arr = np.array(vals, dtype=np.int64)
-            except OverflowError:
-                return None
-            if desc:
-                arr = ~arr  # best first, exactly (~x = -x-1)
-        elif kinds == _FLOAT_KIND:
-            arr = np.array(vals, dtype=np.float64)
-            if np.isnan(arr).any():
-                return None
-            if desc:
-                arr = -arr
-        else:
+        arr = _ranked_values(vals, kinds, desc)
+        if arr is None:
             return None
         if self.bound is None:
             self.bound, self.bound_val, arr = key, arr[-1], arr[:-1]
@@ -829,8 +826,8 @@ class TopKState:
         return arr, far
 
     def _merge_reserve(self, rows: list[tuple[Any, ...]], vals: np.ndarray) -> None:
-        """Put `rows` (already counted in `reserve_live`), whose first values `vals` are all
-        worse than `bound_val`, into the reserve's order."""
+        """Put `rows` (a copy each, already counted in `reserve_live`), whose first values
+        `vals` are all worse than `bound_val`, into the reserve's order."""
         assert self.reserve_vals is not None
         old_rows, old_vals = self.reserve[self.next:], self.reserve_vals[self.next:]
         merged = np.concatenate((old_vals, vals))
@@ -840,78 +837,83 @@ class TopKState:
         self.reserve_vals = merged[order]
         self.next = 0
 
-    def build(self, rows: list[tuple[Any, ...]], first: np.ndarray | None) -> int:
-        """Make this new state that of `rows`, each with diff 1 (a group's rows at hydration,
-        from columns: planner.topk_columns), as `apply` of them makes it; `first`, when
-        given, holds the rows' first ORDER BY values, aligned with `rows`, as int64 or float64
-        without NaN. Returns the records touched."""
+    def build(self, rows: list[tuple[Any, ...]]) -> int:
+        """Make this new state that of `rows`, each with diff 1, as `apply` of them makes it
+        (a small group's rows at hydration, from columns: planner.topk_columns). Returns the
+        records touched."""
         counts = self.counts
-        assert not counts
-        counts.update(zip(rows, repeat(1)))
-        if len(counts) != len(rows):  # a row twice: counted, and `first` no longer aligned
-            counts.clear()
-            for row in rows:
-                counts[row] = counts.get(row, 0) + 1
-            first = None
+        assert not counts and not self.reserve_live
+        for row in rows:
+            counts[row] = counts.get(row, 0) + 1
         self.rows += len(rows)
-        return len(rows) + self._index_bulk(first)
+        return len(rows) + self._index_bulk()
 
-    def _index_bulk(self, first: np.ndarray | None) -> int:
+    def build_reserved(self, rows: list[tuple[Any, ...]], reserve: Any,
+                       reserve_vals: np.ndarray, bound_val: Any) -> int:
+        """Make this new state that of `rows` and the rows of `reserve`, each with diff 1, as
+        `apply` of them makes it: `rows` are the copies `split_reserve` ranks up to its cut,
+        the last of them ranked `bound_val`, and `reserve` (sliced into lists of rows) the
+        others in its order, ranked `reserve_vals` (a large group's rows at hydration, from
+        columns: planner.topk_columns). Returns the records touched."""
+        counts, row_order = self.counts, self.plan.row_order
+        assert not counts and not self.reserve_live and len(reserve)
+        for row in rows:
+            counts[row] = counts.get(row, 0) + 1
+        self.rows += len(rows) + len(reserve)
+        self.index.update(sorted(zip(map(row_order, counts), counts, strict=True)))
+        self.reserve, self.reserve_vals, self.next = reserve, reserve_vals, 0
+        self.reserve_live = len(reserve)
+        self.bound, self.bound_val = self.index[-1][0], bound_val
+        return len(rows) + len(counts)
+
+    def _index_bulk(self) -> int:
         """Index the rows of a group's first large batch, now in `counts` (see the class
-        doc: the rows past the window's first value wait in the reserve); `first` as in
-        `build`. Returns the rows indexed."""
+        doc: the copies past the window's first value wait in the reserve). Returns the rows
+        indexed."""
         index = self.index
         self._drop_reserve()
-        rows = self._split_reserve(first)
+        rows = self._split_reserve()
         index.update(sorted(zip(map(self.plan.row_order, rows), rows, strict=True)))
-        if self.reserve:
+        if self.reserve_live:
             self.bound = index[-1][0]
         return len(rows)
 
-    def _split_reserve(self, first: np.ndarray | None = None) -> list[tuple[Any, ...]]:
-        """The rows of `counts` to index now; the rest (when that leaves most rows out) go to
-        the reserve, ordered by their first ORDER BY value (`first`, aligned with `counts`,
-        when the caller has them as an array). Everything is indexed without a LIMIT, for
-        few rows, or unless that column holds only ints (within int64) or only floats
-        without NaN."""
-        plan = self.plan
-        rows = list(self.counts)
+    def _split_reserve(self) -> list[tuple[Any, ...]]:
+        """The rows of `counts` to index now; the other copies (when that leaves most out) go
+        to the reserve and out of `counts`, ordered by their first ORDER BY value. Everything
+        is indexed without a LIMIT, for few copies, or unless that column holds only ints
+        (within int64) or only floats without NaN."""
+        plan, counts = self.plan, self.counts
+        rows = list(counts)
         need = plan.offset + plan.limit if plan.limit is not None else 0
-        if plan.first is None or need <= 0 or len(rows) <= 4 * need + 64:
+        if plan.first is None or need <= 0 or self.rows <= 4 * need + 64:
             return rows
+        reps = list(counts.values())
+        if min(reps) < 1:
+            return rows  # a row deleted more often than inserted: no reserve
         col, desc = plan.first
-        if first is not None:
-            arr = first
-        else:
-            vals = list(map(itemgetter(col), rows))
-            kinds = set(map(type, vals))
-            if kinds == _INT_KIND:
-                try:
-                    arr = np.array(vals, dtype=np.int64)
-                except OverflowError:
-                    return rows
-            elif kinds == _FLOAT_KIND:
-                arr = np.array(vals, dtype=np.float64)
-                if np.isnan(arr).any():
-                    return rows
-            else:
-                return rows
-        if desc:
-            arr = -arr if arr.dtype == np.float64 else ~arr  # best first, exactly (~x = -x-1)
-        order = np.argsort(arr, kind="stable")
+        vals = list(map(itemgetter(col), rows))
+        arr = _ranked_values(vals, set(map(type, vals)), desc)
+        if arr is None:
+            return rows
+        if self.rows != len(rows):  # a row twice: an entry per copy, as from columns
+            arr = np.repeat(arr, reps)
+            rows = [r for r, c in zip(rows, reps, strict=True) for _ in range(c)]
+        order, cut = split_reserve(arr, need)
         ranked = arr[order]
-        cut = int(np.searchsorted(ranked, ranked[need - 1], side="right"))
         self.bound_val = ranked[cut - 1]
         self.reserve = list(map(rows.__getitem__, order[cut:].tolist()))
         self.reserve_vals = ranked[cut:]
         self.reserve_live = len(self.reserve)
-        return list(map(rows.__getitem__, order[:cut].tolist()))
+        for row in self.reserve:
+            counts.pop(row, None)
+        return [row for row in counts]
 
     def _refill(self) -> int:
-        """Index the next reserved rows: at least offset + limit of them, with every row tied
-        with the last on the first value (so the rest stay strictly after them). Returns
+        """Index the next reserved entries: at least offset + limit of them, with every entry
+        tied with the last on the first value (so the rest stay strictly after them). Returns
         the records touched."""
-        plan, counts, index = self.plan, self.counts, self.index
+        plan, counts, index, dead = self.plan, self.counts, self.index, self.dead
         assert self.reserve_vals is not None and plan.limit is not None
         start = self.next
         stop = min(start + plan.offset + plan.limit, len(self.reserve))
@@ -919,14 +921,22 @@ class TopKState:
         touched = 0
         for row in self.reserve[start:stop]:
             touched += 1
-            if row in counts:
-                entry = (plan.row_order(row), row)
-                if entry not in index:  # not taken out and put back since
-                    index.add(entry)
-                    self.reserve_live -= 1
-                    touched += _log2_cost(len(index))
-                if self.bound is None or entry[0] > self.bound:
-                    self.bound = entry[0]
+            k = dead.get(row)
+            if k:  # a copy deleted while reserved
+                if k == 1:
+                    del dead[row]
+                else:
+                    dead[row] = k - 1
+                continue
+            self.reserve_live -= 1
+            c0 = counts.get(row, 0)
+            counts[row] = c0 + 1
+            entry = (plan.row_order(row), row)
+            if not c0:
+                index.add(entry)
+                touched += _log2_cost(len(index))
+            if self.bound is None or entry[0] > self.bound:
+                self.bound = entry[0]
         self.bound_val = self.reserve_vals[stop - 1]
         self.next = stop
         if stop == len(self.reserve) or not self.reserve_live:
@@ -934,9 +944,17 @@ class TopKState:
         return touched
 
     def _drop_reserve(self) -> None:
-        """No row is reserved any more: the index holds them all."""
+        """No copy is reserved any more: the index holds them all."""
         self.bound, self.bound_val, self.reserve, self.reserve_vals = None, None, [], None
         self.next = self.reserve_live = 0
+        self.dead = {}
+
+    def contents(self) -> Counter[tuple[Any, ...]]:
+        """The group's rows and their multiplicities, reserved ones included (for tests)."""
+        out = Counter(self.counts)
+        out.update(self.reserve[self.next:])
+        out.subtract(self.dead)
+        return +out
 
     def output(self) -> tuple[list[tuple[Any, int]], int]:
         read = 0
@@ -974,10 +992,37 @@ class TopKState:
         return out, left, read
 
     def empty(self) -> bool:
-        return not self.counts
+        return not self.counts and not self.reserve_live
 
     def size(self) -> int:
-        return len(self.counts)
+        return len(self.counts) + self.reserve_live
+
+
+def _ranked_values(vals: list[Any], kinds: set[type], desc: bool) -> np.ndarray | None:
+    """First ORDER BY values as an array that sorts best first, exactly (`~x = -x-1` for
+    ints, `-x` for floats, when DESC); None unless all ints within int64 or all floats
+    without NaN."""
+    if kinds == _INT_KIND:
+        try:
+            arr = np.array(vals, dtype=np.int64)
+        except OverflowError:
+            return None
+        return ~arr if desc else arr
+    if kinds == _FLOAT_KIND:
+        arr = np.array(vals, dtype=np.float64)
+        if np.isnan(arr).any():
+            return None
+        return -arr if desc else arr
+    return None
+
+
+def split_reserve(ranked: np.ndarray, need: int) -> tuple[np.ndarray, int]:
+    """For values that sort best first (one per copy), their stable sorting order and how
+    many of it a top-k group indexes: the `need` best and every copy tied with the last of
+    them; the rest go to the reserve (TopKState)."""
+    order = np.argsort(ranked, kind="stable")
+    cut = int(np.searchsorted(ranked[order], ranked[order[need - 1]], side="right"))
+    return order, cut
 
 
 class IncrementalTopK:

@@ -1,21 +1,22 @@
 """Top-k states of every group built from whole Arrow columns (a view's hydration).
 
 `build_topk(plan, table, key)` groups `table`'s rows by its columns `key` with one sort
-(`planner.aggregate_columns._group`) and builds each group's `TopKState` from the group's rows
-and the NumPy values of the first ORDER BY column (`TopKState.build`): no dict lookup per row
-to group them, no `(row, diff)` pair per row, and the rows past the window's first value go
-to the state's reserve by one `argsort` of values already in an array.
+(`planner.aggregate_columns._group`) and ranks each large group by the NumPy values of the
+first ORDER BY column (`split_reserve`): only the copies up to the cut (the window's
+candidates) and a small group's rows become tuples, all in one conversion; the rest of a
+large group stays in the table as its state's reserve (`TableRows`: positions, made into rows
+only when a refill reaches them). No dict lookup per row to group them, no `(row, diff)` pair
+per row, and no tuple for most rows.
 
 Invariant: each group's state is the state a new `plan(key)` has after `apply` of the group's
-rows with diff 1 (the per-row path: same counts, same output, and the same outputs after any
-later changes; tests/test_columns_kernels.py compares them), and `outputs()` gives each
-group's `output()`. It returns None (the caller then builds from rows) without a LIMIT or an
-ORDER BY, for a group key type `_group` leaves to rows, and unless the first ORDER BY column is
-integer, or float64 without NaN, with no NULL.
+rows with diff 1 (the per-row path: same counts, index, bound and reserved rows, same output,
+and the same outputs after any later changes; tests/test_columns_kernels.py compares them),
+and `outputs()` gives each group's `output()`. It returns None (the caller then builds from
+rows) without a LIMIT or an ORDER BY, for a group key type `_group` leaves to rows, and
+unless the first ORDER BY column is integer, or float64 without NaN, with no NULL.
 
-Unlike the aggregates' `BuiltGroups`, every state is made here: a top-k state holds its
-group's rows (any of them can enter the window), so there is nothing cheaper to keep until
-a group first changes.
+Unlike the aggregates' `BuiltGroups`, every state is made here: a top-k state can need any of
+its group's rows (after deletions from the window), so each keeps its reserve.
 """
 
 from __future__ import annotations
@@ -25,8 +26,30 @@ from typing import Any
 import numpy as np
 
 from engine.sources import rows_of
-from planner.aggregate import IncrementalTopK, TopKState
+from planner.aggregate import IncrementalTopK, TopKState, split_reserve
 from planner.aggregate_columns import _group, _numeric
+
+
+class TableRows:
+    """The rows of an Arrow table at `positions`, in that order, made as tuples only when
+    sliced (`rows[i:j]` is a list): a large group's reserve, whose rows are mostly never
+    read (TopKState)."""
+
+    __slots__ = ("table", "positions")
+
+    def __init__(self, table: Any, positions: np.ndarray) -> None:
+        self.table = table
+        self.positions = positions
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, part: slice) -> list[tuple[Any, ...]]:
+        pos = self.positions[part]
+        if not len(pos):
+            return []
+        taken = self.table.take(pos)
+        return list(rows_of(taken, taken.num_columns))
 
 
 class BuiltTopK:
@@ -61,7 +84,7 @@ def build_topk(plan: IncrementalTopK, table: Any, key: tuple[int, ...]) -> Built
     n = table.num_rows
     if not n:
         return BuiltTopK([], [])
-    col, _ = plan.first
+    col, desc = plan.first
     first = _numeric(table.column(col))
     if first is None:
         return None
@@ -73,13 +96,37 @@ def build_topk(plan: IncrementalTopK, table: Any, key: tuple[int, ...]) -> Built
     if grouping is None:
         return None
     order, starts, keys = grouping
-    rows = list(rows_of(table, table.num_columns))
+    if desc:
+        vals = -vals if kind == "float" else ~vals  # best first, as TopKState ranks them
+    need = plan.offset + plan.limit
     bounds = np.append(starts, n).tolist()
-    pick = rows.__getitem__
-    states = []
+    # per group: the positions whose rows are made now (all of a small group's; a large
+    # group's up to its cut), and a large group's reserve
+    made: list[np.ndarray] = []
+    reserves: list[tuple[np.ndarray, np.ndarray, Any] | None] = []
     for g in range(len(keys)):
         pos = order[bounds[g]:bounds[g + 1]]
+        if len(pos) <= 4 * need + 64:
+            made.append(pos)
+            reserves.append(None)
+            continue
+        ranked = vals[pos]
+        by, cut = split_reserve(ranked, need)
+        made.append(pos[by[:cut]])
+        ranked = ranked[by]
+        reserves.append((pos[by[cut:]], ranked[cut:], ranked[cut - 1]))
+    taken = table.take(np.concatenate(made))
+    rows = list(rows_of(taken, taken.num_columns))
+    states = []
+    at = 0
+    for part, reserve in zip(made, reserves, strict=True):
         st = TopKState(plan)
-        st.build(list(map(pick, pos.tolist())), vals[pos])
+        head = rows[at:at + len(part)]
+        at += len(part)
+        if reserve is None:
+            st.build(head)
+        else:
+            positions, reserve_vals, bound_val = reserve
+            st.build_reserved(head, TableRows(table, positions), reserve_vals, bound_val)
         states.append(st)
     return BuiltTopK(keys, states)

@@ -301,7 +301,8 @@ def test_stable_order_equals_a_stable_argsort(seed: int) -> None:
 
 def _topk_view(st: Any) -> tuple[Any, ...]:
     return (repr(sorted(st.counts.items(), key=repr)), repr(list(st.index)), st.rows,
-            repr(st.bound), repr(sorted(st.reserve[st.next:], key=repr)), st.reserve_live)
+            repr(st.bound), repr(st.bound_val), repr(sorted(st.reserve[st.next:], key=repr)),
+            st.reserve_live, repr(sorted(st.dead.items(), key=repr)))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -310,7 +311,7 @@ def test_topk_states_from_columns_equal_from_rows(seed: int) -> None:
     per-row path builds from the group's rows (counts, index, reserve, output), and both
     give the same outputs through the same random changes afterwards (rows entering and
     leaving the window, reserved rows deleted and refilled)."""
-    from planner.aggregate import IncrementalTopK
+    from planner.aggregate import IncrementalTopK, topk_rows
     from planner.ir import SortKey
     from planner.topk_columns import build_topk
 
@@ -343,12 +344,14 @@ def test_topk_states_from_columns_equal_from_rows(seed: int) -> None:
         assert sum(built.state(i).size() for i in range(len(built.keys))) == sum(
             want[k].size() for k in want)
         # the same changes to both: deletes of the best rows (the reserve refills) and of
-        # random ones, inserts of new rows
+        # random ones (most of them reserved), inserts of new rows; both equal the reference
+        # over the group's rows counted here
+        truth = {k: Counter(g) for k, g in rows_by_key_reference(rows, (0,)).items()}
         for _ in range(60):
             i = rng.randrange(len(built.keys))
             k = built.keys[i]
             st_b, st_w = built.state(i), want[k]
-            present = list(st_w.counts)
+            present = list(st_w.contents())
             if present and rng.random() < 0.6:
                 best = st_w.output()[0]
                 row = best[0][0] if best and rng.random() < 0.5 else rng.choice(present)
@@ -358,8 +361,17 @@ def test_topk_states_from_columns_equal_from_rows(seed: int) -> None:
                             rng.randrange(n)), 1)]
             st_b.apply(change)
             st_w.apply(change)
-            assert repr(st_b.output()[0]) == repr(st_w.output()[0])
+            truth[k].update(dict(change))
+            assert repr(st_b.output()[0]) == repr(st_w.output()[0]) == repr(
+                topk_rows(list((+truth[k]).items()), order, limit, offset))
             assert _topk_view(st_b) == _topk_view(st_w)
+            assert st_b.contents() == +truth[k]
+            # TopKState's invariant: `counts` is the index's rows, and `reserve_live` the
+            # reserved entries not yet reached less the dead ones
+            assert sorted(map(repr, st_b.counts)) == sorted(repr(r) for _, r in st_b.index)
+            assert all(c > 0 for c in st_b.counts.values())
+            assert st_b.reserve_live == len(st_b.reserve[st_b.next:]) - sum(st_b.dead.values())
+            assert st_b.empty() == (not truth[k])
     # what the rows must decide: a NULL or NaN first ORDER BY value, a date key column
     plan = IncrementalTopK((SortKey(1, True, False),), 3, 0)
     for bad in (pa.array([None, 1.0], pa.float64()), pa.array([math.nan, 1.0], pa.float64())):

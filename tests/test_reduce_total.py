@@ -377,7 +377,7 @@ def test_topk_batch_after_a_refill_compares_with_the_raised_bound(desc: bool) ->
     batch += [((sign * (100_000 + v), -v), 1) for v in range(40)]
     st.apply(batch)
     got, _ = st.output()
-    assert got == topk_rows(list(st.counts.items()), order, 5, 0)
+    assert got == topk_rows(list(st.contents().items()), order, 5, 0)
     assert [r[0] * sign for r, _ in got] == [41, 42, 43, 44, 50]
     assert st.reserve_live > 900  # the far rows joined the reserve
 
