@@ -96,7 +96,7 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         return None
     order, starts, keys = grouping
     sizes = np.diff(np.append(starts, n))
-    key_table = table.select(list(key)).take(order[starts])
+    key_table = table.select(list(key)).take(starts if order is None else order[starts])
     # Each argument column once: values in group order, their validity, and their kind.
     args = {a for a in plan.value_args} | {x for _, x, _, _ in plan.accs}
     cols: dict[int, tuple[np.ndarray, np.ndarray | None, str]] = {}
@@ -107,7 +107,9 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         vals, valid, kind = c
         if kind == "date" and any(x == y and k != "count" for k, y, _, _ in plan.accs):
             return None  # only COUNT reads a date; the binder makes no SUM of one
-        cols[x] = (vals[order], None if valid is None else valid[order], kind)
+        if order is not None:
+            vals, valid = vals[order], None if valid is None else valid[order]
+        cols[x] = (vals, valid, kind)
     sums: dict[int, Any] = {}
     for i, (kind, x, _, _) in enumerate(plan.accs):
         vals, valid, vkind = cols[x]
@@ -541,8 +543,9 @@ def _float_sums_reference(vals: np.ndarray, valid: np.ndarray | None, starts: np
 
 def _group(table: Any, key: tuple[int, ...]
            ) -> tuple[np.ndarray, np.ndarray, list[tuple[Any, ...]]] | None:
-    """The rows' order grouped by key (stable), each group's first position in it, and each
-    group's key tuple; None for a key type left to rows.
+    """The rows' order grouped by key (stable; None when the rows are in that order
+    already), each group's first position in it, and each group's key tuple; None for a key
+    type left to rows.
 
     Each key column becomes an integer code: an integer column without NULL spanning less
     than 2**32 its offset from its minimum (no hashing), any other column its dictionary
@@ -553,7 +556,7 @@ def _group(table: Any, key: tuple[int, ...]
     import pyarrow.compute as pc
 
     n = table.num_rows
-    codes = np.zeros(n, dtype=np.int64)
+    codes = np.zeros(n, dtype=np.int64)  # no key column: one group
     # per column: its codes' size, and its minimum (ints) or dictionary values (else)
     decoders: list[tuple[int, int, list[Any] | None]] = []
     radix = 1
@@ -576,12 +579,19 @@ def _group(table: Any, key: tuple[int, ...]
         radix *= size
         if radix >= 2 ** 62:
             return None
-        codes = codes * size + part
+        codes = codes * size + part if decoders else part
         decoders.append((size, lo, values))
     order = _stable_order(codes, radix)
-    sorted_codes = codes[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
-    group_codes = sorted_codes[starts]
+    if radix <= n:
+        # dense codes: the groups and their sizes by counting, not by a gather of the codes
+        sizes = np.bincount(codes, minlength=radix)
+        group_codes = np.flatnonzero(sizes)
+        starts = np.zeros(len(group_codes), dtype=np.int64)
+        np.cumsum(sizes[group_codes][:-1], out=starts[1:])
+    else:
+        sorted_codes = codes if order is None else codes[order]
+        starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
+        group_codes = sorted_codes[starts]
     if len(decoders) == 1 and decoders[0][2] is None:
         # one int column by offsets: the groups are in ascending key order, kept as an array
         return order, starts, IntKeys(group_codes + decoders[0][1])
@@ -677,15 +687,16 @@ class UnbuiltIntKeys:
         return i
 
 
-def _stable_order(codes: np.ndarray, radix: int) -> np.ndarray:
-    """The stable sorting permutation of non-negative `codes` below `radix`."""
+def _stable_order(codes: np.ndarray, radix: int) -> np.ndarray | None:
+    """The stable sorting permutation of non-negative `codes` below `radix`; None when it is
+    the identity (found for long codes only)."""
     n = len(codes)
     if n > SORTED_CHECK and not (np.diff(codes[:SORTED_CHECK]) < 0).any() \
             and not (codes[1:] < codes[:-1]).any():
         # already grouped in key order (a table loaded in key order, as most are by their
-        # primary key): the identity, without a pass of sorting; a prefix out of order
-        # skips the full check, so an unsorted column pays almost nothing for it
-        return np.arange(n)
+        # primary key): no pass of sorting, and no gather of any column by it; a prefix out
+        # of order skips the full check, so an unsorted column pays almost nothing for it
+        return None
     # NumPy's stable sort of 16-bit integers is a radix sort: about 10x a comparison sort
     if radix <= 1 << 16:
         return np.argsort(codes.astype(np.uint16), kind="stable")

@@ -105,7 +105,8 @@ def build_topk(plan: IncrementalTopK, table: Any, key: tuple[int, ...]) -> Built
     made: list[np.ndarray] = []
     reserves: list[tuple[np.ndarray, np.ndarray, Any] | None] = []
     for g in range(len(keys)):
-        pos = order[bounds[g]:bounds[g + 1]]
+        pos = (np.arange(bounds[g], bounds[g + 1]) if order is None else
+               order[bounds[g]:bounds[g + 1]])
         if len(pos) <= 4 * need + 64:
             made.append(pos)
             reserves.append(None)
