@@ -48,6 +48,11 @@ def canonical(data: Any) -> Any:
 
 def canonical_column(values: list[Any]) -> list[Any]:
     """A column of values (Arrow's ``to_pylist``) with every NaN replaced by ``NAN``, in place."""
+    try:
+        if not any(map(ne, values, values)):
+            return values  # no value differs from itself: no NaN (one C-level scan)
+    except ArithmeticError:  # a signalling Decimal NaN: the per-value loop below
+        pass
     for i, v in enumerate(values):
         if v.__class__ is float and v != v:
             values[i] = NAN

@@ -36,7 +36,7 @@ import numpy as np
 
 from engine.canonical import canonical_column
 from engine.columns_at import value_kind
-from engine.rows_batch import int_column
+from engine.rows_batch import ascending, int_column
 from engine.sources import column_values
 from planner.aggregate import (
     _FLOAT_SCALE,
@@ -66,7 +66,7 @@ COMPILED_FLOAT_SUMS = 100_000
 # `_integral` looks at this many first values before a pass over the whole column.
 _INTEGRAL_PROBE = 1024
 FIRST_COMPILED_FLOAT_SUMS = 2_000_000
-# Codes longer than this are first checked for being sorted already (`_stable_order`).
+# Codes longer than this are first checked for being in order already (`_stable_order`).
 SORTED_CHECK = 1024
 
 
@@ -449,11 +449,19 @@ def _integral(vals: np.ndarray, valid: np.ndarray | None) -> np.ndarray | None:
     return None
 
 
-def _counts(vals: np.ndarray, present: np.ndarray, starts: np.ndarray
+def _counts(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per group: its non-NULL values, NaNs, +inf and -inf."""
-    return (np.add.reduceat(present.astype(np.int64), starts),
-            np.add.reduceat((np.isnan(vals) & present).astype(np.int64), starts),
+    """Per group: its non-NULL values, NaNs, +inf and -inf (NULLs where `valid` is False;
+    no pass per kind when no value is a NaN or an infinity: one test of all of them)."""
+    if valid is None:
+        n = np.diff(np.append(starts, len(vals)))
+    else:
+        n = np.add.reduceat(valid.astype(np.int64), starts)
+    if np.isfinite(vals).all():
+        return n, np.zeros(len(starts), dtype=np.int64), np.zeros(len(starts), dtype=np.int64), \
+            np.zeros(len(starts), dtype=np.int64)
+    present = np.ones(len(vals), dtype=bool) if valid is None else valid
+    return (n, np.add.reduceat((np.isnan(vals) & present).astype(np.int64), starts),
             np.add.reduceat((vals == np.inf) & present, starts, dtype=np.int64),
             np.add.reduceat((vals == -np.inf) & present, starts, dtype=np.int64))
 
@@ -461,8 +469,7 @@ def _counts(vals: np.ndarray, present: np.ndarray, starts: np.ndarray
 def _int_float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray,
                     whole: np.ndarray) -> FloatSums:
     """`FloatSums` of integer values (`whole`, from `_integral`): int64 sums are exact."""
-    present = np.ones(len(vals), dtype=bool) if valid is None else valid
-    return FloatSums(*_counts(vals, present, starts),
+    return FloatSums(*_counts(vals, valid, starts),
                      np.add.reduceat(whole.astype(np.int64), starts), None)
 
 
@@ -493,7 +500,7 @@ def _float_sums_reference(vals: np.ndarray, valid: np.ndarray | None, starts: np
         return _int_float_sums(vals, valid, starts, whole)
     present = np.ones(len(vals), dtype=bool) if valid is None else valid
     finite = np.isfinite(vals) & present
-    n, nan, pinf, ninf = _counts(vals, present, starts)
+    n, nan, pinf, ninf = _counts(vals, valid, starts)
     scaled = [0] * groups
     group = np.repeat(np.arange(groups), np.diff(np.append(starts, len(vals))))
     keep = finite & (vals != 0)
@@ -690,13 +697,8 @@ class UnbuiltIntKeys:
 def _stable_order(codes: np.ndarray, radix: int) -> np.ndarray | None:
     """The stable sorting permutation of non-negative `codes` below `radix`; None when it is
     the identity (found for long codes only)."""
-    n = len(codes)
-    if n > SORTED_CHECK and not (np.diff(codes[:SORTED_CHECK]) < 0).any() \
-            and not (codes[1:] < codes[:-1]).any():
-        # already grouped in key order (a table loaded in key order, as most are by their
-        # primary key): no pass of sorting, and no gather of any column by it; a prefix out
-        # of order skips the full check, so an unsorted column pays almost nothing for it
-        return None
+    if len(codes) > SORTED_CHECK and ascending(codes):
+        return None  # no pass of sorting, and no gather of any column by it
     # NumPy's stable sort of 16-bit integers is a radix sort: about 10x a comparison sort
     if radix <= 1 << 16:
         return np.argsort(codes.astype(np.uint16), kind="stable")

@@ -15,13 +15,20 @@ import random
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pytest
 
 from engine import Dataflow
 from engine.kernels import join_batches
 from engine.lattice import Antichain
 from engine.rows_at import RowsAt, key_getter
-from engine.rows_batch import SORTED_MIN_ROWS, KeyedRowsBatch, int_column
+from engine.rows_batch import (
+    ASCENDING_PROBE,
+    SORTED_MIN_ROWS,
+    KeyedRowsBatch,
+    ascending,
+    int_column,
+)
 from engine.trace import arrange_updates
 
 INTS = [0, 1, -1, 7, 2**62, -(2**63), 2**63 - 1]
@@ -102,6 +109,8 @@ def test_a_batch_of_columns_answers_as_the_reference_batch(seed: int) -> None:
     n = rng.choice([SORTED_MIN_ROWS - 1, SORTED_MIN_ROWS, 3000])
     key_type = rng.choice([pa.int64(), pa.int32(), pa.string()])
     keys = [rng.randrange(-40, 40) for _ in range(n)]
+    if seed % 2:
+        keys.sort()  # in key order: the index is the column itself (rows_batch.ascending)
     table = pa.table([pa.array(keys if key_type != pa.string() else [str(k) for k in keys],
                                key_type),
                       pa.array([rng.choice([None, 1.5, "x"]) and rng.random() for _ in range(n)]),
@@ -125,6 +134,18 @@ def test_a_batch_of_columns_answers_as_the_reference_batch(seed: int) -> None:
     assert [_entries(e) for e in b.get_many(odd)] == [_entries(ref.updates.get(k)) for k in odd]
     assert {k: _entries(v) for k, v in b.updates.items()} == \
         {k: _entries(v) for k, v in ref.updates.items()}
+
+
+def test_ascending_equals_a_comparison_of_neighbours() -> None:
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 2, ASCENDING_PROBE, ASCENDING_PROBE + 1, 4000):
+        for codes in (rng.integers(0, 4, n), np.sort(rng.integers(-9, 9, n)),
+                      np.arange(n)[::-1].copy()):
+            assert ascending(codes) == all(a <= b for a, b in zip(codes[:-1], codes[1:], strict=True))
+            if n > 2:
+                late = np.sort(codes)
+                late[-1] = late[0] - 1  # in order but for the last
+                assert not ascending(late)
 
 
 def _typed_columns(rng: random.Random, n: int, nan: bool, decimal: bool) -> Any:
