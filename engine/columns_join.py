@@ -35,11 +35,14 @@ import numpy as np
 
 from engine.columns_at import ColumnsAt, value_kind
 from engine.lattice import join
-from engine.rows_batch import KeyedRowsBatch, int_column
+from engine.rows_batch import KeyedRowsBatch, ascending, int_column
 
 # More output pairs than this are left to the row path, which charges the run's budget as it
 # goes (engine.budget): a runaway join fails there before it fills memory.
 MAX_PAIRS = 20_000_000
+# An int key whose right side's values span at most this many times the keys of both sides
+# is matched by counting per value (`_ranges_dense`), not by binary search.
+DENSE_SPAN = 4
 
 
 def join_columns(stream: ColumnsAt, key: tuple[int, ...], batches: list[Any], t0: int,
@@ -258,12 +261,18 @@ def _matches(left: Any, lkey: tuple[int, ...], right: Any, rkey: tuple[int, ...]
 
 def _sorted_matches(left: np.ndarray, right: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Pairs of equal int64 keys by one sort of the right side and a search per left key."""
-    order = np.argsort(right, kind="stable")
-    s = right[order]
-    lo = np.searchsorted(s, left, "left")
-    hi = np.searchsorted(s, left, "right")
-    counts = hi - lo
+    """Pairs of equal int64 keys: the right side in key order, and each left key's range of
+    it, by counting when the right keys are dense (a table's ids: a gather per left key,
+    `_ranges_dense`) or else by binary search. The pairs come by left row, then in that
+    order."""
+    order = np.arange(len(right)) if ascending(right) else np.argsort(right, kind="stable")
+    ranges = _ranges_dense(left, right)
+    if ranges is None:
+        s = right[order]
+        lo = np.searchsorted(s, left, "left")
+        counts = np.searchsorted(s, left, "right") - lo
+    else:
+        lo, counts = ranges
     total = int(counts.sum())
     if total > MAX_PAIRS:
         return None
@@ -272,3 +281,24 @@ def _sorted_matches(left: np.ndarray, right: np.ndarray
     starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)
     j = order[starts + np.arange(total)]
     return i, j
+
+
+def _ranges_dense(left: np.ndarray, right: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """For each left key, the first position of its equal keys in `right` sorted and how many
+    there are, by a count per value of right's range: None when that range spans more than
+    `DENSE_SPAN` times the keys of both sides (then a binary search costs less memory)."""
+    if not len(right):
+        return None
+    low, high = int(right.min()), int(right.max())
+    span = high - low + 1
+    if span > DENSE_SPAN * (len(left) + len(right)):
+        return None
+    per_value = np.bincount(right - low, minlength=span)
+    first = np.cumsum(per_value) - per_value
+    inside = (left >= low) & (left <= high)
+    at = np.where(inside, left - low, 0) if not inside.all() else left - low
+    counts = per_value[at]
+    if not inside.all():
+        counts = np.where(inside, counts, 0)
+    return first[at], counts

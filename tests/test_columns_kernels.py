@@ -712,6 +712,33 @@ def _run_views(sqls: list[str], cat: Any, tables: dict[str, pa.Table], columns: 
     return snaps
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_int_key_matches_equal_a_nested_loop(seed: int) -> None:
+    """`columns_join._sorted_matches`: the pairs of equal keys, in the order the join emits
+    them (by left row, then by right row among equal keys), whether the right keys are
+    dense (counted per value), sparse (binary search), in order already or not, with keys
+    outside the other side's range and at int64's extremes."""
+    from engine.columns_join import DENSE_SPAN, _ranges_dense, _sorted_matches
+
+    rng = np.random.default_rng(seed)
+    extremes = np.array([-(2 ** 63), 2 ** 63 - 1], dtype=np.int64)
+    for m, n, span in ((0, 5, 10), (5, 0, 10), (300, 200, 50), (300, 200, 10 ** 12),
+                       (1000, 50, 3000), (40, 2000, 100)):
+        left = rng.integers(-span // 2, span // 2 + 1, m) if m else np.zeros(0, np.int64)
+        right = rng.integers(-span // 3, span // 3 + 1, n) if n else np.zeros(0, np.int64)
+        for r in (right, np.sort(right)):
+            for lft in (left, np.concatenate((left, extremes))):
+                where: dict[int, list[int]] = {}
+                for j, v in enumerate(r.tolist()):
+                    where.setdefault(v, []).append(j)
+                want = [(i, j) for i, v in enumerate(lft.tolist()) for j in where.get(v, [])]
+                got = _sorted_matches(lft, r)
+                assert got is not None
+                assert list(zip(got[0].tolist(), got[1].tolist(), strict=True)) == want
+        dense = n and (int(right.max()) - int(right.min()) + 1) <= DENSE_SPAN * (m + n)
+        assert (_ranges_dense(left, right) is not None) == bool(dense)
+
+
 def test_delta_joins_of_columns_equal_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Three-way (delta) joins on int and string keys, NULL keys, an IN subquery (a reduce's
     output, joined by the semi-join on columns), binary joins on two keys and a cross join,
