@@ -39,6 +39,7 @@ from typing import Any
 
 import duckdb
 
+from planner.preload import PRELOAD_ROWS, preload_in_background
 from server.catalog import explain
 from server.deadline import Deadline
 from server.errors import Timeout, from_duckdb
@@ -81,6 +82,8 @@ def write(state: ServerState, stmts: list[Statement]) -> dict[str, Any]:
         try:
             out = _transact(state, w, stmts)
             _maybe_checkpoint(state)
+            if sum(w.load_counts.values()) + sum(map(len, w.deltas.values())) >= PRELOAD_ROWS:
+                preload_in_background()  # a view over these rows will want the kernels
             return out
         finally:
             w.delete_files()

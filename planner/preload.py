@@ -1,0 +1,59 @@
+"""Loading, ahead of the first view over a large table, what hydrating it loads on first use.
+
+Without it the first such view a process hydrates pays about a second and a half once (more
+than many views' whole hydration): numba and the exact float-sum kernels from their on-disk
+cache (`planner.float_sums`), the columnar build modules, and the pandas module that pyarrow
+imports at its first conversion of Python values. The server starts `preload_in_background()`
+after a write that bulk-loads at least `PRELOAD_ROWS` rows (a table that large is hydrated
+with the compiled kernels), so the CREATE VIEW that usually follows finds them loaded; a
+small database never loads numba (about 125 MB). A benchmark of hydration runs `preload()`
+first, as such a server has. Invariant: it changes no state a result depends on: it imports
+modules and runs a kernel on a tiny input.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+
+from planner.aggregate_columns import COMPILED_FLOAT_SUMS
+
+# A bulk load of this many rows starts the preload: a float SUM over a column this long is
+# summed by the compiled kernel.
+PRELOAD_ROWS = COMPILED_FLOAT_SUMS
+
+_started = False
+_lock = threading.Lock()
+
+
+def preload() -> None:
+    """Import and load the hydration's lazily loaded modules and kernels."""
+    import pyarrow as pa
+    import pyarrow.compute  # noqa: F401 - the columnar steps' kernels
+
+    import planner.topk_columns  # noqa: F401 - a top-k reduce's columnar build, imported lazily
+
+    pa.array([0])  # pyarrow imports pandas at its first conversion of Python values
+    from planner.float_sums import group_sums
+
+    # not integers: both compiled passes (`_counts`, then `_terms`) load
+    group_sums(np.array([0.5, 0.25]), None, np.zeros(1, dtype=np.int64))
+
+
+def preload_in_background() -> None:
+    """Run `preload` once per process, in a daemon thread (the first call starts it)."""
+    global _started
+    with _lock:
+        if _started:
+            return
+        _started = True
+    threading.Thread(target=_preload, name="diffsql-preload", daemon=True).start()
+
+
+def _preload() -> None:
+    try:
+        preload()
+    except Exception:  # noqa: BLE001 - a warm-up only: the hydration that needs it loads it
+        logging.getLogger("diffsql.server").debug("preload failed", exc_info=True)
