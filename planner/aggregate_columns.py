@@ -560,7 +560,6 @@ def _group(table: Any, key: tuple[int, ...]
     columns combine by mixed radix. Codes below 2**16 sort by one radix sort (NumPy's stable
     sort of uint16), below 2**32 by two (low half, then high half: an LSD radix sort), wider
     ones by a comparison sort."""
-    import pyarrow.compute as pc
 
     n = table.num_rows
     codes = np.zeros(n, dtype=np.int64)  # no key column: one group
@@ -578,10 +577,8 @@ def _group(table: Any, key: tuple[int, ...]
             part = ints - lo if lo else ints
             values: list[Any] | None = None
         else:
-            enc = pc.dictionary_encode(col.combine_chunks(), null_encoding="encode")
-            size = len(enc.dictionary)
-            part = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            lo, values = 0, column_values(enc.dictionary)
+            part, values = _dictionary(col)
+            size, lo = len(values), 0
         size = max(size, 1)
         radix *= size
         if radix >= 2 ** 62:
@@ -610,6 +607,27 @@ def _group(table: Any, key: tuple[int, ...]
                        list(map(values.__getitem__, j.tolist())))
     keys = list(zip(*reversed(columns), strict=True)) if columns else [()] * len(starts)
     return order, starts, keys
+
+
+def _dictionary(col: Any) -> tuple[np.ndarray, list[Any]]:
+    """A column's distinct values (as `column_values` gives them; NULL, when there is one, as
+    None and last) and each row's index into them, as int64. Chunk by chunk, the
+    dictionaries then unified: no copy of the whole column into one chunk first."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(col)  # NULLs stay NULL indices: Arrow unifies no NULL value
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.unify_dictionaries()
+        dictionary = enc.chunk(0).dictionary if enc.num_chunks else pa.array([], col.type)
+        indices: Any = pa.chunked_array([c.indices for c in enc.chunks], pa.int32())
+    else:
+        dictionary, indices = enc.dictionary, enc.indices
+    values = column_values(dictionary)
+    if col.null_count:
+        indices = pc.fill_null(indices, len(values))
+        values.append(None)
+    return indices.to_numpy().astype(np.int64), values
 
 
 def _distinct(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -246,9 +246,14 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
     # ... and the table in (a, e) order, whose keys (0,) and (0, 4) are grouped already
     # (`_stable_order`'s identity, from 1,024 rows)
     in_order = table.sort_by([("a", "ascending"), ("e", "ascending")])
+    # ... and in three chunks, the first without NULL keys (dictionaries unified: `_dictionary`)
+    third = n // 3
+    chunked = pa.concat_tables([in_order.slice(0, third), table.slice(third, third),
+                                table.slice(2 * third)])
     for table, key in [(table, k) for k in ((0,), (4,), (0, 4), (3,), (5,), (), (6,), (7,),
                                            (6, 3), (7, 6), (3, 4))] + [
-            (in_order, (0,)), (in_order, (0, 4))]:
+            (in_order, (0,)), (in_order, (0, 4)), (chunked, (4,)), (chunked, (0, 4)),
+            (chunked, (7, 4))]:
         built = build_states(plan, table, key)
         assert built is not None
         rows = list(rows_of(table, table.num_columns))
