@@ -38,9 +38,11 @@ Views (one dataflow per view, as the server builds them):
 Measured in one run, in process (``planner.compile_view`` + ``engine.Dataflow``):
 
 - hydration of every view (compile with the tables' statistics read from DuckDB's copy as the
-  server reads them from its store, build, load the tables' Parquet files, run) against DuckDB
-  running the six SELECTs once over its loaded tables (best of 3), after the process has
-  loaded the compiled kernels as a server does after a bulk load (``planner.preload``);
+  server reads them from its store, build, read the columns the view reads from DuckDB's
+  copy as the server reads its store, ``server.store.read_columns``, or with
+  ``--hydrate-from parquet`` from the tables' Parquet files, run) against DuckDB running the
+  six SELECTs once over its loaded tables (best of 3), after the process has loaded the
+  compiled kernels as a server does after a bulk load (``planner.preload``);
 - single-row INSERT, UPDATE and DELETE into lineitem and into orders (``--writes`` of each;
   an UPDATE is a retraction and an insertion in one epoch): the time until every view that
   reads the table is updated, p50 and p99, against DuckDB applying the same statement and then
@@ -108,6 +110,7 @@ from engine.sources import FileSource  # noqa: E402
 from planner import Catalog, Column, TableSchema, compile_view  # noqa: E402
 from planner.preload import preload  # noqa: E402
 from server.statistics import TableStatistics  # noqa: E402
+from server.store import TableRecord, read_columns  # noqa: E402
 
 # name -> [(column, SQL type)]; the SQL type is DuckDB's, and (lower-cased, VARCHAR as string)
 # the FileSource type the engine reads the Parquet column as.
@@ -357,7 +360,11 @@ def pct(xs: list[float], q: float) -> float:
 class View:
     """One view's own dataflow, with an input per table it reads."""
 
-    def __init__(self, name: str, files: dict[str, Path], catalog: Catalog) -> None:
+    def __init__(self, name: str, files: dict[str, Path], catalog: Catalog,
+                 store: duckdb.DuckDBPyConnection | None = None) -> None:
+        """Hydrate from `store`'s tables as the server hydrates a view from its store
+        (`server.store.read_columns`: DuckDB scans the columns the view reads, as Arrow), or
+        without it from the tables' Parquet files (`FileSource`)."""
         self.name = name
         cv = compile_view(VIEWS[name], catalog)
         self.df = Dataflow()
@@ -370,9 +377,16 @@ class View:
         for t, h in self.handles.items():
             # as the server hydrates a view: only the columns the view reads
             names = tuple(c for c, _ in TABLES[t])
-            h.load(FileSource((str(files[t]),), "parquet", columns=names,
-                              types=tuple(source_type(ty) for _, ty in TABLES[t]),
-                              unread=frozenset(names) - {names[i] for i in read[t]}))
+            if store is not None:
+                rec = TableRecord(t, 0, [{"name": c, "type": ty, "nullable": True}
+                                         for c, ty in TABLES[t]], [], 0)
+                columns = read_columns(store, rec, read[t])
+                assert columns is not None  # every type here converts exactly
+                h.send_columns(columns)
+            else:
+                h.load(FileSource((str(files[t]),), "parquet", columns=names,
+                                  types=tuple(source_type(ty) for _, ty in TABLES[t]),
+                                  unread=frozenset(names) - {names[i] for i in read[t]}))
             h.advance_to(1)
         self.df.run()
         self.epoch = 1
@@ -592,6 +606,8 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
     # the server's planner reads them from its store (the reads are timed with the view)
     views: dict[str, View] = {}
     hyd: dict[str, float] = {}
+    # the server reads its store on a connection of its own
+    store = con.cursor() if args.hydrate_from == "store" else None
     # A server that bulk-loaded these tables has loaded the hydration's compiled kernels since
     # (planner.preload, in the background): so does this process, before the first view.
     t0 = time.perf_counter()
@@ -603,7 +619,7 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
         t0 = time.perf_counter()
         stats = TableStatistics(con, {t: dict(cols) for t, cols in TABLES.items()})
         catalog = Catalog(tables=CATALOG.tables, statistics=stats)
-        views[name] = View(name, files, catalog)
+        views[name] = View(name, files, catalog, store)
         hyd[name] = time.perf_counter() - t0
     ours_h = sum(hyd.values())
     checker.check(views, want, "hydration")
@@ -830,6 +846,9 @@ def main() -> int:
     ap.add_argument("--skip-http", action="store_true")
     ap.add_argument("--http-writes", type=int, default=100)
     ap.add_argument("--http-seconds", type=float, default=5.0)
+    ap.add_argument("--hydrate-from", choices=("store", "parquet"), default="store",
+                    help="in process, read the tables from DuckDB as the server reads its store"
+                         " (default), or from their Parquet files")
     args = ap.parse_args()
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="diffsql-views-") as d:

@@ -104,6 +104,39 @@ def arrow_of(relation: Any) -> Any:
     return fetch()
 
 
+def read_columns(conn: duckdb.DuckDBPyConnection, rec: TableRecord,
+                 read: Collection[int] | None = None) -> Any:
+    """The contents of user table `rec` as an Arrow table whose rows
+    (`engine.sources.rows_of`) are exactly `Store.read_table`'s, or None when a column's type
+    converts differently through Arrow (HUGEINT, INTERVAL, UUID, nested types...) or a DATE or
+    TIMESTAMP holds a value outside Python's range (a table from before the range checks):
+    then read the rows. With `read` (column positions: a view's `columns_read`), only those
+    columns are read and the others are NULL (`engine.sources.null_unread`). The server
+    hydrates views from it; bench/views.py too, over its own connection."""
+    if not all(_ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns):
+        return None
+    names = [c["name"] for c in rec.columns]
+    source = f"main.{quote_ident(rec.name)}"
+    if read is None or len(set(read)) == len(names):
+        table = arrow_of(conn.sql(f"SELECT * FROM {source}"))
+    else:
+        import pyarrow as pa
+
+        # DuckDB scans only the columns read; the others are NULL of Arrow's null type
+        # (no buffers), placed where they belong
+        picked = [i for i in range(len(names)) if i in read]
+        if picked:
+            got = arrow_of(conn.sql(
+                f"SELECT {', '.join(quote_ident(names[i]) for i in picked)} FROM {source}"))
+            n = got.num_rows
+        else:  # a view that reads none of its columns (count(*)): only how many rows
+            got, n = None, conn.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
+        at = {i: got.column(k) for k, i in enumerate(picked)} if got is not None else {}
+        table = pa.table([at[i] if i in at else pa.nulls(n) for i in range(len(names))],
+                         names=names)
+    return table if Store.exact_columns(rec, table) else None
+
+
 def lock_down(conn: duckdb.DuckDBPyConnection) -> None:
     for statement in LOCKDOWN:
         conn.execute(statement)
@@ -500,35 +533,8 @@ class Store:
             pass  # the transaction failed: `rollback` unregisters it
 
     def read_columns(self, rec: TableRecord, read: Collection[int] | None = None) -> Any:
-        """The contents of user table `rec` as an Arrow table whose rows
-        (`engine.sources.rows_of`) are exactly `read_table`'s, or None when a column's type
-        converts differently through Arrow (HUGEINT, INTERVAL, UUID, nested types...) or a
-        DATE or TIMESTAMP holds a value outside Python's range (a table from before the range
-        checks): then read the rows. With `read` (column positions: a view's
-        `columns_read`), only those columns are read and the others are NULL
-        (`engine.sources.null_unread`)."""
-        if not all(_ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns):
-            return None
-        names = [c["name"] for c in rec.columns]
-        if read is None or len(set(read)) == len(names):
-            table = self.read_arrow(rec.name)
-        else:
-            import pyarrow as pa
-
-            # DuckDB scans only the columns read; the others are NULL of Arrow's null type
-            # (no buffers), placed where they belong
-            picked = [i for i in range(len(names)) if i in read]
-            source = f"main.{quote_ident(rec.name)}"
-            if picked:
-                got = arrow_of(self.conn.sql(
-                    f"SELECT {', '.join(quote_ident(names[i]) for i in picked)} FROM {source}"))
-                n = got.num_rows
-            else:  # a view that reads none of its columns (count(*)): only how many rows
-                got, n = None, self.conn.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
-            at = {i: got.column(k) for k, i in enumerate(picked)} if got is not None else {}
-            table = pa.table([at[i] if i in at else pa.nulls(n) for i in range(len(names))],
-                             names=names)
-        return table if self.exact_columns(rec, table) else None
+        """`read_columns` of this store's connection."""
+        return read_columns(self.conn, rec, read)
 
     @staticmethod
     def exact_columns(rec: TableRecord, table: Any) -> bool:
