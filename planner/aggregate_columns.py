@@ -423,11 +423,15 @@ def _float_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
                 ) -> FloatSums | None:
     """Per group, `_ExactSum`'s fields over the group's non-NULL floats: by the compiled
     kernel where it pays (see `COMPILED_FLOAT_SUMS`), else by NumPy (the two are equal).
-    Integer-valued doubles (quantities, counts) take NumPy's int64 sums, a pass or two:
-    there the kernel would save little."""
-    least = COMPILED_FLOAT_SUMS if "numba" in sys.modules else FIRST_COMPILED_FLOAT_SUMS
-    if len(vals) < least:
+    In a process without numba, integer-valued doubles (quantities, counts) take NumPy's
+    int64 sums: loading numba for them would cost more than it saves."""
+    loaded = "numba" in sys.modules
+    if len(vals) < (COMPILED_FLOAT_SUMS if loaded else FIRST_COMPILED_FLOAT_SUMS):
         return _float_sums_reference(vals, valid, starts)
+    if loaded:
+        # the kernel's first pass finds integers itself (and sums them as int64): one pass,
+        # where `_integral` takes five
+        return _float_sums_compiled(vals, valid, starts)
     whole = _integral(vals, valid)
     if whole is not None:
         return _int_float_sums(vals, valid, starts, whole)
