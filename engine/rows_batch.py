@@ -134,6 +134,7 @@ class KeyedRowsBatch(Batch):
         self._dict: dict[Any, list[Entry]] | None = None
         # The sorted key column and the row order it came from; None until first wanted,
         # False when the key is not one column of int64-sized ints (then the dict serves).
+        # With `_sorted` built, an `_order` of None is the identity (the rows in key order).
         self._sorted: Any = None
         self._order: Any = None
         # with several key columns: (low bound, span, stride) of each, for `_code`
@@ -255,7 +256,7 @@ class KeyedRowsBatch(Batch):
                 codes = self._encode(cols)  # type: ignore[arg-type]
                 if codes is not None:
                     if ascending(codes):
-                        order = np.arange(len(codes))
+                        order = None  # the identity: no array of row numbers
                         s = self._sorted = codes
                     else:
                         order = np.argsort(codes)  # the order of equal keys is immaterial
@@ -299,7 +300,7 @@ class KeyedRowsBatch(Batch):
         return code
 
     def _entries(self, lo: int, hi: int) -> list[Entry]:
-        picked = self._pick(self._order[lo:hi])
+        picked = self._pick(np.arange(lo, hi) if self._order is None else self._order[lo:hi])
         if hi - lo == 1:
             return [(picked[0], self.time, self.diff)]
         return _summed(picked, self.time, self.diff)
@@ -416,7 +417,8 @@ class KeyedRowsBatch(Batch):
         # the hits' rows in one gather: row numbers of every hit's range, back to back
         counts = his - los
         starts = np.repeat(los - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-        rows = self._pick(self._order[starts + np.arange(int(counts.sum()))])
+        at_sorted = starts + np.arange(int(counts.sum()))
+        rows = self._pick(at_sorted if self._order is None else self._order[at_sorted])
         t, r = self.time, self.diff
         at = 0
         for h, n in zip(hit.tolist(), counts.tolist(), strict=True):
@@ -457,13 +459,13 @@ class KeyedRowsBatch(Batch):
         if self._rows is None:
             total = int(self.table.nbytes)
             if self._sorted is not None and self._sorted is not False:
-                total += 16 * self.records
+                total += (8 if self._order is None else 16) * self.records
             return total
         row = self.rows[0]
         per_row = 8 + sys.getsizeof(row) + sum(sys.getsizeof(x) for x in row)
         total = self.records * per_row
         if self._sorted is not None and self._sorted is not False:
-            total += 16 * self.records
+            total += (8 if self._order is None else 16) * self.records
         if self._dict is not None:
             total += self.records * 72 + len(self._dict) * 150
         return total
