@@ -1,14 +1,14 @@
 """Loading, ahead of the first view over a large table, what hydrating it loads on first use.
 
 Without it the first such view a process hydrates pays about a second and a half once (more
-than many views' whole hydration): numba and the exact float-sum kernels from their on-disk
-cache (`planner.float_sums`), the columnar build modules, and the pandas module that pyarrow
-imports at its first conversion of Python values. The server starts `preload_in_background()`
+than many views' whole hydration): numba and the compiled kernels from their on-disk cache
+(`planner.float_sums`, `planner.counting_sort`), the columnar build modules, and the pandas
+module that pyarrow imports at its first conversion of Python values. The server starts `preload_in_background()`
 after a write that bulk-loads at least `PRELOAD_ROWS` rows (a table that large is hydrated
 with the compiled kernels), so the CREATE VIEW that usually follows finds them loaded; a
 small database never loads numba (about 125 MB). A benchmark of hydration runs `preload()`
 first, as such a server has. Invariant: it changes no state a result depends on: it imports
-modules and runs a kernel on a tiny input.
+modules and runs each kernel on a tiny input.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ def preload() -> None:
 
     # not integers: both compiled passes (`_counts`, then `_terms`) load
     group_sums(np.array([0.5, 0.25]), None, np.zeros(1, dtype=np.int64))
+    from planner.counting_sort import counting_order
+
+    counting_order(np.zeros(1, dtype=np.int64), 1)
 
 
 def preload_in_background() -> None:

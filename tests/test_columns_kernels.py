@@ -308,6 +308,27 @@ def test_stable_order_equals_a_stable_argsort(seed: int) -> None:
                 assert np.array_equal(np.arange(n) if got is None else got, want)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_counting_order_equals_a_stable_argsort(seed: int, monkeypatch: pytest.MonkeyPatch
+                                                 ) -> None:
+    """planner.counting_sort against NumPy's stable sort, directly and as `_stable_order`
+    takes it (from `COUNTING_SORT` codes, with numba loaded)."""
+    import planner.aggregate_columns as ac
+    from planner.counting_sort import counting_order
+
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 7, 3000):
+        for radix in (1, 2, 300, 1 << 16):
+            codes = rng.integers(0, radix, n)
+            want = np.argsort(codes, kind="stable")
+            assert np.array_equal(counting_order(codes, radix), want)
+            assert np.array_equal(counting_order(codes.astype(np.uint16), radix), want)
+    monkeypatch.setattr(ac, "COUNTING_SORT", 0)
+    codes = rng.integers(0, 5000, 20_000)
+    got = ac._stable_order(codes, 5000)
+    assert got is not None and np.array_equal(got, np.argsort(codes, kind="stable"))
+
+
 def _topk_view(st: Any) -> tuple[Any, ...]:
     return (repr(sorted(st.counts.items(), key=repr)), repr(list(st.index)), st.rows,
             repr(st.bound), repr(st.bound_val), repr(sorted(st.reserve[st.next:], key=repr)),
