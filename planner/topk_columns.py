@@ -99,6 +99,10 @@ def build_topk(plan: IncrementalTopK, table: Any, key: tuple[int, ...]) -> Built
     if desc:
         vals = -vals if kind == "float" else ~vals  # best first, as TopKState ranks them
     need = plan.offset + plan.limit
+    # a large group's reserve stays in the table, one entry per copy, unless a float column
+    # holds -0.0: the per-row path keeps one of the equal rows 0.0 and -0.0 (the first) for
+    # all their copies, which only made rows can find
+    small = 4 * need + 64 if not any(map(_negative_zero, table.columns)) else n
     bounds = np.append(starts, n).tolist()
     # per group: the positions whose rows are made now (all of a small group's; a large
     # group's up to its cut), and a large group's reserve
@@ -107,7 +111,7 @@ def build_topk(plan: IncrementalTopK, table: Any, key: tuple[int, ...]) -> Built
     for g in range(len(keys)):
         pos = (np.arange(bounds[g], bounds[g + 1]) if order is None else
                order[bounds[g]:bounds[g + 1]])
-        if len(pos) <= 4 * need + 64:
+        if len(pos) <= small:
             made.append(pos)
             reserves.append(None)
             continue
@@ -131,3 +135,13 @@ def build_topk(plan: IncrementalTopK, table: Any, key: tuple[int, ...]) -> Built
             st.build_reserved(head, TableRows(table, positions), reserve_vals, bound_val)
         states.append(st)
     return BuiltTopK(keys, states)
+
+
+def _negative_zero(col: Any) -> bool:
+    """Whether a column holds a float -0.0."""
+    import pyarrow as pa
+
+    if not pa.types.is_floating(col.type):
+        return False
+    vals = col.to_numpy()  # NULLs as NaN
+    return bool((np.signbit(vals) & (vals == 0)).any())
