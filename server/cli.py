@@ -104,6 +104,13 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds a SELECT or /query may run (default 30)",
     )
     s.add_argument(
+        "--query-concurrency",
+        type=int,
+        default=None,
+        help="read queries (SELECT, /query) that run at once; others wait for a slot up to "
+        "--query-timeout, then get 503 busy (default: twice the cores, 2 to 8)",
+    )
+    s.add_argument(
         "--query-memory-limit",
         default="1GB",
         help="DuckDB memory limit of a SELECT or /query (default 1GB)",
@@ -242,6 +249,8 @@ def _serve(args: argparse.Namespace) -> int:
             max_result_rows=args.max_result_rows,
             query_timeout=args.query_timeout,
             query_memory_limit=args.query_memory_limit,
+            **({} if args.query_concurrency is None
+               else {"query_concurrency": args.query_concurrency}),
             write_timeout=args.write_timeout,
             max_result_bytes=args.max_result_bytes,
             as_of_timeout=args.as_of_timeout,

@@ -127,7 +127,9 @@ def select_many(state: ServerState, stmts: list[Statement]) -> list[dict[str, An
     used_by = [check_relations(s.ast, known, line=s.line, column=s.column) for s in stmts]
     names = sorted({n for used in used_by for n in used})
     out: list[dict[str, Any]] = []
-    with snapshot(state, names) as (ts, rels):
+    # The slot covers every DuckDB step of the read: copying the snapshot and the queries.
+    with state.query_slots.held(state.settings.query_timeout), \
+            snapshot(state, names) as (ts, rels):
         for s, used in zip(stmts, used_by, strict=True):
             res = run_select(state, s, {n: rels[n] for n in used})
             out.append({**res, "timestamp": ts})

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from server.admission import default_query_concurrency
+
 
 class Settings(BaseModel):
     """Everything the server can be configured with."""
@@ -45,6 +47,9 @@ class Settings(BaseModel):
     """Seconds a write request may spend before COMMIT (its statements, and computing new
     views); past it the write is rolled back and answered 408 `timeout`."""
     query_memory_limit: str = "1GB"
+    query_concurrency: int = Field(default_factory=default_query_concurrency, ge=1)
+    """Read queries that run at once (see `server.admission`); others wait for a slot up to
+    `query_timeout`, then are answered 503 `busy`."""
     iteration_limit: int = Field(default=10_000, ge=1)
     view_time_budget: float = Field(default=300.0, gt=0)
     """Seconds one view's dataflow may run per update (or to hydrate at creation) before the

@@ -34,6 +34,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from server.admission import QuerySlots
 from server.deadline import Watchdog
 from server.errors import ApiError
 from server.executors import Executor
@@ -79,6 +80,7 @@ class ServerState:
         self.queue_lock = threading.Lock()
         self.write_queue: list[Any] = []
         self.watchdog = Watchdog()  # the writes' time limits
+        self.query_slots = QuerySlots(settings.query_concurrency)  # read queries at once
 
     # ------------------------------------------------------------------ readiness
 
