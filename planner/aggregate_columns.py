@@ -10,7 +10,10 @@ rows) when the table holds something this module does not decide exactly. The su
 
 - group keys: columns of integer, boolean, string or date type (NULL is a group), grouped by
   a code per column (an integer's offset from the column's minimum, else its dictionary
-  index) and one stable sort of the combined codes (radix sorts below 2**32, see `_group`);
+  index; a string column of 1- or 2-byte values its bytes, `_fixed_width_codes`) and one
+  stable sort of the combined codes (radix sorts below 2**32, see `_runs`), or, for a few
+  codes and no MIN/MAX over a large table, no sort at all: every sum and count by code in
+  the rows' own order (`_build_by_code`);
   float keys are left to rows (Python's dict makes -0.0 and 0.0 one
   key, keeping the first seen);
 - aggregates: COUNT(*), COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x) without DISTINCT, over
@@ -71,6 +74,11 @@ SORTED_CHECK = 1024
 # From this many codes below 2**16, in a process with numba, `_stable_order` counts them by
 # the compiled kernel (planner.counting_sort) instead of NumPy's two-pass radix sort.
 COUNTING_SORT = 100_000
+# A GROUP BY of at most this many codes (flags, statuses) over `COMPILED_FLOAT_SUMS` rows or
+# more, without MIN/MAX, in a process with numba, sums each column in its rows' own order, by
+# code (`_build_by_code`): no sort and no gather of any column. The float buckets take
+# `BY_CODE_RADIX` * 32 KiB a column.
+BY_CODE_RADIX = 256
 
 
 def build_states(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
@@ -94,10 +102,16 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
     n = table.num_rows
     if not n:
         return BuiltGroups(plan, [], np.zeros(1, dtype=np.int64), {}, {}, {}, {})
-    grouping = _group(table, key)
-    if grouping is None:
+    coded = _codes(table, key)
+    if coded is None:
         return None
-    order, starts, keys = grouping
+    codes, radix, decoders = coded
+    if (not plan.value_args and radix <= BY_CODE_RADIX and n >= COMPILED_FLOAT_SUMS
+            and "numba" in sys.modules):
+        built = _build_by_code(plan, table, key, codes, radix, decoders)
+        if built is not None:
+            return built
+    order, starts, keys = _runs(codes, radix, decoders)
     sizes = np.diff(np.append(starts, n))
     key_table = table.select(list(key)).take(starts if order is None else order[starts])
     # Each argument column once: values in group order, their validity, and their kind.
@@ -135,6 +149,66 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
     kinds = {x: kind for x, (_, _, kind) in cols.items()}
     values = {x: cols[x] for x in plan.value_args}
     return BuiltGroups(plan, keys, np.append(starts, n), kinds, sums, counts, values,
+                       key_table)
+
+
+
+def _build_by_code(plan: IncrementalAggregates, table: Any, key: tuple[int, ...],
+                   codes: np.ndarray, radix: int, decoders: list[Any]) -> BuiltGroups | None:
+    """`build_groups` for few group codes and no MIN/MAX (see `BY_CODE_RADIX`): every sum
+    and count is taken per code in one pass over the rows in their own order, so no column
+    is sorted or gathered. The same `BuiltGroups` as by runs (groups in ascending code), its
+    bounds only the cumulative sizes; None where the runs path must decide (an int SUM whose
+    float64 bincount could round)."""
+    from planner.float_sums import group_sums_by_code
+
+    n = len(codes)
+    by_code = np.bincount(codes, minlength=radix)
+    group_codes = np.flatnonzero(by_code)
+    sizes = by_code[group_codes]
+    args = {x for _, x, _, _ in plan.accs}
+    cols: dict[int, tuple[np.ndarray, np.ndarray | None, str]] = {}
+    for x in args:
+        c = _numeric(table.column(x))
+        if c is None:
+            return None
+        if c[2] == "date" and any(x == y and k != "count" for k, y, _, _ in plan.accs):
+            return None
+        cols[x] = c
+    sums: dict[int, Any] = {}
+    for i, (kind, x, _, _) in enumerate(plan.accs):
+        vals, valid, vkind = cols[x]
+        if kind != "sum":
+            continue
+        if vkind == "int":
+            bound = int(np.abs(vals).max()) if n else 0
+            if bound * n >= 2 ** 53:
+                return None  # bincount adds in float64: exact only below 2**53
+            weights = vals if valid is None else np.where(valid, vals, 0)
+            sums[i] = np.bincount(codes, weights=weights, minlength=radix)[group_codes] \
+                .astype(np.int64)
+        elif vkind == "float":
+            cn, nan, pinf, ninf, ints, scaled = group_sums_by_code(vals, valid, codes, radix)
+            sums[i] = FloatSums(cn[group_codes], nan[group_codes], pinf[group_codes],
+                                ninf[group_codes],
+                                None if ints is None else ints[group_codes],
+                                None if scaled is None else
+                                [scaled[c] for c in group_codes.tolist()])
+    counts = {x: (sizes if valid is None else
+                  np.bincount(codes, weights=valid, minlength=radix)[group_codes]
+                  .astype(np.int64))
+              for x, (_, valid, _) in cols.items()}
+    # each group's first row, for its key columns: groups nearly always show up early
+    head = codes[:1 << 16]
+    found, at = np.unique(head, return_index=True)
+    first_of = dict(zip(found.tolist(), at.tolist(), strict=True))
+    firsts = np.array([first_of[c] if c in first_of else int(np.argmax(codes == c))
+                       for c in group_codes.tolist()], dtype=np.int64)
+    key_table = table.select(list(key)).take(firsts)
+    bounds = np.zeros(len(group_codes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=bounds[1:])
+    kinds = {x: kind for x, (_, _, kind) in cols.items()}
+    return BuiltGroups(plan, _keys(group_codes, decoders), bounds, kinds, sums, counts, {},
                        key_table)
 
 
@@ -556,22 +630,27 @@ def _float_sums_reference(vals: np.ndarray, valid: np.ndarray | None, starts: np
 
 
 def _group(table: Any, key: tuple[int, ...]
-           ) -> tuple[np.ndarray, np.ndarray, list[tuple[Any, ...]]] | None:
+           ) -> tuple[np.ndarray | None, np.ndarray, Sequence[tuple[Any, ...]]] | None:
     """The rows' order grouped by key (stable; None when the rows are in that order
     already), each group's first position in it, and each group's key tuple; None for a key
-    type left to rows.
+    type left to rows."""
+    coded = _codes(table, key)
+    return None if coded is None else _runs(*coded)
 
-    Each key column becomes an integer code: an integer column without NULL spanning less
-    than 2**32 its offset from its minimum (no hashing), any other column its dictionary
-    index; the codes of several
-    columns combine by mixed radix. Codes below 2**16 sort by one radix sort (NumPy's stable
-    sort of uint16), below 2**32 by two (low half, then high half: an LSD radix sort), wider
-    ones by a comparison sort."""
 
+# A key column's decoder: its codes' size, and its minimum (ints) or dictionary values (else).
+_Decoder = tuple[int, int, "list[Any] | None"]
+
+
+def _codes(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, int, list[_Decoder]] | None:
+    """Each row's group code (int64, below the returned radix) and the columns' decoders;
+    None for a key type left to rows. Each key column becomes an integer code: an integer
+    column without NULL spanning less than 2**32 its offset from its minimum (no hashing),
+    any other column its dictionary index; the codes of several columns combine by mixed
+    radix."""
     n = table.num_rows
     codes = np.zeros(n, dtype=np.int64)  # no key column: one group
-    # per column: its codes' size, and its minimum (ints) or dictionary values (else)
-    decoders: list[tuple[int, int, list[Any] | None]] = []
+    decoders: list[_Decoder] = []
     radix = 1
     for i in key:
         col = table.column(i)
@@ -592,6 +671,15 @@ def _group(table: Any, key: tuple[int, ...]
             return None
         codes = codes * size + part if decoders else part
         decoders.append((size, lo, values))
+    return codes, radix, decoders
+
+
+def _runs(codes: np.ndarray, radix: int, decoders: list[_Decoder]
+          ) -> tuple[np.ndarray | None, np.ndarray, Sequence[tuple[Any, ...]]]:
+    """`_group` from the codes: codes below 2**16 sort by one radix sort (NumPy's stable sort
+    of uint16, or the compiled counting sort), below 2**32 by two (low half, then high half:
+    an LSD radix sort), wider ones by a comparison sort."""
+    n = len(codes)
     order = _stable_order(codes, radix)
     if radix <= n:
         # dense codes: the groups and their sizes by counting, not by a gather of the codes
@@ -603,17 +691,22 @@ def _group(table: Any, key: tuple[int, ...]
         sorted_codes = codes if order is None else codes[order]
         starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
         group_codes = sorted_codes[starts]
+    return order, starts, _keys(group_codes, decoders)
+
+
+def _keys(group_codes: np.ndarray, decoders: list[_Decoder]) -> Sequence[tuple[Any, ...]]:
+    """Each group's key tuple from its code (ascending codes: ascending keys for one int
+    column, kept as an `IntKeys` array)."""
     if len(decoders) == 1 and decoders[0][2] is None:
         # one int column by offsets: the groups are in ascending key order, kept as an array
-        return order, starts, IntKeys(group_codes + decoders[0][1])
+        return IntKeys(group_codes + decoders[0][1])
     # each group's key: its code split back into one code per column
     columns = []
     for size, lo, values in reversed(decoders):
         group_codes, j = np.divmod(group_codes, size)
         columns.append((j + lo).tolist() if values is None else
                        list(map(values.__getitem__, j.tolist())))
-    keys = list(zip(*reversed(columns), strict=True)) if columns else [()] * len(starts)
-    return order, starts, keys
+    return list(zip(*reversed(columns), strict=True)) if columns else [()] * len(group_codes)
 
 
 def _dictionary(col: Any) -> tuple[np.ndarray, list[Any]]:
@@ -623,6 +716,9 @@ def _dictionary(col: Any) -> tuple[np.ndarray, list[Any]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    fixed = _fixed_width_codes(col)
+    if fixed is not None:
+        return fixed
     enc = pc.dictionary_encode(col)  # NULLs stay NULL indices: Arrow unifies no NULL value
     if isinstance(enc, pa.ChunkedArray):
         enc = enc.unify_dictionaries()
@@ -635,6 +731,60 @@ def _dictionary(col: Any) -> tuple[np.ndarray, list[Any]]:
         indices = pc.fill_null(indices, len(values))
         values.append(None)
     return indices.to_numpy().astype(np.int64), values
+
+
+def _fixed_width_codes(col: Any) -> tuple[np.ndarray, list[Any]] | None:
+    """`_dictionary` of a string column without NULL whose every value is 1 or 2 bytes long
+    (flags and status codes: l_returnflag, o_orderstatus), read from its buffers: each
+    value's bytes are its number below 256**width, counted in a table of that size, so the
+    distinct values come out in byte order, which is their code points' order. About 6x
+    Arrow's hash encoding; None for any other column."""
+    import pyarrow as pa
+
+    t = col.type
+    if col.null_count or not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return None
+    offset_type = np.int64 if pa.types.is_large_string(t) else np.int32
+    width = None
+    raws = []
+    # Chunk by chunk: NumPy's bincount of uint8 or uint16 is 5x slower than of intp, and a
+    # cast of the whole column first costs a large new array's page faults; its gather is the
+    # other way round (small indices are 4x faster).
+    counts = np.zeros(0, dtype=np.int64)
+    for chunk in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
+        if not len(chunk):
+            continue
+        _, offsets_buf, data_buf = chunk.buffers()
+        offsets = np.frombuffer(offsets_buf, dtype=offset_type, count=len(chunk) + 1,
+                                offset=chunk.offset * np.dtype(offset_type).itemsize)
+        w = int(offsets[1] - offsets[0])
+        if width is None:
+            width = w
+            counts = np.zeros(256 ** w, dtype=np.int64)
+        if w != width or w not in (1, 2) or int(offsets[-1] - offsets[0]) != w * len(chunk) \
+                or not (np.diff(offsets) == w).all():
+            return None
+        data = np.frombuffer(data_buf, dtype=np.uint8, count=w * len(chunk),
+                             offset=int(offsets[0]))
+        raw = data if w == 1 else data[0::2].astype(np.uint16) << 8 | data[1::2]
+        counts += np.bincount(raw.astype(np.intp), minlength=len(counts))
+        raws.append(raw)
+    if width is None:
+        return None
+    present = np.flatnonzero(counts)
+    try:
+        values: list[Any] = [int(v).to_bytes(width, "big").decode("utf-8")
+                             for v in present.tolist()]
+    except UnicodeDecodeError:
+        return None  # one of two bytes of a longer character: Arrow's encoding decides
+    dense = np.zeros(len(counts), dtype=np.int64)
+    dense[present] = np.arange(len(present))
+    codes = np.empty(len(col), dtype=np.int64)
+    at = 0
+    for raw in raws:
+        codes[at:at + len(raw)] = dense[raw]
+        at += len(raw)
+    return codes, values
 
 
 def _distinct(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -759,7 +909,9 @@ def _numeric(col: Any) -> tuple[np.ndarray, np.ndarray | None, str] | None:
     valid = None
     if col.null_count:
         valid = pc.is_valid(col).to_numpy()
-    vals = pc.fill_null(col.cast(dtype), 0).to_numpy()
+    cast = col.cast(dtype) if col.type != dtype else col
+    # fill_null copies every chunk even without a NULL: one copy (to_numpy's) is enough then
+    vals = (pc.fill_null(cast, 0) if valid is not None else cast).to_numpy()
     if kind == "date":
         vals = vals.astype(np.int64)  # days since 1970-01-01
     return vals, valid, kind

@@ -20,6 +20,11 @@ group's buckets live in one dense accumulator indexed by E + 1074; at the group'
 touched ones are folded, in ascending E, into int64 terms, each kept below 2**62 (one for
 a group of a few values) and reset. Only the terms become Python ints (object arrays, C
 loops), shifted by their exponents and added per group.
+
+`group_sums_by_code` takes each row's group as a code below a small radix instead of sorted
+runs (a GROUP BY of a few flags over millions of rows): the same passes over the rows in their
+own order, every (code, exponent) bucket live at once, folded per code at the end. Its
+invariant is `group_sums`'s over the rows stably sorted by code (tests compare the two).
 """
 from __future__ import annotations
 
@@ -128,6 +133,41 @@ def _counts(vals, bits, valid, starts):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
+def _fold(acc_hi, acc_lo, order, k, g, out_g, out_s, out_v, m):  # type: ignore[no-untyped-def]
+    """Group g's buckets `order[:k]` (ascending exponents) appended as terms at `m` and
+    reset to 0; returns the (maybe grown) term arrays and the new count. The buckets are
+    folded into one int64 while the sum stays below 2**62 (a group of a few values is then
+    one term); a bucket too large for an int64 (|high| >= 2**35) is two terms."""
+    if m + 2 * k > out_g.shape[0]:
+        size = max(2 * out_g.shape[0], m + 2 * k)
+        out_g, out_s, out_v = _grow(out_g, size), _grow(out_s, size), _grow(out_v, size)
+    base = -1
+    acc = 0
+    for j in range(k):
+        e = order[j]
+        hi, lo = acc_hi[e], acc_lo[e]
+        acc_hi[e] = acc_lo[e] = 0
+        if abs(hi) >= _HIGH_LIMIT or lo >= _HIGH_LIMIT:
+            out_g[m], out_s[m], out_v[m] = g, e + _LOW_BITS, hi
+            out_g[m + 1], out_s[m + 1], out_v[m + 1] = g, e, lo
+            m += 2
+            continue
+        v = (hi << _LOW_BITS) + lo  # |v| < 2**61 + 2**35
+        if base >= 0:
+            d = e - base
+            if d < 62 and abs(v) <= (_FOLD_LIMIT - abs(acc)) >> d:
+                acc += v << d
+                continue
+            out_g[m], out_s[m], out_v[m] = g, base, acc
+            m += 1
+        base, acc = e, v
+    if base >= 0:
+        out_g[m], out_s[m], out_v[m] = g, base, acc
+        m += 1
+    return out_g, out_s, out_v, m
+
+
+@numba.njit(cache=True)
 def _terms(bits, valid, starts):  # type: ignore[no-untyped-def]
     """Per group, terms (group, shift, value): the group's exact sum of its finite values
     times 2**1074 is the sum of its terms' value << shift; the first `m` of the returned
@@ -164,37 +204,99 @@ def _terms(bits, valid, starts):  # type: ignore[no-untyped-def]
                 touched[e] = True
                 order[k] = e
                 k += 1
-        if m + 2 * k > out_g.shape[0]:
-            size = max(2 * out_g.shape[0], m + 2 * k)
-            out_g, out_s, out_v = _grow(out_g, size), _grow(out_s, size), _grow(out_v, size)
-        # The buckets in ascending exponent, folded into one int64 while the sum stays below
-        # 2**62 (a group of a few values is then one term); a bucket too large for an int64
-        # (|high| >= 2**35) is two terms.
-        _ascending(order, k)
-        base = -1
-        acc = 0
         for j in range(k):
-            e = order[j]
-            hi, lo = acc_hi[e], acc_lo[e]
-            acc_hi[e] = acc_lo[e] = 0
-            touched[e] = False
-            if abs(hi) >= _HIGH_LIMIT or lo >= _HIGH_LIMIT:
-                out_g[m], out_s[m], out_v[m] = g, e + _LOW_BITS, hi
-                out_g[m + 1], out_s[m + 1], out_v[m + 1] = g, e, lo
-                m += 2
-                continue
-            v = (hi << _LOW_BITS) + lo  # |v| < 2**61 + 2**35
-            if base >= 0:
-                d = e - base
-                if d < 62 and abs(v) <= (_FOLD_LIMIT - abs(acc)) >> d:
-                    acc += v << d
-                    continue
-                out_g[m], out_s[m], out_v[m] = g, base, acc
-                m += 1
-            base, acc = e, v
-        if base >= 0:
-            out_g[m], out_s[m], out_v[m] = g, base, acc
-            m += 1
+            touched[order[j]] = False
+        _ascending(order, k)
+        out_g, out_s, out_v, m = _fold(acc_hi, acc_lo, order, k, g, out_g, out_s, out_v, m)
+    return out_g, out_s, out_v, m
+
+
+@numba.njit(cache=True)
+def _counts_by_code(vals, bits, valid, codes, radix):  # type: ignore[no-untyped-def]
+    """`_counts` with row i in group `codes[i]` (< radix) instead of runs: per code, in one
+    pass over the rows in their own order (no sort, no gather)."""
+    rows = vals.shape[0]
+    checked = valid.shape[0] != 0
+    n = np.zeros(radix, I64)
+    nan = np.zeros(radix, I64)
+    pinf = np.zeros(radix, I64)
+    ninf = np.zeros(radix, I64)
+    ints = np.zeros(radix, I64)
+    integral = True
+    top = 0.0
+    for i in range(rows):
+        if checked and not valid[i]:
+            continue
+        c = codes[i]
+        n[c] += 1
+        b = bits[i]
+        if (b >> 52) & 0x7FF == 0x7FF:
+            if b & _FRACTION != 0:
+                nan[c] += 1
+            elif b < 0:
+                ninf[c] += 1
+            else:
+                pinf[c] += 1
+            continue
+        a = abs(vals[i])
+        if a > top:
+            top = a
+        if not integral:
+            continue
+        mant, e = _split(b)
+        shift = 1074 - e
+        if mant == 0:
+            continue
+        if shift <= 0:
+            if shift < -9:
+                integral = False
+            else:
+                ints[c] += (-mant if b < 0 else mant) << -shift
+        elif shift > 52 or mant & ((1 << shift) - 1):
+            integral = False
+        else:
+            ints[c] += (-mant if b < 0 else mant) >> shift
+    return n, nan, pinf, ninf, ints, integral and top * rows < _INT_LIMIT
+
+
+@numba.njit(cache=True)
+def _terms_by_code(bits, valid, codes, radix):  # type: ignore[no-untyped-def]
+    """`_terms` with row i in group `codes[i]` (< radix): one pair of buckets per (code,
+    exponent), all live at once (radix * 32 KiB), folded per code at the end; the terms'
+    groups are codes."""
+    rows = bits.shape[0]
+    checked = valid.shape[0] != 0
+    acc_hi = np.zeros((radix, _EXPONENTS), I64)
+    acc_lo = np.zeros((radix, _EXPONENTS), I64)
+    for i in range(rows):
+        if checked and not valid[i]:
+            continue
+        b = bits[i]
+        if (b >> 52) & 0x7FF == 0x7FF:
+            continue
+        mant, e = _split(b)
+        if mant == 0:
+            continue
+        if b < 0:
+            mant = -mant
+        c = codes[i]
+        acc_hi[c, e] += mant >> _LOW_BITS
+        acc_lo[c, e] += mant & _LOW_MASK
+    order = np.empty(_EXPONENTS, I64)
+    cap = 1024 + 2 * radix
+    out_g = np.empty(cap, I64)
+    out_s = np.empty(cap, I64)
+    out_v = np.empty(cap, I64)
+    m = 0
+    for c in range(radix):
+        hi_c, lo_c = acc_hi[c], acc_lo[c]
+        k = 0
+        for e in range(_EXPONENTS):
+            # a bucket whose values cancelled adds nothing: skipping it changes no sum
+            if hi_c[e] != 0 or lo_c[e] != 0:
+                order[k] = e
+                k += 1
+        out_g, out_s, out_v, m = _fold(hi_c, lo_c, order, k, c, out_g, out_s, out_v, m)
     return out_g, out_s, out_v, m
 
 
@@ -222,3 +324,26 @@ def group_sums(vals: np.ndarray, valid: np.ndarray | None, starts: np.ndarray
     per_group = np.zeros(groups, dtype=object)
     per_group[g_of[firsts]] = np.add.reduceat(total, firsts)
     return n, nan, pinf, ninf, None, per_group.tolist()
+
+
+def group_sums_by_code(vals: np.ndarray, valid: np.ndarray | None, codes: np.ndarray,
+                       radix: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                            np.ndarray | None, list[Any] | None]:
+    """`group_sums` with row i in group `codes[i]` (int64, 0 <= code < radix) instead of
+    rows sorted by group: the same fields, per code (a code without rows has zero counts and
+    sum). For few codes (its buckets take radix * 32 KiB): a GROUP BY of a few flags over
+    millions of rows is summed in one pass over the rows as they are."""
+    vals = np.ascontiguousarray(vals, dtype=np.float64)
+    valid_arg = np.zeros(0, np.bool_) if valid is None else np.ascontiguousarray(valid, np.bool_)
+    bits, codes = vals.view(I64), np.ascontiguousarray(codes, dtype=I64)
+    n, nan, pinf, ninf, ints, fast = _counts_by_code(vals, bits, valid_arg, codes, radix)
+    if fast:
+        return n, nan, pinf, ninf, ints, None
+    g_of, shift, value, m = _terms_by_code(bits, valid_arg, codes, radix)
+    per_code = np.zeros(radix, dtype=object)
+    if m:
+        g_of = g_of[:m]
+        total = value[:m].astype(object) << shift[:m].astype(object)
+        firsts = np.flatnonzero(np.concatenate(([True], g_of[1:] != g_of[:-1])))
+        per_code[g_of[firsts]] = np.add.reduceat(total, firsts)
+    return n, nan, pinf, ninf, None, per_code.tolist()

@@ -36,10 +36,11 @@ def preload() -> None:
     import planner.topk_columns  # noqa: F401 - a top-k reduce's columnar build, imported lazily
 
     pa.array([0])  # pyarrow imports pandas at its first conversion of Python values
-    from planner.float_sums import group_sums
+    from planner.float_sums import group_sums, group_sums_by_code
 
-    # not integers: both compiled passes (`_counts`, then `_terms`) load
+    # not integers: both compiled passes (`_counts`, then `_terms`) load, in both forms
     group_sums(np.array([0.5, 0.25]), None, np.zeros(1, dtype=np.int64))
+    group_sums_by_code(np.array([0.5, 0.25]), None, np.zeros(2, dtype=np.int64), 1)
     from planner.counting_sort import counting_order
 
     counting_order(np.zeros(1, dtype=np.int64), 1)

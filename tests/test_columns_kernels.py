@@ -911,3 +911,109 @@ def test_a_key_set_joins_as_columns_as_rows(seed: int) -> None:
         bad = arrange_updates(updates, False, lo, hi, lo)
         assert join_tables(rows_batch, [bad], True) is None
         assert join_tables(bad, [rows_batch], False) is None
+
+
+# -- GROUP BY few codes, summed in the rows' own order ------------------------------------------
+
+BY_CODE_AGGS = (Agg("count_star", None, False, "BIGINT"), Agg("count", 1, False, "BIGINT"),
+                Agg("sum", 1, False, "HUGEINT"), Agg("avg", 2, False, "DOUBLE"),
+                Agg("sum", 2, False, "DOUBLE"), Agg("sum", 3, False, "DOUBLE"),
+                Agg("count", 5, False, "BIGINT"))
+
+
+def _by_code_table(seed: int, n: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    flags = np.array(["A", "N", "R", "é"[:1] if seed % 2 else "F"])[rng.integers(0, 4, n)]
+    pairs = np.array(["ab", "é", "zz", "\x00b"])[rng.integers(0, 4, n)]  # 2 bytes each
+    ints = rng.integers(-10 ** 6, 10 ** 6, n)
+    prices = np.round(rng.uniform(-1e5, 1e5, n), 2)
+    prices[rng.integers(0, n, 20)] = rng.choice([np.nan, np.inf, -np.inf, -0.0, 5e-324], 20)
+    quantities = rng.integers(1, 50, n).astype(np.float64)  # integral: the int64 sums
+    dates = rng.integers(0, 20_000, n).astype("datetime64[D]")
+    nulls = rng.random(n) < 0.1
+    mixed = np.array(["x", "yy", "", "zzz"])[rng.integers(0, 4, n)]  # widths vary: Arrow's
+    table = pa.table([
+        pa.array(flags), pa.array(ints, mask=nulls), pa.array(prices, mask=nulls[::-1]),
+        pa.array(quantities), pa.array(pairs), pa.array(dates, mask=nulls),
+        pa.array(rng.integers(0, 3, n).astype(np.int32)), pa.array(mixed),
+        pa.array(np.where(nulls, None, flags).tolist(), pa.string())],
+        names=list("abcdefghi"))
+    # several chunks, one of them a slice with an offset into its buffers
+    third = n // 3
+    return pa.concat_tables([table.slice(0, third), table.slice(third, third),
+                             table.slice(2 * third)])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_states_by_code_equal_states_by_runs(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`build_groups` of few codes and no MIN/MAX (each column summed in the rows' order by
+    code: `_build_by_code`) builds exactly the states and output of the sorted runs' path,
+    for 1- and 2-byte string keys (`_fixed_width_codes`), mixed widths and NULL keys
+    (Arrow's dictionary), int keys, several key columns and none; and for one key both
+    equal the per-row states."""
+    import planner.aggregate_columns as ac
+    import planner.float_sums  # noqa: F401 - numba loaded: the compiled path is taken
+
+    n = ac.COMPILED_FLOAT_SUMS + 1000
+    table = _by_code_table(seed, n)
+    plan = IncrementalAggregates(BY_CODE_AGGS)
+    taken = []
+    real = ac._build_by_code
+
+    def spy(*args: Any) -> Any:
+        out = real(*args)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(ac, "_build_by_code", spy)
+    for key in ((0,), (4,), (0, 4), (6,), (), (7,), (8,), (0, 6, 4)):
+        taken.clear()
+        by_code = build_states(plan, table, key)
+        assert taken == [True], key
+        monkeypatch.setattr(ac, "BY_CODE_RADIX", 0)
+        by_runs = build_states(plan, table, key)
+        monkeypatch.setattr(ac, "BY_CODE_RADIX", 256)
+        assert by_code is not None and by_runs is not None
+        assert list(by_code) == list(by_runs), key
+        for k, st in by_runs.items():
+            assert _state_view(by_code[k]) == _state_view(st), (key, k)
+        groups = build_groups(plan, table, key)
+        assert groups is not None
+        rows, _ = groups.rows()
+        assert [repr([(r, 1)]) for r in rows] == [repr(by_runs[k].output()[0])
+                                                  for k in groups.keys]
+        # ... and as columns: each group's key (from its first row) and output row
+        cols = groups.columns()
+        assert cols is not None
+        out, _, _ = cols
+        assert repr(list(rows_of(out, out.num_columns))) == repr(
+            [tuple(k) + r for k, r in zip(groups.keys, rows, strict=True)])
+    flags = build_states(plan, table, (0,))
+    assert flags is not None
+    rows = list(rows_of(table, table.num_columns))
+    want = rows_by_key_reference(rows, (0,))
+    assert set(want) == set(flags)
+    for k, group in want.items():
+        st = plan(k)
+        st.apply_vals(group, 1)
+        assert _state_view(st) == _state_view(flags[k]), k
+
+
+def test_fixed_width_codes_equal_the_dictionary() -> None:
+    """Each row's value through `_fixed_width_codes` is the row's string, for 1- and 2-byte
+    values, chunks and slices, large strings; any other column is left to Arrow."""
+    from planner.aggregate_columns import _fixed_width_codes
+
+    one = pa.chunked_array([["b", "a", "b"], ["c"], [], ["a", "z"]])
+    two = pa.chunked_array([pa.array(["ab", "é", "zz", "ab"]).slice(1), ["ba"]])
+    large = pa.chunked_array([pa.array(["x", "y"], pa.large_string())])
+    for col in (one, two, large, pa.array(["q", "r", "q"])):
+        got = _fixed_width_codes(col)
+        assert got is not None
+        codes, values = got
+        assert [values[c] for c in codes.tolist()] == col.to_pylist()
+        assert values == sorted(set(col.to_pylist()))
+    for col in (pa.array(["a", "bb"]), pa.chunked_array([["a"], ["bb"]]), pa.array(["a", None]),
+                pa.array(["abc"]), pa.array([""]), pa.array([b"a"], pa.binary()),
+                pa.chunked_array([], pa.string())):
+        assert _fixed_width_codes(col) is None, col

@@ -144,3 +144,31 @@ def test_compiled_float_sums_on_a_large_column() -> None:
         fast, ref = _float_sums_compiled(vals, v, starts), _float_sums_reference(vals, v, starts)
         assert ref is not None and fast is not None
         _same(ref, fast)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_float_sums_by_code_equal_the_sums_of_sorted_runs(seed: int) -> None:
+    """`group_sums_by_code` (rows in their own order, group = code) gives per code exactly
+    what `group_sums` gives per run once the rows are stably sorted by code; a code without
+    rows has zero counts and sum."""
+    from planner.float_sums import group_sums, group_sums_by_code
+
+    rng = random.Random(seed)
+    vals, valid, _ = _column(rng)
+    n = len(vals)
+    radix = rng.choice([1, 2, 5, 40, 256])
+    codes = np.array([rng.randrange(radix) for _ in range(n)], dtype=np.int64)
+    if rng.random() < 0.3:
+        codes[:] = rng.randrange(radix)  # every row in one code, the others empty
+    got = FloatSums(*group_sums_by_code(vals, valid, codes, radix))
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
+    runs = FloatSums(*group_sums(vals[order], None if valid is None else valid[order], starts))
+    present = sorted_codes[starts].tolist()
+    for c in range(radix):
+        fields = got.fields(c)
+        if c in present:
+            assert fields == runs.fields(present.index(c)), c
+        else:
+            assert fields == (0, 0, 0, 0, 0, 0), c
