@@ -758,12 +758,13 @@ def _fixed_width_codes(col: Any) -> tuple[np.ndarray, list[Any]] | None:
         offsets = np.frombuffer(offsets_buf, dtype=offset_type, count=len(chunk) + 1,
                                 offset=chunk.offset * np.dtype(offset_type).itemsize)
         w = int(offsets[1] - offsets[0])
+        if w not in (1, 2) or w != (width or w) or \
+                int(offsets[-1] - offsets[0]) != w * len(chunk) or \
+                not (np.diff(offsets) == w).all():
+            return None
         if width is None:
             width = w
             counts = np.zeros(256 ** w, dtype=np.int64)
-        if w != width or w not in (1, 2) or int(offsets[-1] - offsets[0]) != w * len(chunk) \
-                or not (np.diff(offsets) == w).all():
-            return None
         data = np.frombuffer(data_buf, dtype=np.uint8, count=w * len(chunk),
                              offset=int(offsets[0]))
         raw = data if w == 1 else data[0::2].astype(np.uint16) << 8 | data[1::2]

@@ -1015,5 +1015,6 @@ def test_fixed_width_codes_equal_the_dictionary() -> None:
         assert values == sorted(set(col.to_pylist()))
     for col in (pa.array(["a", "bb"]), pa.chunked_array([["a"], ["bb"]]), pa.array(["a", None]),
                 pa.array(["abc"]), pa.array([""]), pa.array([b"a"], pa.binary()),
+                pa.array(["a long value of many bytes"]),
                 pa.chunked_array([], pa.string())):
         assert _fixed_width_codes(col) is None, col
