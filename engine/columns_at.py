@@ -15,6 +15,11 @@ made once and shared. An arrangement by the whole row (DISTINCT, UNION) of a lar
 few distinct rows asks for `consolidated()` first: one update per distinct row, equal rows
 summed by Arrow's hash aggregation, which denotes the same collection.
 
+`keyed_columns_of(updates)` goes the other way, for a reduce whose first input is a large
+insertion of rows (a hydration whose rows came through a join): the `ColumnsAt` that denotes
+exactly those updates, when every key is a projection of its row and every column converts
+to Arrow and back unchanged; else None.
+
 `PairColumnsAt(table, time, diff, split)` is a reduce's output the same way: the `(key, val)`
 pairs whose concatenations are the table's rows, so the step after a GROUP BY (the HAVING
 filter, the projection) runs over columns too, without a pair per group.
@@ -22,13 +27,16 @@ filter, the projection) runs over columns too, without a pair per group.
 
 from __future__ import annotations
 
+import datetime
+from collections import Counter
 from collections.abc import Iterator
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from engine.lattice import Time
-from engine.rows_at import RowsAt
+from engine.rows_at import RowsAt, key_getter
 from engine.sources import rows_of
 
 
@@ -116,6 +124,66 @@ class ColumnsAt:
     def __repr__(self) -> str:
         return "ColumnsAt(%d rows, time=%s, diff=%d, key=%s)" % (
             len(self), self.time, self.diff, self.key)
+
+
+# The Python types whose values `pa.array` converts to an Arrow type that `rows_of` converts
+# back to equal values of the same type (a column of one of them, and NULLs).
+_ROUND_TRIP_TYPES = frozenset({int, float, str, bool, datetime.date})
+
+
+def keyed_columns_of(updates: list[tuple[Any, Time, int]]) -> ColumnsAt | None:
+    """`((key, row), time, diff)` updates as a keyed `ColumnsAt` with diff 1 that denotes the
+    same collection (an update of diff d as d rows, equal updates summed first when some are
+    retractions), or None unless: all share one time, every summed diff is positive, all
+    rows have one width, each key is the
+    row's columns at positions found from the first update (by identity, as a key getter
+    made it, else by equality) and checked on every row, and each column holds values of
+    one type in `_ROUND_TRIP_TYPES` (or NULL) that Arrow takes (ints within int64)."""
+    import pyarrow as pa
+
+    if not updates:
+        return None
+    (key0, row0), time, _ = updates[0]
+    if not isinstance(key0, tuple) or not isinstance(row0, tuple):
+        return None
+    positions = []
+    for k in key0:
+        at = [j for j, v in enumerate(row0) if v is k] or \
+            [j for j, v in enumerate(row0) if v.__class__ is k.__class__ and v == k]
+        if not at:
+            return None
+        positions.append(at[0])
+    key = tuple(positions)
+    if set(map(itemgetter(1), updates)) != {time}:
+        return None
+    pairs = list(map(itemgetter(0), updates))
+    diffs = list(map(itemgetter(2), updates))
+    if min(diffs) < 1:  # retractions within the time: the collection is the sum
+        summed: Counter[Any] = Counter()
+        for pair, d in zip(pairs, diffs, strict=True):
+            summed[pair] += d
+        pairs = [p for p, d in summed.items() if d]
+        diffs = [summed[p] for p in pairs]
+        if not pairs:
+            return None
+    rows = list(map(itemgetter(1), pairs))
+    if min(diffs) < 1 or \
+            len(set(map(len, rows))) != 1 or \
+            list(map(key_getter(key), rows)) != list(map(itemgetter(0), pairs)):
+        return None
+    arrays = []
+    for col in zip(*rows, strict=True):
+        kinds = set(map(type, col)) - {type(None)}
+        if len(kinds) > 1 or not kinds <= _ROUND_TRIP_TYPES:
+            return None
+        try:
+            arrays.append(pa.array(col, pa.int64()) if kinds == {int} else pa.array(col))
+        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+            return None
+    table = pa.table(arrays, names=[f"c{i}" for i in range(len(arrays))])
+    if max(diffs) > 1:  # equal rows consolidated: one row per copy
+        table = table.take(np.repeat(np.arange(len(rows)), diffs))
+    return ColumnsAt(table, time, 1, key)
 
 
 class PairColumnsAt:

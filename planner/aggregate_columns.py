@@ -8,14 +8,14 @@ is the reference: tests/test_columns_kernels.py checks one against the other, st
 `build_states` makes them all at once for that). It returns None (the caller then builds from
 rows) when the table holds something this module does not decide exactly. The subset:
 
-- group keys: columns of integer, boolean, string or date type (NULL is a group), grouped by
-  a code per column (an integer's offset from the column's minimum, else its dictionary
-  index; a string column of 1- or 2-byte values its bytes, `_fixed_width_codes`) and one
-  stable sort of the combined codes (radix sorts below 2**32, see `_runs`), or, for a few
-  codes and no MIN/MAX over a large table, no sort at all: every sum and count by code in
-  the rows' own order (`_build_by_code`);
-  float keys are left to rows (Python's dict makes -0.0 and 0.0 one
-  key, keeping the first seen);
+- group keys: columns of integer, boolean, string, date or float type (NULL is a group),
+  grouped by a code per column: an integer's offset from the column's minimum; a string
+  column of 1- or 2-byte values its bytes (`_fixed_width_codes`); else its dictionary index
+  (a float column only without NaN or -0.0, which the row path keys by its own rules:
+  Python's dict makes -0.0 and 0.0 one key, keeping the first seen). Then one stable sort of
+  the combined codes (radix sorts below 2**32, see `_runs`), or, for a few codes and no
+  MIN/MAX over a large table, no sort at all: every sum and count by code in the rows' own
+  order (`_build_by_code`);
 - aggregates: COUNT(*), COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x) without DISTINCT, over
   integer columns (sums in int64 where max|x| * rows cannot overflow), float64 columns
   (exact sums per (group, exponent), see `planner.float_sums`; MIN/MAX only without NaN or -0.0,
@@ -638,8 +638,10 @@ def _group(table: Any, key: tuple[int, ...]
     return None if coded is None else _runs(*coded)
 
 
-# A key column's decoder: its codes' size, and its minimum (ints) or dictionary values (else).
-_Decoder = tuple[int, int, "list[Any] | None"]
+# A key column's decoder: its codes' size, its minimum (ints) or dictionary values (else), and
+# the key columns it covers (more than one for a prefix of the key compacted by `_codes`,
+# whose values are then tuples of that many).
+_Decoder = tuple[int, int, "list[Any] | None", int]
 
 
 def _codes(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, int, list[_Decoder]] | None:
@@ -654,9 +656,12 @@ def _codes(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, int, list[_Dec
     radix = 1
     for i in key:
         col = table.column(i)
-        if value_kind(col.type) not in ("int", "bool", "str", "date"):
+        kind = value_kind(col.type)
+        if kind not in ("int", "bool", "str", "date", "float"):
             return None
-        ints = int_column(col) if value_kind(col.type) == "int" else None
+        if kind == "float" and _float_key_differs(col):
+            return None
+        ints = int_column(col) if kind == "int" else None
         lo = int(ints.min()) if ints is not None and n else 0
         if ints is not None and n and int(ints.max()) - lo < 1 << 32:
             size = int(ints.max()) - lo + 1
@@ -666,12 +671,31 @@ def _codes(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, int, list[_Dec
             part, values = _dictionary(col)
             size, lo = len(values), 0
         size = max(size, 1)
+        if radix * size >= 2 ** 62:
+            # the mixed radix would overflow (ids, names and dates together): the codes so far
+            # become the ranks of their distinct values (a sort), decoded to the key prefixes
+            distinct, codes = np.unique(codes, return_inverse=True)
+            width = sum(d[3] for d in decoders)
+            decoders = [(len(distinct), 0, list(_keys(distinct, decoders)), width)]
+            radix = len(distinct)
+            if radix * size >= 2 ** 62:
+                return None
         radix *= size
-        if radix >= 2 ** 62:
-            return None
         codes = codes * size + part if decoders else part
-        decoders.append((size, lo, values))
+        decoders.append((size, lo, values, 1))
     return codes, radix, decoders
+
+
+def _float_key_differs(col: Any) -> bool:
+    """Whether a float key column holds NaN or -0.0, which the row path keys by its own
+    rules (-0.0 and 0.0 are one key of Python's dict, kept as the first seen). Without them
+    Arrow's dictionary and the dict group alike."""
+    import pyarrow.compute as pc
+
+    if col.null_count == len(col):
+        return False
+    vals = pc.fill_null(col, 1.0).to_numpy() if col.null_count else col.to_numpy()
+    return bool(np.isnan(vals).any() or (np.signbit(vals) & (vals == 0)).any())
 
 
 def _runs(codes: np.ndarray, radix: int, decoders: list[_Decoder]
@@ -700,12 +724,17 @@ def _keys(group_codes: np.ndarray, decoders: list[_Decoder]) -> Sequence[tuple[A
     if len(decoders) == 1 and decoders[0][2] is None:
         # one int column by offsets: the groups are in ascending key order, kept as an array
         return IntKeys(group_codes + decoders[0][1])
-    # each group's key: its code split back into one code per column
-    columns = []
-    for size, lo, values in reversed(decoders):
+    # each group's key: its code split back into one code per decoder, last decoder first
+    columns: list[list[Any]] = []
+    for size, lo, values, width in reversed(decoders):
         group_codes, j = np.divmod(group_codes, size)
-        columns.append((j + lo).tolist() if values is None else
-                       list(map(values.__getitem__, j.tolist())))
+        if values is None:
+            columns.append((j + lo).tolist())
+        elif width == 1:
+            columns.append(list(map(values.__getitem__, j.tolist())))
+        else:  # a compacted prefix: its tuples split into their columns
+            prefixes = list(map(values.__getitem__, j.tolist()))
+            columns.extend(reversed([[p[c] for p in prefixes] for c in range(width)]))
     return list(zip(*reversed(columns), strict=True)) if columns else [()] * len(group_codes)
 
 

@@ -251,7 +251,9 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
     chunked = pa.concat_tables([in_order.slice(0, third), table.slice(third, third),
                                 table.slice(2 * third)])
     for table, key in [(table, k) for k in ((0,), (4,), (0, 4), (3,), (5,), (), (6,), (7,),
-                                           (6, 3), (7, 6), (3, 4))] + [
+                                           (6, 3), (7, 6), (3, 4), (2,), (4, 2),
+                                           # a mixed radix past 2**62: a compacted prefix
+                                           (6, 1, 6, 1, 4, 6))] + [
             (in_order, (0,)), (in_order, (0, 4)), (chunked, (4,)), (chunked, (0, 4)),
             (chunked, (7, 4))]:
         built = build_states(plan, table, key)
@@ -423,8 +425,9 @@ def test_aggregate_states_decline_what_rows_must_decide() -> None:
     plan = IncrementalAggregates((Agg("min", 1, False, "DOUBLE"),))
     floats = pa.table([pa.array([1, 1, 2]), pa.array([0.0, -0.0, 1.0])], names=["k", "v"])
     assert build_states(plan, floats, (0,)) is None  # -0.0 and 0.0: the row path's rules
-    float_key = pa.table([pa.array([1.0, 2.0]), pa.array([1, 2])], names=["k", "v"])
-    assert build_states(plan, float_key, (0,)) is None
+    for keys in ([1.0, -0.0], [math.nan, 2.0], [0.0, None, -0.0]):  # the row path's rules
+        float_key = pa.table([pa.array(keys), pa.array(range(len(keys)))], names=["k", "v"])
+        assert build_states(plan, float_key, (0,)) is None, keys
     distinct = IncrementalAggregates((Agg("count", 1, True, "BIGINT"),))
     ints = pa.table([pa.array([1, 1]), pa.array([3, 3])], names=["k", "v"])
     assert build_states(distinct, ints, (0,)) is None

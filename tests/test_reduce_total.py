@@ -647,3 +647,102 @@ def test_bulk_build_of_dates_equals_incremental_apply(seed: int) -> None:
     vals.apply_vals(gone, -1)
     assert _agg_state(bulk) == _agg_state(small) == _agg_state(vals)
     assert bulk.output() == small.output() == vals.output()
+
+
+# Aggregates `build_columns` builds from columns (no DISTINCT, DECIMAL or statistics).
+COLUMN_AGGS = (
+    Agg("count_star", None, False, "BIGINT"),
+    Agg("count", A, False, "BIGINT"),
+    Agg("sum", A, False, "HUGEINT"),
+    Agg("avg", C, False, "DOUBLE"),
+    Agg("sum", C, False, "DOUBLE"),
+    Agg("min", A, False, "INTEGER"),
+    Agg("max", A, False, "INTEGER"),
+    Agg("min", M, False, "DATE"),
+    Agg("max", M, False, "DATE"),
+    Agg("count", S, False, "BIGINT"),
+)
+
+
+def _columnable(stream: list[list[tuple[tuple[Any, ...], int]]], nulls: bool
+                ) -> list[list[tuple[tuple[Any, ...], int]]]:
+    """The stream with column M a DATE (Arrow takes no Decimal as is) and, without `nulls`,
+    no NULL in A (a top-k built from columns ranks a first ORDER BY column without NULL)."""
+    day0 = datetime.date(2000, 1, 1)
+
+    def row(r: tuple[Any, ...]) -> tuple[Any, ...]:
+        a = r[A] if nulls or r[A] is not None else 0
+        m = None if r[M] is None else day0 + datetime.timedelta(int(r[M] * 100) % 400)
+        return (r[G], a, r[C], m, r[S])
+
+    return [[(row(r), d) for r, d in changes] for changes in stream]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_first_rows_built_as_columns_equal_general_reduce(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reduce's first input of at least `ROWS_AS_COLUMNS` rows (lowered to 16 here), given
+    as rows, is made columns (`engine.columns_at.keyed_columns_of`; duplicates as copies) and
+    its states built by `build_columns`: at every epoch, under every batching, the output
+    equals the general reduce's, for aggregates and for a top-k."""
+    import engine.operators.reduce_total as rt
+
+    monkeypatch.setattr(rt, "ROWS_AS_COLUMNS", 16)
+    made: list[bool] = []
+    real = rt.keyed_columns_of
+
+    def spy(updates: Any) -> Any:
+        out = real(updates)
+        made.append(out is not None)
+        return out
+
+    monkeypatch.setattr(rt, "keyed_columns_of", spy)
+    rng = random.Random(300 + seed)
+    stream = random_stream(300 + seed, epochs=30, groups=3, nonfinite=seed % 2 == 1,
+                           initial=300)
+    order = (SortKey(A, rng.random() < 0.5, False), SortKey(S, False, True))
+    limit = rng.choice([1, 2, 5])
+
+    def topk_reference(key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+        return topk_rows(vals, order, limit, 0)
+
+    for fast_plan, reference, nulls in (
+            (IncrementalAggregates(COLUMN_AGGS), reference_aggs(COLUMN_AGGS), True),
+            (IncrementalTopK(order, limit, 0), topk_reference, False)):
+        rows = _columnable(stream, nulls)
+        for chunks in chunkings(rng, len(rows)):
+            made.clear()
+            op, fast, ref = run_both(rows, fast_plan, reference, chunks)
+            if chunks[0] == 1:  # the first epoch alone: its input went through columns
+                assert made[:1] == [True]
+            for epoch in range(len(rows)):
+                where = f"seed {seed} chunks {chunks[:3]} epoch {epoch}"
+                if nulls:
+                    assert_same_rows(accumulated(fast, epoch), accumulated(ref, epoch), where)
+                else:  # the top-k's rows are the input's: equal exactly, several per key
+                    assert accumulated(fast, epoch) == accumulated(ref, epoch), where
+            assert list(op.capabilities()) == []
+
+
+def test_rows_as_columns_decline_what_arrow_would_change() -> None:
+    """`keyed_columns_of` declines rows it cannot carry as columns exactly: mixed types in a
+    column, Decimals, ints past int64, retractions, several times, a key that is not a
+    projection of its row; and carries duplicates (diff 2) as copies."""
+    from engine.columns_at import keyed_columns_of
+    from engine.sources import rows_of
+
+    t = (0,)
+    ok = [(((1,), (1, "a", 2.5)), t, 1), (((2,), (2, "b", None)), t, 2)]
+    got = keyed_columns_of(ok)
+    assert got is not None and got.key == (0,) and got.diff == 1 and got.time == t
+    assert list(rows_of(got.table, 3)) == [(1, "a", 2.5), (2, "b", None), (2, "b", None)]
+    for bad in (
+            [(((1,), (1, 2.5)), t, 1), (((2,), (2, 3)), t, 1)],  # float and int in a column
+            [(((1,), (1, decimal.Decimal("2.5"))), t, 1)],
+            [(((1,), (1, 2 ** 70)), t, 1)],
+            [(((1,), (1, 2)), t, -1)],
+            [(((1,), (1, 2)), t, 1), (((2,), (2, 2)), (1,), 1)],
+            [(((1,), (1, 2)), t, 1), (((5,), (2, 2)), t, 1)],  # key not the row's column
+            [(((1,), (1, 2)), t, 1), (((2,), (2, 2, 3)), t, 1)],
+            [(((1,), (1, True)), t, 1), (((2,), (2, 1)), t, 1)]):
+        assert keyed_columns_of(bad) is None, bad

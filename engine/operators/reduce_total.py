@@ -31,10 +31,17 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from typing import Any, Protocol
 
+from engine.columns_at import keyed_columns_of
 from engine.dataflow import Operator, Scope
 from engine.kernels import group_by_time
 from engine.lattice import Antichain, Time
 from engine.operators.buffer import split_buffer
+
+# From this many insertions, a reduce's first input given as rows (a hydration whose rows came
+# through a join) is made columns (`keyed_columns_of`) for the factory's `build_columns`: a
+# conversion per column instead of a state update per row (Q18's second GROUP BY: 42,000
+# rows into 6,671 groups, 0.45 s by rows).
+ROWS_AS_COLUMNS = 4096
 
 # A rough per-record size of a key's state (a dict slot, an index slot, a tuple), for stats.
 APPROX_BYTES_PER_RECORD = 120
@@ -157,8 +164,9 @@ class ReduceTotalOp(Operator):
             self.send(ex.from_updates(out), [min(by_time)])
 
     def _build_from_columns(self, ex: Any, ready: Any) -> bool:
-        """The first input, an insertion of keyed columns (engine.columns_at: a hydration),
-        given to the state factory's `build_columns(table, key)` if it has one: every group's
+        """The first input, an insertion of keyed columns (engine.columns_at: a hydration;
+        or of at least `ROWS_AS_COLUMNS` rows that convert to such columns exactly), given to
+        the state factory's `build_columns(table, key)` if it has one: every group's
         state built from whole columns. Returns False, having done nothing, when the payload
         is not such columns or the factory declines (returns None)."""
         build = getattr(self.new_state, "build_columns", None)
@@ -166,6 +174,8 @@ class ReduceTotalOp(Operator):
         if build is None or keyed_columns is None:
             return False
         cols = keyed_columns(ready)
+        if cols is None and len(ready) >= ROWS_AS_COLUMNS:
+            cols = keyed_columns_of(ex.collect(ready))
         if cols is None or cols.diff != 1:
             return False
         built = build(cols.table, cols.key)
