@@ -129,29 +129,66 @@ def column_values(column: Any) -> list[Any]:
     return canonical_column(values)
 
 
+# A pick of at most this many positions, before any larger one, reads each value from its
+# chunk (an Arrow scalar, ~2 us); a larger pick first makes the column one NumPy array (or one
+# Arrow chunk) for good, which costs a copy of the whole column.
+SMALL_PICK = 32
+
+
 def column_picker(column: Any) -> Callable[[np.ndarray], list[Any]] | None:
     """A function of row positions (an int64 array) giving those rows' values of an Arrow
     column, each exactly what `column_values` gives at that position, without converting the
     rest: integers, booleans, NaN-free doubles, dates and timestamps through NumPy (one
     gather and `tolist`), strings through Arrow's `take`. None for other types, and for a
-    double column holding a NaN (its canonical NaN object is `column_values`' business)."""
+    double column holding a NaN (its canonical NaN object is `column_values`' business).
+
+    Made without a copy (a hydration settles every arranged table's columns, and most are
+    only ever probed for a few rows by single-row writes): small picks read the chunks'
+    scalars, whose `as_py` is `to_pylist`'s value; the first large one makes the whole
+    column's form (`_whole_picker`), kept from then on."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    t = col.type
+    t = column.type
     if pa.types.is_null(t):
         return lambda pos: [None] * len(pos)
-    if pa.types.is_date32(t) or (pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None):
+    if pa.types.is_float64(t):
+        if column.null_count < len(column) and pc.any(pc.is_nan(column)).as_py():
+            return None
+    elif not (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_date32(t)
+              or pa.types.is_string(t) or pa.types.is_large_string(t)
+              or (pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None)):
+        return None
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    starts = np.zeros(len(chunks), dtype=np.int64)
+    np.cumsum([len(c) for c in chunks[:-1]], out=starts[1:])
+    whole: list[Callable[[np.ndarray], list[Any]]] = []
+
+    def pick(pos: np.ndarray) -> list[Any]:
+        if whole:
+            return whole[0](pos)
+        if len(pos) <= SMALL_PICK:
+            at = np.searchsorted(starts, pos, "right") - 1
+            firsts = starts.tolist()
+            return [chunks[c][p - firsts[c]].as_py() for p, c in zip(pos.tolist(), at.tolist(),
+                                                                      strict=True)]
+        whole.append(_whole_picker(column))
+        return whole[0](pos)
+
+    return pick
+
+
+def _whole_picker(column: Any) -> Callable[[np.ndarray], list[Any]]:
+    """`column_picker`'s large picks, over the column made one array (a type it accepts)."""
+    import pyarrow as pa
+
+    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    t = col.type
+    if pa.types.is_date32(t) or pa.types.is_timestamp(t):
         stamps = col.to_numpy(zero_copy_only=False)  # datetime64, NaT for NULL: as column_values
         return lambda pos: stamps[pos].tolist()
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return lambda pos: col.take(pa.array(pos, type=pa.int64())).to_pylist()
-    if pa.types.is_float64(t):
-        if col.null_count < len(col) and pc.any(pc.is_nan(col)).as_py():
-            return None
-    elif not (pa.types.is_integer(t) or pa.types.is_boolean(t)):
-        return None
     if not col.null_count:
         vals = col.to_numpy(zero_copy_only=False)
         return lambda pos: vals[pos].tolist()
