@@ -29,6 +29,7 @@ hash join (any other key), and the output stays columns for the next step.
 from __future__ import annotations
 
 import datetime
+import sys
 from typing import Any
 
 import numpy as np
@@ -265,7 +266,7 @@ def _sorted_matches(left: np.ndarray, right: np.ndarray
     it, by counting when the right keys are dense (a table's ids: a gather per left key,
     `_ranges_dense`) or else by binary search. The pairs come by left row, then in that
     order."""
-    order = np.arange(len(right)) if ascending(right) else np.argsort(right, kind="stable")
+    order = np.arange(len(right)) if ascending(right) else _stable_order(right)
     ranges = _ranges_dense(left, right)
     if ranges is None:
         s = right[order]
@@ -302,3 +303,15 @@ def _ranges_dense(left: np.ndarray, right: np.ndarray
     if not inside.all():
         counts = np.where(inside, counts, 0)
     return first[at], counts
+
+
+def _stable_order(values: np.ndarray) -> np.ndarray:
+    """The stable sorting permutation of int64 `values`: by counting for dense ids in a process
+    with numba loaded (`engine.counting_sort`), else NumPy's stable sort."""
+    if "numba" in sys.modules:
+        from engine.counting_sort import dense_order
+
+        order = dense_order(values)
+        if order is not None:
+            return order
+    return np.argsort(values, kind="stable")

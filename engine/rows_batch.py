@@ -259,7 +259,7 @@ class KeyedRowsBatch(Batch):
                         order = None  # the identity: no array of row numbers
                         s = self._sorted = codes
                     else:
-                        order = np.argsort(codes)  # the order of equal keys is immaterial
+                        order = _key_order(codes)
                         s = self._sorted = codes[order]
                     self._order = order
         return s is not False
@@ -473,3 +473,16 @@ class KeyedRowsBatch(Batch):
     def __repr__(self) -> str:
         return "KeyedRowsBatch(seq=%d, records=%d, lower=%s, upper=%s, key=%s)" % (
             self.seq, self.records, self.lower, self.upper, self.key)
+
+
+def _key_order(codes: np.ndarray) -> np.ndarray:
+    """A sorting permutation of a key index's codes (the order of equal keys is immaterial):
+    by counting for dense ids in a process with numba loaded (`engine.counting_sort`), else
+    NumPy's sort."""
+    if "numba" in sys.modules:
+        from engine.counting_sort import dense_order
+
+        order = dense_order(codes)
+        if order is not None:
+            return order
+    return np.argsort(codes)

@@ -72,7 +72,7 @@ FIRST_COMPILED_FLOAT_SUMS = 2_000_000
 # Codes longer than this are first checked for being in order already (`_stable_order`).
 SORTED_CHECK = 1024
 # From this many codes below 2**16, in a process with numba, `_stable_order` counts them by
-# the compiled kernel (planner.counting_sort) instead of NumPy's two-pass radix sort.
+# the compiled kernel (engine.counting_sort) instead of NumPy's two-pass radix sort.
 COUNTING_SORT = 100_000
 # A GROUP BY of at most this many codes (flags, statuses) over `COMPILED_FLOAT_SUMS` rows or
 # more, without MIN/MAX, in a process with numba, sums each column in its rows' own order, by
@@ -905,7 +905,7 @@ def _stable_order(codes: np.ndarray, radix: int) -> np.ndarray | None:
     if len(codes) > SORTED_CHECK and ascending(codes):
         return None  # no pass of sorting, and no gather of any column by it
     if radix <= 1 << 16 and len(codes) >= COUNTING_SORT and "numba" in sys.modules:
-        from planner.counting_sort import counting_order
+        from engine.counting_sort import counting_order
 
         return counting_order(codes, radix)
     # NumPy's stable sort of 16-bit integers is a radix sort: about 10x a comparison sort

@@ -2,7 +2,7 @@
 
 Without it the first such view a process hydrates pays about a second and a half once (more
 than many views' whole hydration): numba and the compiled kernels from their on-disk cache
-(`planner.float_sums`, `planner.counting_sort`), the columnar build modules, and the pandas
+(`planner.float_sums`, `engine.counting_sort`), the columnar build modules, and the pandas
 module that pyarrow imports at its first conversion of Python values. The server starts `preload_in_background()`
 after a write that bulk-loads at least `PRELOAD_ROWS` rows (a table that large is hydrated
 with the compiled kernels), so the CREATE VIEW that usually follows finds them loaded; a
@@ -36,14 +36,19 @@ def preload() -> None:
     import planner.topk_columns  # noqa: F401 - a top-k reduce's columnar build, imported lazily
 
     pa.array([0])  # pyarrow imports pandas at its first conversion of Python values
+    from engine.counting_sort import counting_order
     from planner.float_sums import group_sums, group_sums_by_code
 
-    # not integers: both compiled passes (`_counts`, then `_terms`) load, in both forms
-    group_sums(np.array([0.5, 0.25]), None, np.zeros(1, dtype=np.int64))
-    group_sums_by_code(np.array([0.5, 0.25]), None, np.zeros(2, dtype=np.int64), 1)
-    from planner.counting_sort import counting_order
-
-    counting_order(np.zeros(1, dtype=np.int64), 1)
+    # Each kernel for writable arrays and for read-only ones (NumPy views of Arrow buffers, as
+    # a hydration mostly passes): numba compiles, or loads, one version per kind.
+    for writable in (True, False):
+        vals, starts, codes = np.array([0.5, 0.25]), np.zeros(1, np.int64), np.zeros(2, np.int64)
+        for a in (vals, starts, codes):
+            a.flags.writeable = writable
+        # not integers: both compiled passes (`_counts`, then `_terms`) load, in both forms
+        group_sums(vals, None, starts)
+        group_sums_by_code(vals, None, codes, 1)
+        counting_order(codes, 1)
 
 
 def preload_in_background() -> None:

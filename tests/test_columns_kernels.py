@@ -313,10 +313,10 @@ def test_stable_order_equals_a_stable_argsort(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_counting_order_equals_a_stable_argsort(seed: int, monkeypatch: pytest.MonkeyPatch
                                                  ) -> None:
-    """planner.counting_sort against NumPy's stable sort, directly and as `_stable_order`
+    """engine.counting_sort against NumPy's stable sort, directly and as `_stable_order`
     takes it (from `COUNTING_SORT` codes, with numba loaded)."""
     import planner.aggregate_columns as ac
-    from planner.counting_sort import counting_order
+    from engine.counting_sort import counting_order
 
     rng = np.random.default_rng(seed)
     for n in (0, 1, 7, 3000):
@@ -1021,3 +1021,21 @@ def test_fixed_width_codes_equal_the_dictionary() -> None:
                 pa.array(["a long value of many bytes"]),
                 pa.chunked_array([], pa.string())):
         assert _fixed_width_codes(col) is None, col
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dense_order_equals_a_stable_argsort(seed: int) -> None:
+    """engine.counting_sort.dense_order against NumPy's stable sort on ids with duplicates,
+    negative and offset values; None where the values are few or sparse."""
+    from engine.counting_sort import DENSE_MIN, DENSE_SPAN, dense_order
+
+    rng = np.random.default_rng(seed)
+    n = DENSE_MIN + 17
+    for low in (0, -(10 ** 12), 2 ** 40):
+        values = rng.integers(low, low + n, n)
+        values[: n // 10] = values[n // 2]  # a run of duplicates
+        got = dense_order(values)
+        assert got is not None and np.array_equal(got, np.argsort(values, kind="stable"))
+    assert dense_order(rng.integers(0, 10, DENSE_MIN - 1)) is None
+    sparse = np.arange(n) * (DENSE_SPAN + 1)
+    assert dense_order(sparse) is None
