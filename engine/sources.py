@@ -129,9 +129,9 @@ def column_values(column: Any) -> list[Any]:
     return canonical_column(values)
 
 
-# A pick of at most this many positions, before any larger one, reads each value from its
-# chunk (an Arrow scalar, ~2 us); a larger pick first makes the column one NumPy array (or one
-# Arrow chunk) for good, which costs a copy of the whole column.
+# A pick of at most this many positions reads each value from its chunk (an Arrow scalar,
+# ~2 us); a larger one gathers chunk by chunk, each chunk's form (`_whole_picker`) made when
+# first picked from and kept.
 SMALL_PICK = 32
 
 
@@ -144,8 +144,8 @@ def column_picker(column: Any) -> Callable[[np.ndarray], list[Any]] | None:
 
     Made without a copy (a hydration settles every arranged table's columns, and most are
     only ever probed for a few rows by single-row writes): small picks read the chunks'
-    scalars, whose `as_py` is `to_pylist`'s value; the first large one makes the whole
-    column's form (`_whole_picker`), kept from then on."""
+    scalars, whose `as_py` is `to_pylist`'s value; large ones gather from each chunk they
+    touch, never copying the column into one array."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -162,28 +162,44 @@ def column_picker(column: Any) -> Callable[[np.ndarray], list[Any]] | None:
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     starts = np.zeros(len(chunks), dtype=np.int64)
     np.cumsum([len(c) for c in chunks[:-1]], out=starts[1:])
-    whole: list[Callable[[np.ndarray], list[Any]]] = []
+    of_chunk: dict[int, Callable[[np.ndarray], list[Any]]] = {}
+
+    def chunk_picker(c: int) -> Callable[[np.ndarray], list[Any]]:
+        f = of_chunk.get(c)
+        if f is None:
+            f = of_chunk[c] = _whole_picker(chunks[c])
+        return f
 
     def pick(pos: np.ndarray) -> list[Any]:
-        if whole:
-            return whole[0](pos)
+        if len(chunks) == 1:
+            return chunk_picker(0)(pos)
+        at = np.searchsorted(starts, pos, "right") - 1
         if len(pos) <= SMALL_PICK:
-            at = np.searchsorted(starts, pos, "right") - 1
             firsts = starts.tolist()
             return [chunks[c][p - firsts[c]].as_py() for p, c in zip(pos.tolist(), at.tolist(),
                                                                       strict=True)]
-        whole.append(_whole_picker(column))
-        return whole[0](pos)
+        # the positions grouped by chunk (stable), each group gathered from its chunk
+        order = np.argsort(at, kind="stable")
+        by_chunk = at[order]
+        out = np.empty(len(pos), dtype=object)
+        for group in np.split(order, np.flatnonzero(by_chunk[1:] != by_chunk[:-1]) + 1):
+            c = int(at[group[0]])
+            out[group] = chunk_picker(c)(pos[group] - starts[c])
+        return out.tolist()  # type: ignore[no-any-return]
 
     return pick
 
 
 def _whole_picker(column: Any) -> Callable[[np.ndarray], list[Any]]:
-    """`column_picker`'s large picks, over the column made one array (a type it accepts)."""
+    """`column_picker` over one array (a chunk; a type it accepts), its values converted
+    to NumPy (zero-copy for numbers without NULL) or taken by Arrow (strings)."""
     import pyarrow as pa
 
     col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     t = col.type
+    if pa.types.is_date32(t) and not col.null_count:
+        days = col.view(pa.int32()).to_numpy()  # no copy: only the picked become dates
+        return lambda pos: days[pos].astype("datetime64[D]").tolist()
     if pa.types.is_date32(t) or pa.types.is_timestamp(t):
         stamps = col.to_numpy(zero_copy_only=False)  # datetime64, NaT for NULL: as column_values
         return lambda pos: stamps[pos].tolist()

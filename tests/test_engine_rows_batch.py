@@ -169,6 +169,7 @@ def _typed_columns(rng: random.Random, n: int, nan: bool, decimal: bool) -> Any:
         "f": pa.array(some(floats + ([float("nan")] if nan else [])), pa.float64()),
         "d": pa.array(some([dt.date(1, 1, 1), dt.date(1995, 3, 15), dt.date(9999, 12, 31)]),
                       pa.date32()),
+        "d0": pa.array(some([dt.date(1, 1, 1), dt.date(2024, 2, 29)], nulls=False), pa.date32()),
         "ts": pa.array(some([dt.datetime(1970, 1, 1), dt.datetime(2026, 11, 26, 1, 2, 3, 4)]),
                        pa.timestamp("us")),
         "s": pa.array(some(["", "a", "é", "x" * 40])),
