@@ -16,9 +16,9 @@ few distinct rows asks for `consolidated()` first: one update per distinct row, 
 summed by Arrow's hash aggregation, which denotes the same collection.
 
 `keyed_columns_of(updates)` goes the other way, for a reduce whose first input is a large
-insertion of rows (a hydration whose rows came through a join): the `ColumnsAt` that denotes
-exactly those updates, when every key is a projection of its row and every column converts
-to Arrow and back unchanged; else None.
+insertion of rows (a hydration whose rows came through a join): a keyed `ColumnsAt` that
+denotes the same collection, when every key is a projection of its row and every column
+converts to Arrow and back unchanged; else None.
 
 `PairColumnsAt(table, time, diff, split)` is a reduce's output the same way: the `(key, val)`
 pairs whose concatenations are the table's rows, so the step after a GROUP BY (the HAVING
@@ -135,10 +135,10 @@ def keyed_columns_of(updates: list[tuple[Any, Time, int]]) -> ColumnsAt | None:
     """`((key, row), time, diff)` updates as a keyed `ColumnsAt` with diff 1 that denotes the
     same collection (an update of diff d as d rows, equal updates summed first when some are
     retractions), or None unless: all share one time, every summed diff is positive, all
-    rows have one width, each key is the
-    row's columns at positions found from the first update (by identity, as a key getter
-    made it, else by equality) and checked on every row, and each column holds values of
-    one type in `_ROUND_TRIP_TYPES` (or NULL) that Arrow takes (ints within int64)."""
+    rows have one width, each key is the row's columns at positions found from the first
+    update (by identity, as a key getter made it, else by equality) and checked on every row,
+    and each column holds values of one type in `_ROUND_TRIP_TYPES` (or NULL) that Arrow
+    takes (ints within int64)."""
     import pyarrow as pa
 
     if not updates:

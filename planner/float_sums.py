@@ -77,6 +77,30 @@ def _split(b):  # type: ignore[no-untyped-def]
     return frac | (1 << 52), biased - 1  # (2**52 + frac) * 2**(biased - 1075)
 
 
+@numba.njit(cache=True, inline="always")
+def _integer(b):  # type: ignore[no-untyped-def]
+    """A finite double's bits -> (whether it is an integer of magnitude below 2**62, that
+    integer); ±0.0 is (True, 0)."""
+    mant, e = _split(b)
+    if mant == 0:
+        return True, 0
+    shift = 1074 - e  # |x| = mant * 2**-shift
+    if shift <= 0:
+        if shift < -9:
+            return False, 0  # |x| >= 2**62
+        return True, (-mant if b < 0 else mant) << -shift
+    if shift > 52 or mant & ((1 << shift) - 1):
+        return False, 0
+    return True, (-mant if b < 0 else mant) >> shift
+
+
+@numba.njit(cache=True, inline="always")
+def _count_arrays(size):  # type: ignore[no-untyped-def]
+    """Zeroed per-group n, nan, pinf, ninf and int sums."""
+    return (np.zeros(size, I64), np.zeros(size, I64), np.zeros(size, I64), np.zeros(size, I64),
+            np.zeros(size, I64))
+
+
 @numba.njit(cache=True)
 def _counts(vals, bits, valid, starts):  # type: ignore[no-untyped-def]
     """Per group: counts (n, nan, pinf, ninf) and the int64 sums of the values, the latter
@@ -86,11 +110,7 @@ def _counts(vals, bits, valid, starts):  # type: ignore[no-untyped-def]
     rows = vals.shape[0]
     groups = starts.shape[0]
     checked = valid.shape[0] != 0
-    n = np.zeros(groups, I64)
-    nan = np.zeros(groups, I64)
-    pinf = np.zeros(groups, I64)
-    ninf = np.zeros(groups, I64)
-    ints = np.zeros(groups, I64)
+    n, nan, pinf, ninf, ints = _count_arrays(groups)
     integral = True
     top = 0.0
     for g in range(groups):
@@ -113,21 +133,9 @@ def _counts(vals, bits, valid, starts):  # type: ignore[no-untyped-def]
             a = abs(vals[i])
             if a > top:
                 top = a
-            if not integral:
-                continue
-            mant, e = _split(b)
-            shift = 1074 - e  # |x| = mant * 2**-shift
-            if mant == 0:
-                continue
-            if shift <= 0:
-                if shift < -9:
-                    integral = False  # |x| >= 2**62
-                else:
-                    isum += (-mant if b < 0 else mant) << -shift
-            elif shift > 52 or mant & ((1 << shift) - 1):
-                integral = False
-            else:
-                isum += (-mant if b < 0 else mant) >> shift
+            if integral:
+                integral, v = _integer(b)
+                isum += v
         n[g], nan[g], pinf[g], ninf[g], ints[g] = cn, cnan, cpinf, cninf, isum
     return n, nan, pinf, ninf, ints, integral and top * rows < _INT_LIMIT
 
@@ -217,11 +225,7 @@ def _counts_by_code(vals, bits, valid, codes, radix):  # type: ignore[no-untyped
     pass over the rows in their own order (no sort, no gather)."""
     rows = vals.shape[0]
     checked = valid.shape[0] != 0
-    n = np.zeros(radix, I64)
-    nan = np.zeros(radix, I64)
-    pinf = np.zeros(radix, I64)
-    ninf = np.zeros(radix, I64)
-    ints = np.zeros(radix, I64)
+    n, nan, pinf, ninf, ints = _count_arrays(radix)
     integral = True
     top = 0.0
     for i in range(rows):
@@ -241,21 +245,9 @@ def _counts_by_code(vals, bits, valid, codes, radix):  # type: ignore[no-untyped
         a = abs(vals[i])
         if a > top:
             top = a
-        if not integral:
-            continue
-        mant, e = _split(b)
-        shift = 1074 - e
-        if mant == 0:
-            continue
-        if shift <= 0:
-            if shift < -9:
-                integral = False
-            else:
-                ints[c] += (-mant if b < 0 else mant) << -shift
-        elif shift > 52 or mant & ((1 << shift) - 1):
-            integral = False
-        else:
-            ints[c] += (-mant if b < 0 else mant) >> shift
+        if integral:
+            integral, v = _integer(b)
+            ints[c] += v
     return n, nan, pinf, ninf, ints, integral and top * rows < _INT_LIMIT
 
 
