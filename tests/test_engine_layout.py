@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, ...]] = [
         "engine.fields",
         "engine.rows_at",
         "engine.columns_at",
+        "engine.counting_sort",
     ),
     ("engine.trace", "engine.rows_batch", "engine.kernels", "engine.columnar"),
     ("engine.columns_join",),
