@@ -15,13 +15,16 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from typing import Any
 
+import duckdb
+from sqlglot import exp
+
 from server.catalog import explain, infer_type, record
 from server.errors import Conflict, Forbidden, SqlError
 from server.sandbox import Relation, check_relations, run_query
 from server.sqltext import Statement, parse_script
 from server.state import ServerState
 from server.statistics import TableStatistics
-from server.store import Row, Store, arrow_of
+from server.store import Row, Store
 from server.values import quote_ident, row_to_json
 
 
@@ -41,23 +44,32 @@ _ARROW_EXACT = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USM
                           r"UBIGINT|FLOAT|DOUBLE|VARCHAR|DATE|TIMESTAMP|DECIMAL\(\d+,\d+\)")
 
 
+# Rows per Arrow batch a table streams to the sandbox in.
+STREAM_ROWS = 65_536
+
+
 def table_relation(cur: Any, name: str, columns: list[tuple[str, str]]) -> Relation:
-    """A table's rows in `cur`'s transaction, as Arrow when every column type round-trips."""
+    """A table's rows in `cur`'s transaction: streamed as Arrow when every column type
+    round-trips (each `stream()` a new scan, which the caller closes; one at a time on `cur`,
+    which DuckDB requires of a connection), else read as Python rows now."""
     if all(_ARROW_EXACT.fullmatch(t) for _, t in columns):
-        return Relation(columns, (), arrow_of(cur.sql(f"SELECT * FROM main.{quote_ident(name)}")))
+        text = f"SELECT * FROM main.{quote_ident(name)}"
+        return Relation(columns, (), stream=lambda: cur.sql(text).to_arrow_reader(STREAM_ROWS))
     return Relation(columns, Store.read_table(cur, name))
 
 
 @contextmanager
 def snapshot(state: ServerState, names: list[str]) -> Iterator[tuple[int, dict[str, Relation]]]:
-    """Relations `names` as of one timestamp: DuckDB tables and view contents."""
-    with state.write_lock:
-        cur = state.store.cursor()
+    """Relations `names` as of one timestamp: DuckDB tables and view contents.
+
+    Each table is read through a cursor of its own, whose READ ONLY transaction begins under
+    the write lock (so every cursor sees the same commit) and stays open until the queries are
+    over: a table streams to the sandbox as the query scans it, never copied whole, and two
+    tables of one query stream at once (a DuckDB connection streams one result at a time)."""
+    cursors: list[Any] = []
     try:
         with state.write_lock:
             ts = state.completed_ts
-            cur.execute("BEGIN TRANSACTION READ ONLY")
-            cur.execute("SELECT value FROM diffsql.meta WHERE key = 'last_ts'").fetchall()
             rels: dict[str, Relation] = {}
             with state.state_lock:
                 for n in names:
@@ -70,20 +82,35 @@ def snapshot(state: ServerState, names: list[str]) -> Iterator[tuple[int, dict[s
                         )
                     rels[n] = view_relation(view.columns, view.contents)
                 tables = {n: state.tables[n] for n in names if n in state.tables}
+            opened = {}
+            for n in tables:
+                cur = state.store.cursor()
+                cursors.append(cur)
+                cur.execute("BEGIN TRANSACTION READ ONLY")
+                # the transaction's snapshot is taken at its first read: here, under the lock
+                cur.execute("SELECT value FROM diffsql.meta WHERE key = 'last_ts'").fetchall()
+                opened[n] = cur
         for n, rec in tables.items():
-            rels[n] = table_relation(cur, n, [(c["name"], c["type"]) for c in rec.columns])
-        cur.execute("COMMIT")
+            rels[n] = table_relation(opened[n], n,
+                                     [(c["name"], c["type"]) for c in rec.columns])
         yield ts, rels
     finally:
-        cur.close()
+        for cur in cursors:
+            try:
+                cur.execute("COMMIT")
+            except duckdb.Error:
+                pass  # a scan left open or an interrupted query: closing ends it
+            cur.close()
 
 
 def run_select(state: ServerState, s: Statement, rels: dict[str, Relation]) -> dict[str, Any]:
     """Run SELECT `s` over `rels` in the sandbox, under the query limits."""
     settings = state.settings
+    named = Counter(t.name.lower() for t in s.ast.find_all(exp.Table))
     res = run_query(
         s.text,
         rels,
+        whole={n for n in rels if named[n] > 1},
         timeout=settings.query_timeout,
         memory_limit=settings.query_memory_limit,
         max_rows=settings.max_result_rows,

@@ -6,7 +6,8 @@ Two independent walls, so a bug in one is not a hole:
    qualified or unknown relation names, table functions (read_csv, glob, query, ...) and
    functions with side effects or access to the environment.
 2. `run_query` executes the query in an in-memory DuckDB that holds *copies* of exactly the
-   relations the query names, with external access disabled, the configuration locked (both
+   relations the query names (a table's rows streamed as Arrow as the query scans them, from
+   the store's snapshot: `server.queries`), with external access disabled, the configuration locked (both
    set when the connection is made), and the query inside a READ ONLY transaction, under a time
    limit. Opening an in-memory DuckDB takes about 25 ms, so sandboxes are pooled: one serves
    one query at a time, and goes back to the pool only when its copies are dropped and it holds
@@ -17,7 +18,7 @@ The durable database is never reachable from a user's query.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,12 +185,14 @@ def check_relations(
 
 @dataclass(frozen=True)
 class Relation:
-    """A relation copied into the sandbox: column (name, DuckDB type) pairs and its rows, as
-    Python rows or as an Arrow table (`arrow`, then `rows` is empty)."""
+    """A relation given to the sandbox: column (name, DuckDB type) pairs and its rows, as
+    Python rows, or as Arrow (`rows` then empty): a table (`arrow`), or `stream`, which gives
+    a new Arrow RecordBatchReader over the same rows at each call (the caller closes it)."""
 
     columns: Sequence[tuple[str, str]]
     rows: Sequence[tuple[Any, ...]]
     arrow: Any = None
+    stream: Callable[[], Any] | None = None
 
 
 # The name an Arrow relation is registered under in a sandbox (user names never start with
@@ -197,17 +200,20 @@ class Relation:
 _ARROW_PREFIX = "__diffsql_arrow_"
 
 
-def load_relation(con: duckdb.DuckDBPyConnection, name: str, rel: Relation) -> None:
+def load_relation(con: duckdb.DuckDBPyConnection, name: str, rel: Relation,
+                  arrow: Any = None) -> None:
     """Make `name` in `con` hold `rel`'s rows. An Arrow relation is registered, not copied:
     `name` is a view over it that casts each column to its declared type (a no-op for the
     types whose Arrow form is exact, the only ones given as Arrow), so the query scans the
-    Arrow buffers themselves. Python rows fill a table in one statement (no per-row calls)."""
+    Arrow buffers themselves (`arrow`, when given, is the Arrow table or reader to register
+    for a streamed relation). Python rows fill a table in one statement (no per-row calls)."""
     if name.startswith(_ARROW_PREFIX):
         raise SqlError(f"relation names may not start with {_ARROW_PREFIX}",
                        code="unsupported")
-    if rel.arrow is not None:
+    arrow = rel.arrow if arrow is None else arrow
+    if arrow is not None:
         source = _ARROW_PREFIX + name
-        con.register(source, rel.arrow)
+        con.register(source, arrow)
         casts = ", ".join(f"CAST(#{i + 1} AS {t}) AS {quote_ident(c)}"
                           for i, (c, t) in enumerate(rel.columns))
         con.execute(f"CREATE VIEW {quote_ident(name)} AS SELECT {casts} "
@@ -247,13 +253,39 @@ def run_query(
     max_bytes: int | None = None,
     line: int | None = None,
     column: int | None = None,
+    whole: Collection[str] = (),
 ) -> QueryResult:
     """Run one validated read-only query over copies of `relations`. The result is fetched in
     Arrow batches, counted in rows and bytes, and refused (`result_too_large`) as soon as it
     passes `max_rows` or `max_bytes`, before any of it becomes Python objects (which take
-    several times the space): a huge result never grows the server."""
+    several times the space): a huge result never grows the server.
+
+    A streamed relation is scanned as the query reads it, except those named in `whole` (the
+    caller's list of relations the query names more than once), which are read whole first.
+    DuckDB refuses to scan one stream twice (a self-join; a CTE or subquery it plans twice): a
+    query it refuses, having returned nothing, runs again over every relation read whole."""
+    args = (sql, relations, timeout, memory_limit, max_rows, max_bytes, line, column)
+    try:
+        return _run_query(*args, whole=whole)
+    except _Rescan:
+        return _run_query(*args, whole=relations.keys())
+
+
+class _Rescan(Exception):
+    """The query's plan scans a streamed relation more than once."""
+
+
+# DuckDB's message when a plan scans an Arrow stream a second time.
+_RESCAN = "has already been consumed"
+
+
+def _run_query(sql: str, relations: dict[str, Relation], timeout: float, memory_limit: str,
+               max_rows: int, max_bytes: int | None, line: int | None, column: int | None,
+               *, whole: Collection[str]) -> QueryResult:
     con = _take_sandbox(memory_limit)
     interrupted = threading.Event()
+    readers: list[Any] = []
+    streamed = False
 
     def interrupt() -> None:
         interrupted.set()
@@ -261,7 +293,15 @@ def run_query(
 
     try:
         for name, rel in relations.items():
-            load_relation(con, name, rel)
+            arrow = None
+            if rel.stream is not None:
+                arrow = rel.stream()
+                readers.append(arrow)
+                if name in whole:
+                    arrow = arrow.read_all()
+                else:
+                    streamed = True
+            load_relation(con, name, rel, arrow)
         con.execute("BEGIN TRANSACTION READ ONLY")
         timer = threading.Timer(timeout, interrupt)
         timer.start()
@@ -292,13 +332,21 @@ def run_query(
             rows = _python_rows(con, batches)
         except duckdb.InterruptException:
             raise Timeout(f"query exceeded the time limit of {timeout:g}s") from None
-        except duckdb.Error as e:
-            raise from_duckdb(e, line=line, column=column) from None
+        except Exception as e:
+            # The refusal comes from DuckDB or, read through the result's Arrow stream, as
+            # Arrow's error.
+            if streamed and _RESCAN in str(e):
+                raise _Rescan from None
+            if isinstance(e, duckdb.Error):
+                raise from_duckdb(e, line=line, column=column) from None
+            raise
         finally:
             timer.cancel()
         return QueryResult(columns, rows)
     finally:
         _return_sandbox(con, memory_limit, relations, reusable=not interrupted.is_set())
+        for reader in readers:
+            reader.close()  # ends the table's scan, so its cursor can scan again
 
 
 # Idle sandboxes by memory limit, at most _MAX_IDLE each.
@@ -335,7 +383,7 @@ def _return_sandbox(con: duckdb.DuckDBPyConnection, memory_limit: str,
             except duckdb.Error:
                 pass
             for name, rel in relations.items():
-                if rel.arrow is not None:  # a view over the registered Arrow table
+                if rel.arrow is not None or rel.stream is not None:  # a view over Arrow
                     con.execute(f"DROP VIEW IF EXISTS {quote_ident(name)}")
                     con.unregister(_ARROW_PREFIX + name)
                 else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+from typing import Any
 
 import pytest
 import sqlglot
@@ -169,3 +170,72 @@ def test_values_and_types() -> None:
     assert to_json_value(decimal.Decimal("1.10")) == "1.10"
     assert to_json_value(datetime.date(2024, 1, 2)) == "2024-01-02"
     assert to_json_value(datetime.datetime(2024, 1, 2, 3, 4, 5)) == "2024-01-02T03:04:05"
+
+
+def test_tables_stream_to_the_sandbox_from_one_snapshot(tmp_path: Any) -> None:
+    """Tables reach the sandbox as Arrow streams, one cursor each, every cursor's transaction
+    begun under the write lock: a query over two tables streams both at once; a table named
+    twice is read whole; a plan DuckDB scans twice (a recursive step's subquery) runs again over whole
+    tables; several SELECTs of one request each stream afresh (also after a LIMIT stopped a
+    scan early). Every answer equals DuckDB over the same rows, and a write committed while
+    the snapshot is open is not seen by its queries."""
+    import duckdb
+
+    import server.sandbox as sandbox
+    from server import queries
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(data_dir=tmp_path), InProcessExecutor())
+    con = duckdb.connect()
+    schema = ("CREATE TABLE t (k INTEGER, v DOUBLE, s VARCHAR, d DATE);"
+              "CREATE TABLE u (k INTEGER, w BIGINT)")
+    fill = ("INSERT INTO t SELECT i % 97, i * 0.25, 's' || (i % 13), DATE '2020-01-01' + CAST(i % 400 AS INTEGER)"
+            " FROM range(200000) r(i);"
+            "INSERT INTO u SELECT i, i * i FROM range(120) r(i)")
+    calls: list[Any] = []
+    real = sandbox._run_query
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        calls.append(sorted(kw["whole"]))
+        return real(*args, **kw)
+
+    try:
+        db.execute(schema + ";" + fill)
+        con.execute(schema + ";" + fill)
+        sandbox._run_query = spy  # type: ignore[assignment]
+        cases = [
+            ("SELECT t.k, count(*), sum(v), sum(w), min(s), max(d) FROM t JOIN u ON t.k = u.k "
+             "GROUP BY t.k", [[]]),  # both stream
+            ("SELECT count(*), sum(a.v) FROM t a JOIN t b ON a.k = b.k AND a.v = b.v "
+             "JOIN u ON u.k = a.k", [["t"]]),  # t named twice: read whole
+            ("WITH RECURSIVE r(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM r "
+             "WHERE n < (SELECT max(k) FROM t) AND n < 5) SELECT * FROM r",
+             [[], ["t"]]),  # t scanned at each step: refused as a stream, run over t whole
+        ]
+        for sql, expected in cases:
+            calls.clear()
+            got = sorted(map(tuple, db.query(sql)["rows"]), key=repr)
+            want = sorted((tuple(to_json_value(x) for x in r)
+                           for r in con.execute(sql).fetchall()), key=repr)
+            assert got == want, sql
+            assert calls == expected, (sql, calls)
+        out = db.execute("SELECT count(*) FROM (SELECT k FROM t LIMIT 5); "
+                         "SELECT count(*), sum(v) FROM t; SELECT sum(w) FROM u")["results"]
+        assert out[0]["rows"] == [[5]]  # the scan stopped early, and t streams again next
+        assert out[1]["rows"] == [list(con.execute("SELECT count(*), sum(v) FROM t").fetchone())]
+        assert out[2]["rows"] == [[con.execute("SELECT sum(w) FROM u").fetchone()[0]]]
+        # A write committed while the snapshot is open: its queries still see the snapshot.
+        before = con.execute("SELECT count(*), sum(v), sum(w) FROM t JOIN u USING (k)").fetchone()
+        stmt = parse_script("SELECT count(*), sum(v), sum(w) FROM t JOIN u USING (k)", 1)[0]
+        with queries.snapshot(db, ["t", "u"]) as (ts, rels):
+            db.execute("INSERT INTO t VALUES (1, 1000, 'new', NULL); DELETE FROM u WHERE k < 50")
+            res = queries.run_select(db, stmt, rels)
+        assert res["rows"] == [list(before)]
+        assert db.last_ts == ts + 1
+        after = db.query("SELECT count(*), sum(v), sum(w) FROM t JOIN u USING (k)")["rows"]
+        assert after != [list(before)]
+    finally:
+        sandbox._run_query = real  # type: ignore[assignment]
+        db.close()
