@@ -39,7 +39,7 @@ from server.sandbox import Relation, check_relations
 from server.sqltext import Statement
 from server.state import ServerState
 from server.statistics import TableStatistics
-from server.store import Store, TableRecord, ViewRecord, log_table
+from server.store import Store, TableRecord, ViewRecord
 from server.transaction import Write, load_file
 from server.values import normalize_type, quote_ident
 
@@ -249,47 +249,13 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
             delta[canonical(tuple(r))] += 1
         count = len(new)
     else:
+        rows = con.execute(_returning_all(s)).fetchall()
         sign = 1 if s.kind == "INSERT" else -1
-        text = _returning_all(s)
-        logged = w.sole_statement and _logs_itself(s)
-        if logged:
-            # The statement and its change log entries in one DuckDB statement (a writable
-            # CTE): a single-row write pays for one statement less. The log's RETURNING is
-            # (ts, diff, *row), the row as the table stores it.
-            text = (f"WITH {_LOGGED_ROWS} AS (\n{text}\n) INSERT INTO "
-                    f"{log_table(w.tables[name].table_id)} SELECT {int(w.ts)}, {sign}, * "
-                    f"FROM {_LOGGED_ROWS} RETURNING *")
-        rows = con.execute(text).fetchall()
-        if logged:
-            rows = [r[2:] for r in rows]
-            w.logged.add(name)
         for r in rows:
             delta[canonical(tuple(r))] += sign
         count = len(rows)
     w.written.add(name)
     return {"statement": s.kind, "rowcount": count}
-
-
-# The writable CTE's name for the rows a statement that logs itself changed.
-_LOGGED_ROWS = "__diffsql_logged_rows"
-
-
-def _logs_itself(s: Statement) -> bool:
-    """Whether INSERT or DELETE `s` can run wrapped in a writable CTE that also logs its rows:
-    an INSERT of literal rows or a DELETE, with no WITH of its own (DuckDB would nest it), no
-    ON CONFLICT, and no mention of the CTE's name (which would then name something else)."""
-    if _LOGGED_ROWS in s.text.lower():
-        return False
-    if s.plain is not None:
-        return True
-    ast = s.ast
-    if ast.args.get("with_") or ast.args.get("with"):
-        return False
-    if isinstance(ast, exp.Insert):
-        values = ast.expression
-        return (isinstance(values, exp.Values) and not ast.args.get("conflict")
-                and values.find(*_NOT_LITERAL) is None)
-    return isinstance(ast, exp.Delete)
 
 
 def _target(ast: exp.Expression) -> exp.Expression:

@@ -40,10 +40,6 @@ class Write:
     dropped_tables: list[str] = field(default_factory=list)
     written: set[str] = field(default_factory=set)
     batches: dict[str, Batch] = field(default_factory=dict)
-    # Whether the request is this one statement (so an INSERT or DELETE may write its change
-    # log entries itself, `statements.dml`), and the tables whose entries are written so.
-    sole_statement: bool = False
-    logged: set[str] = field(default_factory=set)
     # Contents after the statements so far (tables read in the transaction, views computed in
     # throw-away dataflows); reset by every write statement.
     trial: dict[str, Counter[Row]] = field(default_factory=dict)

@@ -7,8 +7,7 @@ A write request is one step of the server's clock. `write` reads top to bottom:
    the statements before it;
 3. new views are computed against the transaction's own, uncommitted state
    (`server.hydration`);
-4. the deltas are appended to the change log (`append_log`; a request that is one INSERT or
-   DELETE wrote them in its own statement, `statements.dml`) and the transaction COMMITs.
+4. the deltas are appended to the change log (`append_log`) and the transaction COMMITs.
    Any error before COMMIT rolls everything back: nothing of the request is applied;
 5. after COMMIT (the write is durable) every affected view's dataflow runs at epoch `ts` and
    the results are installed and published (`server.publish`). The request is acknowledged
@@ -133,7 +132,6 @@ def _statements(
 ) -> list[dict[str, Any]]:
     """Apply a request's statements to `w` inside the open transaction; their results."""
     results: list[dict[str, Any]] = []
-    w.sole_statement = len(stmts) == 1
     for s in stmts:
         deadline.check()
         if s.kind == "SELECT":
@@ -366,8 +364,7 @@ def append_log(state: ServerState, ws: list[Write]) -> None:
             batch = [(row, d) for row, d in delta.items() if d]
             if batch:
                 w.batches[name] = batch
-                if name not in w.logged:  # else its statement wrote them (statements.dml)
-                    by_table[name].append((w.ts, batch))
+                by_table[name].append((w.ts, batch))
     tables = ws[-1].tables
     for name, batches in by_table.items():
         state.store.append_log_at(tables[name], batches)

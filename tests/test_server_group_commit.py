@@ -328,11 +328,7 @@ def test_adjacent_inserts_run_as_one_statement_and_keep_their_own_timestamps() -
                 # Each run of adjacent requests into one target became one statement: t's
                 # first two, the two with a column list, (6) alone (u's request follows it),
                 # (7) and (20); the one that reads t ran alone, after them.
-                # (A request run alone writes its log entries in the same statement, the
-                # INSERT wrapped in a writable CTE: the INSERT is the text inside.)
-                texts = [x.split(" AS (\n", 1)[1] if x.startswith("WITH __diffsql_logged_rows")
-                         else x for x in recording.texts]
-                into_t = [x for x in texts if x.startswith("INSERT INTO t")]
+                into_t = [x for x in recording.texts if x.startswith("INSERT INTO t")]
                 assert len(into_t) == 5, into_t
                 assert "(1, 'a', 1.5), (2, 'b', 2.5), (3, 'c', NULL)" in into_t[0]
                 assert "(4, 'd'), (5, 'e')" in into_t[1]
@@ -348,87 +344,4 @@ def test_adjacent_inserts_run_as_one_statement_and_keep_their_own_timestamps() -
         assert ts_of_t == sorted(set(ts_of_t))
     finally:
         con.close()
-        db.close()
-
-
-def _as_json(rows: Any) -> list[tuple[Any, ...]]:
-    """Rows as the API gives them (a date as its ISO text), in a canonical order."""
-    return sorted((tuple(json.loads(json.dumps(list(r), default=str))) for r in rows), key=repr)
-
-
-def test_a_lone_insert_or_delete_writes_its_log_entries_in_its_own_statement(
-    tmp_path: Path,
-) -> None:
-    """A request of one INSERT of literal rows or one DELETE runs with its change log entries
-    in one DuckDB statement (a writable CTE). The log then holds exactly each request's rows at
-    its timestamp with its sign, the views equal DuckDB, and a restart (which replays the log
-    after the last checkpoint) rebuilds every view's contents and history."""
-    from server.core import Database
-    from server.executors import InProcessExecutor
-    from server.settings import Settings
-    from server.store import log_table
-
-    views = {
-        "total": "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k",
-        "everything": "SELECT k, v, d FROM t",
-    }
-    settings = Settings(data_dir=tmp_path, checkpoint_interval=1000)
-    db = Database(settings, InProcessExecutor())
-    con = duckdb.connect()
-    schema = "CREATE TABLE t (k INTEGER, v DOUBLE, d DATE)"
-    scripts = [
-        "INSERT INTO t VALUES (1, 1.5, '2024-01-02')",  # plain literals
-        "INSERT INTO t VALUES (2, 2 * 3.5, DATE '2024-02-03'), (2, 7, '2024-02-03')",  # twice
-        "INSERT INTO t VALUES (3, '4.25', NULL), (1, -1, '2020-01-01')",
-        "DELETE FROM t WHERE k = 2",  # both copies
-        "INSERT INTO t VALUES (4, 0, NULL) -- a comment",
-        "DELETE FROM t WHERE v < 0 OR d IS NULL",
-        "INSERT INTO t VALUES (5, 5, NULL), (5, 5, NULL)",
-        "INSERT INTO t VALUES (6, length('__diffsql_logged_rows'), NULL)",  # names the CTE
-        "DELETE FROM t WHERE k = 5",
-    ]
-    try:
-        db.execute(schema + ";" + ";".join(f"CREATE VIEW {n} AS {q}" for n, q in views.items()))
-        con.execute(schema)
-        rec = db.tables["t"]
-        recording = _Recording(db.store.conn)
-        db.store.conn = recording  # type: ignore[assignment]
-        want_log: Counter[tuple[Any, ...]] = Counter()
-        stamps = []
-        for script in scripts:
-            before = Counter(con.execute("SELECT * FROM t").fetchall())
-            con.execute(script)
-            after = Counter(con.execute("SELECT * FROM t").fetchall())
-            ts = db.execute(script)["results"][0]["timestamp"]
-            stamps.append(ts)
-            for row, n in (after - before).items():
-                want_log[(ts, 1, *row)] += n
-            for row, n in (before - after).items():
-                want_log[(ts, -1, *row)] += n
-            for view, q in views.items():
-                want = _as_json(con.execute(q).fetchall())
-                got = _as_json(db.view_rows(view, None)["rows"])
-                assert got == want, (script, view)
-        wrapped = [x for x in recording.texts if x.startswith("WITH __diffsql_logged_rows")]
-        assert len(wrapped) == len(scripts) - 1  # all but the one that names the CTE
-        log_rows = recording._conn.execute(f"SELECT * FROM {log_table(rec.table_id)}").fetchall()
-        assert Counter(log_rows) == want_log
-        history = {v: db.view_rows(v, None) for v in views}
-        db.store.conn = recording._conn
-    finally:
-        db.close()
-    db = Database(settings, InProcessExecutor())
-    try:
-        for view in views:
-            assert multiset(db.view_rows(view, None)["rows"]) == multiset(history[view]["rows"])
-        # The history replayed from the log: each view as of each timestamp.
-        replay = duckdb.connect()
-        replay.execute(schema)
-        for script, ts in zip(scripts, stamps, strict=True):
-            replay.execute(script)
-            for view, q in views.items():
-                want = _as_json(replay.execute(q).fetchall())
-                got = _as_json(db.view_rows(view, ts)["rows"])
-                assert got == want, (script, view, ts)
-    finally:
         db.close()
