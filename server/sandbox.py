@@ -261,7 +261,7 @@ def run_query(
     several times the space): a huge result never grows the server.
 
     A streamed relation is scanned as the query reads it, except those named in `whole` (the
-    caller's list of relations the query names more than once), which are read whole first.
+    caller decides which: `server.queries.run_select`), which are read whole first.
     DuckDB refuses to scan one stream twice (a self-join; a CTE or subquery it plans twice): a
     query it refuses, having returned nothing, runs again over every relation read whole."""
     args = (sql, relations, timeout, memory_limit, max_rows, max_bytes, line, column)

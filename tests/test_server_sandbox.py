@@ -173,12 +173,13 @@ def test_values_and_types() -> None:
 
 
 def test_tables_stream_to_the_sandbox_from_one_snapshot(tmp_path: Any) -> None:
-    """Tables reach the sandbox as Arrow streams, one cursor each, every cursor's transaction
-    begun under the write lock: a query over two tables streams both at once; a table named
-    twice is read whole; a plan DuckDB scans twice (a recursive step's subquery) runs again over whole
-    tables; several SELECTs of one request each stream afresh (also after a LIMIT stopped a
-    scan early). Every answer equals DuckDB over the same rows, and a write committed while
-    the snapshot is open is not seen by its queries."""
+    """A table reaches the sandbox as an Arrow stream when it is all a query reads (one
+    cursor per table, every cursor's transaction begun under the write lock): a query over
+    two tables, or naming one twice, reads them whole; a plan DuckDB scans twice (a recursive
+    step's subquery) runs again over whole tables; several SELECTs of one request each stream
+    afresh (also after a LIMIT stopped a scan early). Every answer equals DuckDB over the same
+    rows, and a write committed while the snapshot is open is seen by none of its queries,
+    streamed or not."""
     import duckdb
 
     import server.sandbox as sandbox
@@ -207,9 +208,13 @@ def test_tables_stream_to_the_sandbox_from_one_snapshot(tmp_path: Any) -> None:
         sandbox._run_query = spy  # type: ignore[assignment]
         cases = [
             ("SELECT t.k, count(*), sum(v), sum(w), min(s), max(d) FROM t JOIN u ON t.k = u.k "
-             "GROUP BY t.k", [[]]),  # both stream
+             "GROUP BY t.k", [["t", "u"]]),  # two tables: both read whole
             ("SELECT count(*), sum(a.v) FROM t a JOIN t b ON a.k = b.k AND a.v = b.v "
-             "JOIN u ON u.k = a.k", [["t"]]),  # t named twice: read whole
+             "JOIN u ON u.k = a.k", [["t", "u"]]),
+            ("SELECT count(*) FROM t a JOIN t b ON a.k = b.k AND a.v = b.v",
+             [["t"]]),  # t named twice: read whole
+            ("SELECT k, count(*), sum(v), min(s), max(d) FROM t WHERE v > 7 GROUP BY k",
+             [[]]),  # streams
             ("WITH RECURSIVE r(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM r "
              "WHERE n < (SELECT max(k) FROM t) AND n < 5) SELECT * FROM r",
              [[], ["t"]]),  # t scanned at each step: refused as a stream, run over t whole
@@ -227,15 +232,18 @@ def test_tables_stream_to_the_sandbox_from_one_snapshot(tmp_path: Any) -> None:
         assert out[1]["rows"] == [list(con.execute("SELECT count(*), sum(v) FROM t").fetchone())]
         assert out[2]["rows"] == [[con.execute("SELECT sum(w) FROM u").fetchone()[0]]]
         # A write committed while the snapshot is open: its queries still see the snapshot.
-        before = con.execute("SELECT count(*), sum(v), sum(w) FROM t JOIN u USING (k)").fetchone()
-        stmt = parse_script("SELECT count(*), sum(v), sum(w) FROM t JOIN u USING (k)", 1)[0]
+        joined = "SELECT count(*), sum(v), sum(w) FROM t JOIN u USING (k)"
+        alone = "SELECT count(*), sum(v) FROM t"
+        before = [list(con.execute(q).fetchone()) for q in (joined, alone)]
         with queries.snapshot(db, ["t", "u"]) as (ts, rels):
             db.execute("INSERT INTO t VALUES (1, 1000, 'new', NULL); DELETE FROM u WHERE k < 50")
-            res = queries.run_select(db, stmt, rels)
-        assert res["rows"] == [list(before)]
+            got = [queries.run_select(db, parse_script(q, 1)[0],
+                                      {n: rels[n] for n in ("t", "u") if f" {n}" in q})["rows"]
+                   for q in (joined, alone)]
+        assert got == [[before[0]], [before[1]]]
         assert db.last_ts == ts + 1
-        after = db.query("SELECT count(*), sum(v), sum(w) FROM t JOIN u USING (k)")["rows"]
-        assert after != [list(before)]
+        assert db.query(joined)["rows"] != [before[0]]
+        assert db.query(alone)["rows"] != [before[1]]
     finally:
         sandbox._run_query = real  # type: ignore[assignment]
         db.close()
