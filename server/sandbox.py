@@ -7,11 +7,12 @@ Two independent walls, so a bug in one is not a hole:
    functions with side effects or access to the environment.
 2. `run_query` executes the query in an in-memory DuckDB that holds *copies* of exactly the
    relations the query names (a table's rows streamed as Arrow as the query scans them, from
-   the store's snapshot: `server.queries`), with external access disabled, the configuration locked (both
-   set when the connection is made), and the query inside a READ ONLY transaction, under a time
-   limit. Opening an in-memory DuckDB takes about 25 ms, so sandboxes are pooled: one serves
-   one query at a time, and goes back to the pool only when its copies are dropped and it holds
-   no table; one whose query was interrupted or failed to clean up is closed.
+   the store's snapshot: `server.queries`), with external access disabled, the configuration
+   locked (both set when the connection is made), and the query inside a READ ONLY
+   transaction, under a time limit. Opening an in-memory DuckDB takes about 25 ms, so
+   sandboxes are pooled: one serves one query at a time, and goes back to the pool only when
+   its copies are dropped and it holds no table; one whose query was interrupted or failed to
+   clean up is closed.
 The durable database is never reachable from a user's query.
 """
 

@@ -192,8 +192,8 @@ def test_tables_stream_to_the_sandbox_from_one_snapshot(tmp_path: Any) -> None:
     con = duckdb.connect()
     schema = ("CREATE TABLE t (k INTEGER, v DOUBLE, s VARCHAR, d DATE);"
               "CREATE TABLE u (k INTEGER, w BIGINT)")
-    fill = ("INSERT INTO t SELECT i % 97, i * 0.25, 's' || (i % 13), DATE '2020-01-01' + CAST(i % 400 AS INTEGER)"
-            " FROM range(200000) r(i);"
+    fill = ("INSERT INTO t SELECT i % 97, i * 0.25, 's' || (i % 13),"
+            " DATE '2020-01-01' + CAST(i % 400 AS INTEGER) FROM range(200000) r(i);"
             "INSERT INTO u SELECT i, i * i FROM range(120) r(i)")
     calls: list[Any] = []
     real = sandbox._run_query
