@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import closing, contextmanager
 from typing import Any
 
@@ -24,7 +24,7 @@ from server.sandbox import Relation, check_relations, run_query
 from server.sqltext import Statement, parse_script
 from server.state import ServerState
 from server.statistics import TableStatistics
-from server.store import Row, Store
+from server.store import Row, Store, arrow_of
 from server.values import quote_ident, row_to_json
 
 
@@ -48,25 +48,41 @@ _ARROW_EXACT = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USM
 STREAM_ROWS = 65_536
 
 
-def table_relation(cur: Any, name: str, columns: list[tuple[str, str]]) -> Relation:
-    """A table's rows in `cur`'s transaction: streamed as Arrow when every column type
-    round-trips (each `stream()` a new scan, which the caller closes; one at a time on `cur`,
-    which DuckDB requires of a connection), else read as Python rows now."""
+def table_relation(cur: Any, name: str, columns: list[tuple[str, str]],
+                   stream: bool = False) -> Relation:
+    """A table's rows in `cur`'s transaction, as Arrow when every column type round-trips:
+    read whole now, or with `stream` streamed (each `stream()` a new scan, which the caller
+    closes; one at a time on `cur`, which DuckDB requires of a connection); else read as
+    Python rows now."""
     if all(_ARROW_EXACT.fullmatch(t) for _, t in columns):
         text = f"SELECT * FROM main.{quote_ident(name)}"
-        return Relation(columns, (), stream=lambda: cur.sql(text).to_arrow_reader(STREAM_ROWS))
+        if stream:
+            return Relation(columns, (),
+                            stream=lambda: cur.sql(text).to_arrow_reader(STREAM_ROWS))
+        return Relation(columns, (), arrow_of(cur.sql(text)))
     return Relation(columns, Store.read_table(cur, name))
 
 
 @contextmanager
-def snapshot(state: ServerState, names: list[str]) -> Iterator[tuple[int, dict[str, Relation]]]:
+def snapshot(state: ServerState, names: list[str], streamed: Collection[str] = ()
+             ) -> Iterator[tuple[int, dict[str, Relation]]]:
     """Relations `names` as of one timestamp: DuckDB tables and view contents.
 
-    Each table is read through a cursor of its own, whose READ ONLY transaction begins under
-    the write lock (so every cursor sees the same commit) and stays open until the queries are
-    over: a table streams to the sandbox as the query scans it, never copied whole, and two
-    tables of one query stream at once (a DuckDB connection streams one result at a time)."""
+    The tables in `streamed` stream to the sandbox as a query scans them, never copied whole:
+    each through a cursor of its own (a DuckDB connection streams one result at a time), the
+    others read whole through one shared cursor. Every cursor's READ ONLY transaction begins
+    under the write lock, so all see the same commit, and stays open until the queries are
+    over."""
     cursors: list[Any] = []
+
+    def pinned() -> Any:
+        cur = state.store.cursor()
+        cursors.append(cur)
+        cur.execute("BEGIN TRANSACTION READ ONLY")
+        # the transaction's snapshot is taken at its first read: here, under the lock
+        cur.execute("SELECT value FROM diffsql.meta WHERE key = 'last_ts'").fetchall()
+        return cur
+
     try:
         with state.write_lock:
             ts = state.completed_ts
@@ -82,17 +98,11 @@ def snapshot(state: ServerState, names: list[str]) -> Iterator[tuple[int, dict[s
                         )
                     rels[n] = view_relation(view.columns, view.contents)
                 tables = {n: state.tables[n] for n in names if n in state.tables}
-            opened = {}
-            for n in tables:
-                cur = state.store.cursor()
-                cursors.append(cur)
-                cur.execute("BEGIN TRANSACTION READ ONLY")
-                # the transaction's snapshot is taken at its first read: here, under the lock
-                cur.execute("SELECT value FROM diffsql.meta WHERE key = 'last_ts'").fetchall()
-                opened[n] = cur
+            shared = pinned() if any(n not in streamed for n in tables) else None
+            opened = {n: pinned() if n in streamed else shared for n in tables}
         for n, rec in tables.items():
-            rels[n] = table_relation(opened[n], n,
-                                     [(c["name"], c["type"]) for c in rec.columns])
+            rels[n] = table_relation(opened[n], n, [(c["name"], c["type"]) for c in rec.columns],
+                                     stream=n in streamed)
         yield ts, rels
     finally:
         for cur in cursors:
@@ -106,14 +116,9 @@ def snapshot(state: ServerState, names: list[str]) -> Iterator[tuple[int, dict[s
 def run_select(state: ServerState, s: Statement, rels: dict[str, Relation]) -> dict[str, Any]:
     """Run SELECT `s` over `rels` in the sandbox, under the query limits."""
     settings = state.settings
-    # A table streams only when it is all the query reads, once: DuckDB does not know a
-    # stream's size, and planned joins over streams badly (TPC-H Q5 at sf 1 took 0.9-1.1 s
-    # instead of 0.6 s); a table named twice would be scanned twice.
-    named = Counter(t.name.lower() for t in s.ast.find_all(exp.Table))
     res = run_query(
         s.text,
         rels,
-        whole=set(rels) if len(rels) > 1 else {n for n in rels if named[n] > 1},
         timeout=settings.query_timeout,
         memory_limit=settings.query_memory_limit,
         max_rows=settings.max_result_rows,
@@ -156,10 +161,17 @@ def select_many(state: ServerState, stmts: list[Statement]) -> list[dict[str, An
         known = list(state.tables) + list(state.views)
     used_by = [check_relations(s.ast, known, line=s.line, column=s.column) for s in stmts]
     names = sorted({n for used in used_by for n in used})
+    # A table streams only where every query that reads it reads it alone, and names it once:
+    # DuckDB does not know a stream's size and plans joins over streams badly (TPC-H Q5 at
+    # sf 1 took 0.9-1.1 s instead of 0.6 s), and cannot scan a stream twice.
+    named = [Counter(t.name.lower() for t in s.ast.find_all(exp.Table)) for s in stmts]
+    streamed = {n for n in names
+                if all(used == [n] and count[n] == 1
+                       for used, count in zip(used_by, named, strict=True) if n in used)}
     out: list[dict[str, Any]] = []
     # The slot covers every DuckDB step of the read: copying the snapshot and the queries.
     with state.query_slots.held(state.settings.query_timeout), \
-            snapshot(state, names) as (ts, rels):
+            snapshot(state, names, streamed) as (ts, rels):
         for s, used in zip(stmts, used_by, strict=True):
             res = run_select(state, s, {n: rels[n] for n in used})
             out.append({**res, "timestamp": ts})

@@ -254,20 +254,19 @@ def run_query(
     max_bytes: int | None = None,
     line: int | None = None,
     column: int | None = None,
-    whole: Collection[str] = (),
 ) -> QueryResult:
     """Run one validated read-only query over copies of `relations`. The result is fetched in
     Arrow batches, counted in rows and bytes, and refused (`result_too_large`) as soon as it
     passes `max_rows` or `max_bytes`, before any of it becomes Python objects (which take
     several times the space): a huge result never grows the server.
 
-    A streamed relation is scanned as the query reads it, except those named in `whole` (the
-    caller decides which: `server.queries.run_select`), which are read whole first.
-    DuckDB refuses to scan one stream twice (a self-join; a CTE or subquery it plans twice): a
-    query it refuses, having returned nothing, runs again over every relation read whole."""
+    A streamed relation is scanned as the query reads it (the caller streams only what it
+    judges safe: `server.queries.select_many`). DuckDB refuses to scan one stream twice (a
+    subquery it plans twice): a query it refuses, having returned nothing, runs again over
+    every relation read whole."""
     args = (sql, relations, timeout, memory_limit, max_rows, max_bytes, line, column)
     try:
-        return _run_query(*args, whole=whole)
+        return _run_query(*args, whole=())
     except _Rescan:
         return _run_query(*args, whole=relations.keys())
 
