@@ -111,22 +111,43 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         built = _build_by_code(plan, table, key, codes, radix, decoders)
         if built is not None:
             return built
-    order, starts, keys = _runs(codes, radix, decoders)
-    sizes = np.diff(np.append(starts, n))
-    key_table = table.select(list(key)).take(starts if order is None else order[starts])
     # Each argument column once: values in group order, their validity, and their kind.
     args = {a for a in plan.value_args} | {x for _, x, _, _ in plan.accs}
     cols: dict[int, tuple[np.ndarray, np.ndarray | None, str]] = {}
-    for x in args:
-        c = _numeric(table.column(x))
-        if c is None:
-            return None
-        vals, valid, kind = c
-        if kind == "date" and any(x == y and k != "count" for k, y, _, _ in plan.accs):
-            return None  # only COUNT reads a date; the binder makes no SUM of one
-        if order is not None:
-            vals, valid = vals[order], None if valid is None else valid[order]
-        cols[x] = (vals, valid, kind)
+    pieces = {x: _numeric_chunks(table.column(x)) for x in args}
+    counted = _counting_layout(codes, radix) if all(pieces.values()) else None
+    if counted is not None:
+        # each column's values moved straight to their group's place (engine.counting_sort):
+        # no permutation, and no gather by it
+        from engine.counting_sort import counting_scatter
+
+        bounds, firsts = counted
+        group_codes = np.flatnonzero(np.diff(bounds))
+        starts, keys = bounds[group_codes], _keys(group_codes, decoders)
+        key_rows = firsts[group_codes]
+        for x, piece in pieces.items():
+            chunks, valid_chunks, kind = piece  # type: ignore[misc]
+            vals = counting_scatter(codes, bounds, chunks,
+                                    np.float64 if kind == "float" else np.int64)
+            valid = None if valid_chunks is None else \
+                counting_scatter(codes, bounds, valid_chunks, np.bool_)
+            cols[x] = (vals, valid, kind)
+    else:
+        order, starts, keys = _runs(codes, radix, decoders)
+        key_rows = starts if order is None else order[starts]
+        for x in args:
+            c = _numeric(table.column(x))
+            if c is None:
+                return None
+            vals, valid, kind = c
+            if order is not None:
+                vals, valid = vals[order], None if valid is None else valid[order]
+            cols[x] = (vals, valid, kind)
+    if any(kind == "date" and any(x == y and k != "count" for k, y, _, _ in plan.accs)
+           for x, (_, _, kind) in cols.items()):
+        return None  # only COUNT reads a date; the binder makes no SUM of one
+    sizes = np.diff(np.append(starts, n))
+    key_table = table.select(list(key)).take(key_rows)
     sums: dict[int, Any] = {}
     for i, (kind, x, _, _) in enumerate(plan.accs):
         vals, valid, vkind = cols[x]
@@ -899,6 +920,19 @@ class UnbuiltIntKeys:
         return i
 
 
+def _counting_layout(codes: np.ndarray, radix: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """`engine.counting_sort.counting_bounds` of the codes where `_stable_order` would sort
+    them by counting (they are not in order already); None where it would not."""
+    n = len(codes)
+    if not (radix <= 1 << 16 and n >= COUNTING_SORT and "numba" in sys.modules):
+        return None
+    if n > SORTED_CHECK and ascending(codes):
+        return None
+    from engine.counting_sort import counting_bounds
+
+    return counting_bounds(codes, radix)
+
+
 def _stable_order(codes: np.ndarray, radix: int) -> np.ndarray | None:
     """The stable sorting permutation of non-negative `codes` below `radix`; None when it is
     the identity (found for long codes only)."""
@@ -916,6 +950,35 @@ def _stable_order(codes: np.ndarray, radix: int) -> np.ndarray | None:
         high = np.argsort((codes[low] >> 16).astype(np.uint16), kind="stable")
         return low[high]
     return np.argsort(codes, kind="stable")
+
+
+def _numeric_chunks(col: Any) -> tuple[list[np.ndarray], list[np.ndarray] | None, str] | None:
+    """`_numeric` chunk by chunk, as Arrow holds the column (no copy into one array): each
+    chunk's values (NULLs as 0; ints of their own width, dates as int32 days), each chunk's
+    validity (None: no NULL in the column), and the kind; None for other types and uint64."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    if pa.types.is_integer(t) and not pa.types.is_uint64(t):
+        kind = "int"
+    elif pa.types.is_float64(t):
+        kind = "float"
+    elif pa.types.is_date32(t):
+        kind = "date"
+    else:
+        return None
+    vals: list[np.ndarray] = []
+    valid: list[np.ndarray] | None = [] if col.null_count else None
+    for chunk in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
+        if kind == "date":
+            chunk = chunk.cast(pa.int32())  # days since 1970-01-01, the same buffer
+        if valid is not None:
+            valid.append(pc.is_valid(chunk).to_numpy(zero_copy_only=False))
+            if chunk.null_count:
+                chunk = pc.fill_null(chunk, 0)
+        vals.append(chunk.to_numpy())
+    return vals, valid, kind
 
 
 def _numeric(col: Any) -> tuple[np.ndarray, np.ndarray | None, str] | None:

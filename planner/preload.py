@@ -36,7 +36,7 @@ def preload() -> None:
     import planner.topk_columns  # noqa: F401 - a top-k reduce's columnar build, imported lazily
 
     pa.array([0])  # pyarrow imports pandas at its first conversion of Python values
-    from engine.counting_sort import counting_order
+    from engine.counting_sort import counting_bounds, counting_order, counting_scatter
     from planner.float_sums import group_sums, group_sums_by_code
 
     # Each kernel for writable arrays and for read-only ones (NumPy views of Arrow buffers, as
@@ -49,6 +49,13 @@ def preload() -> None:
         group_sums(vals, None, starts)
         group_sums_by_code(vals, None, codes, 1)
         counting_order(codes, 1)
+        # a GROUP BY's scatter (planner.aggregate_columns): doubles, dates as int32 days,
+        # ints, and validity
+        bounds = counting_bounds(codes, 1)[0]
+        for chunk, dtype in ((vals, np.float64), (codes.astype(np.int32), np.int64),
+                             (codes, np.int64), (codes == 0, np.bool_)):
+            chunk.flags.writeable = writable
+            counting_scatter(codes, bounds, [chunk], dtype)
 
 
 def preload_in_background() -> None:

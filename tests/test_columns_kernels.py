@@ -217,8 +217,26 @@ def _state_view(st: Any) -> Any:
             repr(st.output()[0]))  # the rows (not the records read: instrumentation)
 
 
+@pytest.mark.parametrize("counting", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
+def test_aggregate_states_from_columns_equal_from_rows(seed: int, counting: bool,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """... by every path: with `counting`, codes below 2**16 that are not in order already
+    move each column to its group by the counting scatter (engine.counting_sort)."""
+    import planner.aggregate_columns as ac
+
+    scattered = []
+    if counting:
+        import engine.counting_sort as cs
+
+        monkeypatch.setattr(ac, "COUNTING_SORT", 0)
+        real_scatter = cs.counting_scatter
+
+        def spy(*args: Any) -> Any:
+            scattered.append(1)
+            return real_scatter(*args)
+
+        monkeypatch.setattr(cs, "counting_scatter", spy)
     rng = random.Random(seed)
     n = rng.choice([50, 400, 3000])
     keys_a = [rng.choice([None, 1, 2, 3, -4]) for _ in range(n)]
@@ -290,6 +308,7 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int) -> None:
         want[k0].apply(change)
         assert _state_view(built[k0]) == _state_view(want[k0])
     assert columns_taken >= 6
+    assert bool(scattered) == counting
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -329,6 +348,38 @@ def test_counting_order_equals_a_stable_argsort(seed: int, monkeypatch: pytest.M
     codes = rng.integers(0, 5000, 20_000)
     got = ac._stable_order(codes, 5000)
     assert got is not None and np.array_equal(got, np.argsort(codes, kind="stable"))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_counting_scatter_equals_a_gather_by_the_stable_order(seed: int) -> None:
+    """engine.counting_sort's bounds and scatter against NumPy: the values of chunks of any
+    dtype, in the stable order of the codes; each code's first row; and chunks that do not
+    cover the codes refused."""
+    from engine.counting_sort import counting_bounds, counting_scatter
+
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 7, 3000):
+        for radix in (1, 2, 300, 1 << 16):
+            codes = rng.integers(0, radix, n)
+            order = np.argsort(codes, kind="stable")
+            bounds, firsts = counting_bounds(codes, radix)
+            assert np.array_equal(bounds, np.concatenate(
+                ([0], np.cumsum(np.bincount(codes, minlength=radix)))))
+            present = np.unique(codes)
+            assert np.array_equal(firsts[present], [np.argmax(codes == c) for c in present])
+            cuts = np.sort(rng.integers(0, n + 1, 3))
+            for values, dtype in ((rng.random(n), np.float64),
+                                  (rng.integers(-2 ** 31, 2 ** 31, n).astype(np.int32), np.int64),
+                                  (rng.integers(-2 ** 62, 2 ** 62, n), np.int64),
+                                  (rng.random(n) < 0.5, np.bool_)):
+                chunks = np.split(values, cuts)
+                chunks[0].flags.writeable = False  # a NumPy view of an Arrow buffer
+                got = counting_scatter(codes, bounds, chunks, dtype)
+                assert got.dtype == dtype
+                assert np.array_equal(got, values[order].astype(dtype))
+            if n:
+                with pytest.raises(ValueError):
+                    counting_scatter(codes, bounds, [np.zeros(n - 1)], np.float64)
 
 
 def _topk_view(st: Any) -> tuple[Any, ...]:
