@@ -377,9 +377,15 @@ class BuiltGroups:
         keys, self.key_table = self.key_table, None
         if keys is None or not self.keys:
             return None
-        aggregates, read = self._aggregate_columns()
         arrays = []
-        for col in aggregates:
+        read = 0
+        for a, slot in zip(self.plan.aggs, self.plan.slots, strict=True):
+            read += self._read(a)
+            array = self._array(a, slot)
+            if array is not None:
+                arrays.append(array)
+                continue
+            col = self._column(a, slot)
             kinds = set(map(type, col)) - {type(None)}
             if len(kinds) > 1 or not kinds <= {int, float, datetime.date}:
                 return None  # e.g. a bool, a Decimal or ints beside floats: as rows
@@ -394,45 +400,83 @@ class BuiltGroups:
     def _aggregate_columns(self) -> tuple[list[list[Any]], int]:
         """Each aggregate's value in every group (what `rows()` zips), and the records
         read."""
-        plan, groups = self.plan, len(self.keys)
-        columns: list[list[Any]] = []
-        read = 0
-        for a, slot in zip(plan.aggs, plan.slots, strict=True):
-            f = a.func
-            if f == "count_star":
-                columns.append(np.diff(self.bounds).tolist())
-                continue
-            read += groups
-            if f in ("min", "max"):
-                assert a.arg is not None
-                columns.append(self._extremes(a.arg, f))
-                continue
-            kind, x, _, _ = plan.accs[slot]
-            n = self.counts[x]
-            if f == "count":
-                columns.append(n.tolist())
-                continue
-            totals = self._totals(slot)
-            has = n > 0
-            present = has.tolist()
-            if f == "sum" and self._in_range(a, slot, has):
-                # `_finish_sum` of each total is the total itself: a float, or an int within
-                # the SUM's type (checked over all groups at once)
-                col = totals if all(present) else [
-                    t if p else None for t, p in zip(totals, present, strict=True)]
-            elif f == "sum":
-                col = [_finish_sum(a, t) if p else None
-                       for t, p in zip(totals, present, strict=True)]
-            else:  # avg
-                col = [_finish_avg(t, c) if c else None
-                       for t, c in zip(totals, n.tolist(), strict=True)]
-            columns.append(canonical_column(col))
-        return columns, read
+        pairs = list(zip(self.plan.aggs, self.plan.slots, strict=True))
+        return ([self._column(a, slot) for a, slot in pairs],
+                sum(self._read(a) for a, _ in pairs))
 
-    def _extremes(self, x: int, f: str) -> list[Any]:
-        """MIN or MAX of `x` per group, by one `reduceat` (NULLs as the other extreme; a
-        group without a value gets None). There is no NaN or -0.0, so the maximum is the
-        one value tied for it."""
+    def _read(self, a: Any) -> int:
+        """The records aggregate `a`'s column reads: one per group (COUNT(*) reads none)."""
+        return 0 if a.func == "count_star" else len(self.keys)
+
+    def _column(self, a: Any, slot: int) -> list[Any]:
+        """Aggregate `a`'s value in every group."""
+        f = a.func
+        if f == "count_star":
+            return np.diff(self.bounds).tolist()
+        if f in ("min", "max"):
+            assert a.arg is not None
+            found, has = self._extremes(a.arg, f)
+            out = found.tolist()
+            if not has.all():
+                out = [v if h else None for v, h in zip(out, has.tolist(), strict=True)]
+            return out
+        kind, x, _, _ = self.plan.accs[slot]
+        n = self.counts[x]
+        if f == "count":
+            return n.tolist()
+        totals = self._totals(slot)
+        has = n > 0
+        present = has.tolist()
+        if f == "sum" and self._in_range(a, slot, has):
+            # `_finish_sum` of each total is the total itself: a float, or an int within
+            # the SUM's type (checked over all groups at once)
+            col = totals if all(present) else [
+                t if p else None for t, p in zip(totals, present, strict=True)]
+        elif f == "sum":
+            col = [_finish_sum(a, t) if p else None
+                   for t, p in zip(totals, present, strict=True)]
+        else:  # avg
+            col = [_finish_avg(t, c) if c else None
+                   for t, c in zip(totals, n.tolist(), strict=True)]
+        return canonical_column(col)
+
+    def _array(self, a: Any, slot: int) -> Any:
+        """`pa.array(self._column(a, slot))` made from the arrays themselves (no Python
+        object per group), where their values are exactly those: counts; MIN and MAX; SUM
+        of ints within the SUM's type, and AVG of ints below 2**53 (int / int then rounds
+        as float / float); SUM and AVG of floats summed as int64 (`FloatSums.ints`) in
+        groups without NaN, infinities or NULL only. None elsewhere."""
+        import pyarrow as pa
+
+        f = a.func
+        if f == "count_star":
+            return pa.array(np.diff(self.bounds))
+        if f in ("min", "max"):
+            found, has = self._extremes(a.arg, f)
+            return pa.array(found, mask=None if has.all() else ~has)
+        _, x, _, _ = self.plan.accs[slot]
+        n = self.counts[x]
+        if f == "count":
+            return pa.array(n)
+        s, kind = self.sums[slot], self.kinds[x]
+        has = n > 0
+        if kind == "int" and isinstance(s, np.ndarray):
+            mask = None if has.all() else ~has
+            if f == "sum" and self._in_range(a, slot, has):
+                return pa.array(s, mask=mask)
+            if f == "avg" and (not len(s) or int(np.abs(s).max()) <= 2 ** 53):
+                return pa.array(s / np.where(has, n, 1), mask=mask)
+            return None
+        if kind == "float" and isinstance(s, FloatSums) and s.ints is not None and not (
+                (s.nan > 0) | (s.pinf > 0) | (s.ninf > 0) | (s.n == 0)).any():
+            totals = s.ints.astype(np.float64)  # FloatSums.totals, its special groups none
+            return pa.array(totals if f == "sum" else totals / n)
+        return None
+
+    def _extremes(self, x: int, f: str) -> tuple[np.ndarray, np.ndarray]:
+        """MIN or MAX of `x` per group, by one `reduceat` (NULLs as the other extreme; dates
+        as datetime64[D]), and which groups have a value (the others' MIN or MAX is NULL).
+        There is no NaN or -0.0, so the maximum is the one value tied for it."""
         vals, valid, kind = self.values[x]
         if kind == "float":
             fill: Any = np.inf if f == "min" else -np.inf
@@ -441,11 +485,8 @@ class BuiltGroups:
         if valid is not None:
             vals = np.where(valid, vals, fill)
         found = (np.minimum if f == "min" else np.maximum).reduceat(vals, self.bounds[:-1])
-        out = (found.astype("datetime64[D]") if kind == "date" else found).tolist()
-        has = self.counts[x] > 0
-        if not has.all():
-            out = [v if h else None for v, h in zip(out, has.tolist(), strict=True)]
-        return out
+        return (found.astype("datetime64[D]") if kind == "date" else found,
+                self.counts[x] > 0)
 
     def _in_range(self, a: Any, i: int, has: np.ndarray) -> bool:
         """Whether `_finish_sum(a, total)` is the total itself for every group with a value:

@@ -311,6 +311,59 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int, counting: bool
     assert bool(scattered) == counting
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_built_columns_from_arrays_equal_the_rows(seed: int) -> None:
+    """`BuiltGroups.columns()` takes each aggregate's column from the arrays where its values
+    are exactly the per-row ones (counts, MIN/MAX, SUM and AVG of ints, of integer-valued
+    floats): the table's rows equal `rows()` and the per-row states' output, value for
+    value and type for type, with groups where every value is NULL and AVG of ints that
+    Python's int / int rounds (up to 2**53)."""
+    rng = random.Random(seed)
+    n = 2000
+    key = [rng.randrange(40) for _ in range(n)]
+    big = 2 ** 53 // n  # sums of up to 2**53: int / int rounds as float / float
+    ints = [None if k == 7 or rng.random() < 0.05 else rng.randint(-big, big) for k in key]
+    floats = [float(rng.randint(-10 ** 6, 10 ** 6)) for _ in key]  # integer-valued, no NULL
+    dates = [None if k == 7 else rng.choice(DATES) for k in key]
+    table = pa.table([pa.array(key, pa.int64()), pa.array(ints, pa.int64()),
+                      pa.array(floats, pa.float64()), pa.array(dates, pa.date32())],
+                     names=list("kifd"))
+    aggs = (Agg("count_star", None, False, "BIGINT"), Agg("count", 1, False, "BIGINT"),
+            Agg("sum", 1, False, "HUGEINT"), Agg("avg", 1, False, "DOUBLE"),
+            Agg("sum", 2, False, "DOUBLE"), Agg("avg", 2, False, "DOUBLE"),
+            Agg("min", 1, False, "BIGINT"), Agg("max", 2, False, "DOUBLE"),
+            Agg("min", 3, False, "DATE"), Agg("max", 3, False, "DATE"))
+    plan = IncrementalAggregates(aggs)
+    groups = build_groups(plan, table, (0,))
+    assert groups is not None
+    assert all(groups._array(a, slot) is not None
+               for a, slot in zip(plan.aggs, plan.slots, strict=True))
+    rows, _ = groups.rows()
+    cols = groups.columns()
+    assert cols is not None
+    out, _, _ = cols
+    got = list(rows_of(out, out.num_columns))
+    want = []
+    for k, group in sorted(rows_by_key_reference(list(rows_of(table, 4)), (0,)).items()):
+        st = plan(k)
+        st.apply_vals(group, 1)
+        [(row, _)] = st.output()[0]
+        want.append(tuple(k) + row)
+    assert repr(got) == repr([tuple(k) + r for k, r in zip(groups.keys, rows, strict=True)])
+    assert repr(got) == repr(want)
+    assert any(r[2] == 0 and r[3] is None for r in got)  # the group of NULLs: COUNT 0, SUM NULL
+    # past 2**53, float(sum) / n rounds twice: (2**53 + 1) / 3 is 3002399751580331.0 exactly,
+    # float(2**53 + 1) / 3 is 3002399751580330.5. The AVG of ints then comes from the rows.
+    table = pa.table([pa.array([1, 1, 1, 2], pa.int64()),
+                      pa.array([2 ** 52, 2 ** 52, 1, 5], pa.int64())], names=list("ki"))
+    plan = IncrementalAggregates((Agg("avg", 1, False, "DOUBLE"),))
+    groups = build_groups(plan, table, (0,))
+    assert groups is not None and groups._array(plan.aggs[0], plan.slots[0]) is None
+    cols = groups.columns()
+    assert cols is not None
+    assert list(rows_of(cols[0], 2)) == [(1, 3002399751580331.0), (2, 5.0)]
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_stable_order_equals_a_stable_argsort(seed: int) -> None:
     rng = np.random.default_rng(seed)
