@@ -219,7 +219,7 @@ def _terms(bits, valid, starts):  # type: ignore[no-untyped-def]
     return out_g, out_s, out_v, m
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _counts_by_code(vals, bits, valid, codes, radix):  # type: ignore[no-untyped-def]
     """`_counts` with row i in group `codes[i]` (< radix) instead of runs: per code, in one
     pass over the rows in their own order (no sort, no gather)."""
@@ -251,7 +251,7 @@ def _counts_by_code(vals, bits, valid, codes, radix):  # type: ignore[no-untyped
     return n, nan, pinf, ninf, ints, integral and top * rows < _INT_LIMIT
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _terms_by_code(bits, valid, codes, radix):  # type: ignore[no-untyped-def]
     """`_terms` with row i in group `codes[i]` (< radix): one pair of buckets per (code,
     exponent), all live at once (radix * 32 KiB), folded per code at the end; the terms'
