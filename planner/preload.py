@@ -49,13 +49,14 @@ def preload() -> None:
         group_sums(vals, None, starts)
         group_sums_by_code(vals, None, codes, 1)
         counting_order(codes, 1)
-        # a GROUP BY's scatter (planner.aggregate_columns): doubles, dates as int32 days,
-        # ints, and validity
-        bounds = counting_bounds(codes, 1)[0]
-        for chunk, dtype in ((vals, np.float64), (codes.astype(np.int32), np.int64),
-                             (codes, np.int64), (codes == 0, np.bool_)):
+        # a GROUP BY's scatter (planner.aggregate_columns): its codes are its own array, the
+        # chunks (doubles, dates as int32 days, ints, validity) mostly Arrow's
+        own = np.zeros(2, np.int64)
+        bounds = counting_bounds(own, 1)[0]
+        for chunk, dtype in ((vals, np.float64), (own.astype(np.int32), np.int64),
+                             (own.copy(), np.int64), (own == 0, np.bool_)):
             chunk.flags.writeable = writable
-            counting_scatter(codes, bounds, [chunk], dtype)
+            counting_scatter(own, bounds, [chunk], dtype)
 
 
 def preload_in_background() -> None:
