@@ -13,7 +13,9 @@ rows) when the table holds something this module does not decide exactly. The su
   column of 1- or 2-byte values its bytes (`_fixed_width_codes`); else its dictionary index
   (a float column only without NaN or -0.0, which the row path keys by its own rules:
   Python's dict makes -0.0 and 0.0 one key, keeping the first seen). Then one stable sort of
-  the combined codes (radix sorts below 2**32, see `_runs`), or, for a few codes and no
+  the combined codes (radix sorts below 2**32, see `_runs`) and a gather of each argument
+  column by it; below 2**16 codes, no permutation: each column's values are moved straight
+  to their group by a counting scatter (`engine.counting_sort`); and for a few codes and no
   MIN/MAX over a large table, no sort at all: every sum and count by code in the rows' own
   order (`_build_by_code`);
 - aggregates: COUNT(*), COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x) without DISTINCT, over
@@ -21,9 +23,10 @@ rows) when the table holds something this module does not decide exactly. The su
   (exact sums per (group, exponent), see `planner.float_sums`; MIN/MAX only without NaN or -0.0,
   which the row path orders and keys by its own rules) and dates (COUNT, MIN, MAX).
 
-The Python work at hydration is a constant number of calls per group (its key and output
-row), never a call per row; MIN and MAX are one `reduceat` each, and a group's sorted index
-of distinct values is built when it first changes.
+The Python work at hydration is a constant number of calls per group (its key), never a
+call per row; MIN and MAX are one `reduceat` each, the output columns go to Arrow from the
+arrays where their values are exactly the per-row ones (`BuiltGroups._array`), and a group's
+sorted index of distinct values is built when it first changes.
 """
 from __future__ import annotations
 
@@ -209,7 +212,8 @@ def _build_by_code(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
 
     half = len(floats) // 2
     first, second = parallel.both(lambda: float_sums(floats[half:]),
-                                  lambda: float_sums(floats[:half]))
+                                  lambda: float_sums(floats[:half])) if half else (
+        float_sums(floats), [])
     summed = dict(zip(floats[half:] + floats[:half], first + second, strict=True))
     for i, (kind, x, _, _) in enumerate(plan.accs):
         vals, valid, vkind = cols[x]
