@@ -75,6 +75,61 @@ def ascending(codes: np.ndarray) -> bool:
     return not (head[1:] < head[:-1]).any() and not (codes[1:] < codes[:-1]).any()
 
 
+class AscendingChunks:
+    """The sorted index of a key column that is one ascending int64 column without NULL
+    held as several Arrow chunks: NumPy views of the chunks (no copy into one array, so the
+    table and its index hold the keys once: 48 MB for 6M rows arranged by an id), searched
+    as their concatenation would be. Invariant: `searchsorted(v, side)` equals
+    `np.concatenate(chunks).searchsorted(v, side)`, for a scalar or an array of probes."""
+
+    __slots__ = ("chunks", "starts", "lasts", "size")
+
+    def __init__(self, chunks: list[np.ndarray]) -> None:
+        kept = [c for c in chunks if len(c)]
+        self.chunks = kept
+        self.starts = np.zeros(len(kept) + 1, dtype=np.int64)
+        np.cumsum([len(c) for c in kept], out=self.starts[1:])
+        self.lasts = np.array([c[-1] for c in kept], dtype=np.int64)
+        self.size = int(self.starts[-1])
+
+    @staticmethod
+    def of(chunks: list[np.ndarray]) -> AscendingChunks | None:
+        """The index over `chunks` if their concatenation never decreases, else None."""
+        kept = [c for c in chunks if len(c)]
+        for i, c in enumerate(kept):
+            if i and c[0] < kept[i - 1][-1] or not ascending(c):
+                return None
+        return AscendingChunks(kept)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def searchsorted(self, v: Any, side: str = "left") -> Any:
+        # Every chunk before the one `lasts` points at lies wholly on v's left, every one
+        # after it wholly on its right (the chunks ascend): only that chunk is searched.
+        if not isinstance(v, np.ndarray):
+            c = int(self.lasts.searchsorted(v, side))  # type: ignore[call-overload]
+            if c == len(self.chunks):
+                return self.size
+            return int(self.starts[c]) + int(self.chunks[c].searchsorted(v, side))
+        at = self.lasts.searchsorted(v, side)  # type: ignore[call-overload]
+        out = np.full(len(v), self.size, dtype=np.int64)
+        for c in np.unique(at).tolist():
+            if c == len(self.chunks):
+                continue
+            sel = at == c
+            out[sel] = self.starts[c] + self.chunks[c].searchsorted(v[sel], side)
+        return out
+
+    def key_count(self) -> int:
+        """The number of distinct values."""
+        if not self.size:
+            return 0
+        changes = sum(int(np.count_nonzero(c[1:] != c[:-1])) for c in self.chunks)
+        firsts = np.array([c[0] for c in self.chunks[1:]], dtype=np.int64)
+        return 1 + changes + int(np.count_nonzero(self.lasts[:-1] != firsts))
+
+
 def _dictionary_codes(col: Any) -> tuple[np.ndarray, dict[Any, int]] | None:
     """A column's values as int64 codes, and the dict from each value (as `column_values`
     gives it) to its code, values equal by Python's rules sharing one (0.0 and -0.0, 1 and
@@ -238,6 +293,12 @@ class KeyedRowsBatch(Batch):
             if self._rows is None:
                 # from the table's key columns, without making the rows: exact ints by value,
                 # any other column by a dictionary code
+                chunks = self._ascending_chunks()
+                if chunks is not None:
+                    self._radix = None
+                    self._order = None  # the identity: no array of row numbers
+                    s = self._sorted = chunks
+                    return True
                 cols, coders = [], []
                 for k in self.key:
                     col = self.table.column(k)
@@ -263,6 +324,18 @@ class KeyedRowsBatch(Batch):
                         s = self._sorted = codes[order]
                     self._order = order
         return s is not False
+
+    def _ascending_chunks(self) -> AscendingChunks | None:
+        """The index as views of the table's key column's chunks (`AscendingChunks`) when the
+        key is one int64 column without NULL, of several chunks, in ascending order."""
+        import pyarrow as pa
+
+        if len(self.key) != 1:
+            return None
+        col = self.table.column(self.key[0])
+        if col.num_chunks < 2 or col.type != pa.int64() or col.null_count:
+            return None
+        return AscendingChunks.of([c.to_numpy() for c in col.chunks])
 
     def _encode(self, cols: list[np.ndarray]) -> np.ndarray | None:
         """One int64 code per row for the key columns `cols` (the column itself for one),
@@ -433,6 +506,8 @@ class KeyedRowsBatch(Batch):
     def key_count(self) -> int:
         if self._dict is None and self._index():
             s = self._sorted
+            if isinstance(s, AscendingChunks):
+                return s.key_count()
             return int(np.count_nonzero(s[1:] != s[:-1])) + 1 if len(s) else 0
         return len(self.updates)
 
@@ -458,7 +533,8 @@ class KeyedRowsBatch(Batch):
             return 0
         if self._rows is None:
             total = int(self.table.nbytes)
-            if self._sorted is not None and self._sorted is not False:
+            if self._sorted is not None and self._sorted is not False \
+                    and not isinstance(self._sorted, AscendingChunks):  # the table's own keys
                 total += (8 if self._order is None else 16) * self.records
             return total
         row = self.rows[0]

@@ -25,6 +25,7 @@ from engine.rows_at import RowsAt, key_getter
 from engine.rows_batch import (
     ASCENDING_PROBE,
     SORTED_MIN_ROWS,
+    AscendingChunks,
     KeyedRowsBatch,
     ascending,
     int_column,
@@ -116,6 +117,9 @@ def test_a_batch_of_columns_answers_as_the_reference_batch(seed: int) -> None:
                       pa.array([rng.choice([None, 1.5, "x"]) and rng.random() for _ in range(n)]),
                       pa.array([rng.randrange(5) for _ in range(n)], pa.int16())],
                      names=["k", "v", "w"])
+    chunked = seed % 4 == 1 and n > 10  # several chunks, one of them empty: as DuckDB reads
+    if chunked:
+        table = pa.concat_tables([table.slice(0, 7), table.slice(7, 0), table.slice(7)])
     rows = list(rows_of(table, 3))
     key = (0,)
     t, diff = (3,), rng.choice([1, -1])
@@ -130,10 +134,40 @@ def test_a_batch_of_columns_answers_as_the_reference_batch(seed: int) -> None:
         [_entries(ref.updates.get(k)) for k in probes[:5]]
     if key_type != pa.string() and n >= SORTED_MIN_ROWS:
         assert b._rows is None  # answered from the key column and the hits alone
+        # an ascending int64 key of several chunks: the index is the chunks themselves
+        assert isinstance(b._sorted, AscendingChunks) is (chunked and key_type == pa.int64())
+        assert b.key_count() == len(ref.updates)
     odd = [("7",), (2.0,), (True,), (None,)]  # equal to an int key by Python's rules, or not
     assert [_entries(e) for e in b.get_many(odd)] == [_entries(ref.updates.get(k)) for k in odd]
     assert {k: _entries(v) for k, v in b.updates.items()} == \
         {k: _entries(v) for k, v in ref.updates.items()}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_ascending_chunks_search_as_their_concatenation(seed: int) -> None:
+    """`AscendingChunks` answers `searchsorted` (one probe or an array of them, either side)
+    and `key_count` as one array of the chunks would: equal keys across a chunk boundary,
+    empty chunks, probes below, between and above every key; chunks out of order are no
+    index (`of` is None)."""
+    rng = np.random.default_rng(seed)
+    whole = np.sort(rng.integers(-20, 20, int(rng.integers(1, 300))))
+    cuts = np.sort(rng.integers(0, len(whole) + 1, int(rng.integers(0, 6))))
+    chunks = np.split(whole, cuts)  # empty ones among them where cuts repeat or sit at an end
+    idx = AscendingChunks.of(chunks)
+    assert idx is not None and len(idx) == len(whole)
+    probes = np.arange(-25, 26, dtype=np.int64)
+    for side in ("left", "right"):
+        want = whole.searchsorted(probes, side)
+        assert [idx.searchsorted(int(p), side) for p in probes] == want.tolist()
+        shuffled = rng.permutation(probes)
+        assert idx.searchsorted(shuffled, side).tolist() == \
+            whole.searchsorted(shuffled, side).tolist()
+    assert idx.key_count() == len(np.unique(whole))
+    if len([c for c in chunks if len(c)]) > 1 and whole[0] < whole[-1]:
+        kept = [c for c in chunks if len(c)]
+        swapped = [kept[-1]] + kept[:-1]
+        assert AscendingChunks.of(swapped) is None or \
+            np.all(np.diff(np.concatenate(swapped)) >= 0)
 
 
 def test_ascending_equals_a_comparison_of_neighbours() -> None:
