@@ -307,7 +307,8 @@ class BuiltGroups:
                     st.index[x] = sc.index  # type: ignore[assignment]
                     continue
                 present = (uniq.astype("datetime64[D]") if kind == "date" else uniq).tolist()
-                values.update(zip(present, ucount.tolist(), strict=True))
+                values.update(dict.fromkeys(present, 1) if ucount is None
+                              else zip(present, ucount.tolist(), strict=True))
             if nulls:
                 values[None] = nulls
             if idx is None:
@@ -917,14 +918,23 @@ def _fixed_width_codes(col: Any) -> tuple[np.ndarray, list[Any]] | None:
     return codes, values
 
 
-def _distinct(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _distinct(part: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """`np.unique(part, return_counts=True)` in a few NumPy calls (np.unique's own cost a
-    third of making a MIN/MAX group's state on its first change); a float part holding NaN,
-    which np.unique folds into one value, goes to np.unique itself."""
-    s = np.sort(part)
-    if not len(s) or s.dtype.kind == "f" and np.isnan(s[-1]):  # NaN sorts last
+    third of making a MIN/MAX group's state on its first change), with None for the counts
+    when every value is distinct; a float part holding NaN, which np.unique folds into one
+    value, goes to np.unique itself. A writable `part` is sorted in place, and when its values
+    are distinct it is the values returned: no copy (the caller's part is a group's own slice,
+    whose order nothing else reads)."""
+    if not len(part) or part.dtype.kind == "f" and np.isnan(part).any():
         return np.unique(part, return_counts=True)
+    if part.flags.writeable:
+        part.sort()
+        s = part
+    else:
+        s = np.sort(part)
     starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
+    if len(starts) == len(s):
+        return s, None
     return s[starts], np.diff(np.append(starts, len(s)))
 
 

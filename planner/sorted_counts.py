@@ -3,8 +3,12 @@ NumPy arrays instead of a dict entry and an index tuple per distinct value.
 
 `SortedCounts(values, counts, kind, nulls)` holds the group's distinct non-NULL values at its
 hydration (`values` ascending, int64 or float64 without NaN, or dates as days since 1970) with
-their counts, and later values that are not among them in an overlay (a dict and a
-`SortedList` of `_value_entry`s, exactly the per-row state). The base values whose count fell
+their counts (None: each once), and later values that are not among them in an overlay (a dict
+and a `SortedList` of `_value_entry`s, exactly the per-row state). Neither array is copied or
+written: `values` may be a view of the group's part of a hydration's column (see
+`planner.aggregate_columns.BuiltGroups.state`), and a base value's changed count goes to a
+dict (`changed`), so a state costs its group's values once however many groups a batch
+touches. The base values whose count fell
 to 0 are kept in a sorted list while they are few (`DEAD_LIST_MAX`): the k-th present value is
 found by stepping over them. Past that, a Fenwick tree over "count > 0" of the base values
 finds it in O(log n), so MIN, MAX and the value below MAX cost O(log n) whatever was deleted
@@ -40,19 +44,22 @@ _I64 = (-(1 << 63), (1 << 63) - 1)
 class SortedCounts:
     """See the module docstring. `kind` is "int", "float" or "date"."""
 
-    __slots__ = ("base", "counts", "kind", "tree", "dead", "live", "nulls", "extra",
+    __slots__ = ("base", "counts", "changed", "kind", "tree", "dead", "live", "nulls", "extra",
                  "extra_index", "index", "last", "ends")
 
-    def __init__(self, values: np.ndarray, counts: np.ndarray, kind: str, nulls: int) -> None:
+    def __init__(self, values: np.ndarray, counts: np.ndarray | None, kind: str,
+                 nulls: int) -> None:
         self.base = values
-        self.counts = counts.astype(np.int64)
+        self.counts = counts
+        # base position -> its count, where it changed since the build
+        self.changed: dict[int, int] = {}
         self.kind = kind
         self.nulls = nulls
         self.extra: dict[Any, int] = {}
         self.extra_index: SortedList = SortedList()
-        self.live = int(np.count_nonzero(self.counts > 0))
+        self.live = len(values) if counts is None else int(np.count_nonzero(counts > 0))
         # the dead base positions, ascending, or (past DEAD_LIST_MAX of them) the tree
-        self.dead: list[int] = np.flatnonzero(self.counts <= 0).tolist()
+        self.dead: list[int] = [] if counts is None else np.flatnonzero(counts <= 0).tolist()
         self.tree: np.ndarray | None = None
         if len(self.dead) > DEAD_LIST_MAX:
             self._grow_tree()
@@ -106,9 +113,22 @@ class SortedCounts:
             return datetime.date.fromordinal(x + _EPOCH)
         return x
 
+    def _count(self, i: int) -> int:
+        c = self.changed.get(i)
+        if c is None:
+            return 1 if self.counts is None else int(self.counts[i])
+        return c
+
+    def present(self) -> np.ndarray:
+        """Whether each base value's count is above 0."""
+        flags = np.ones(len(self.base), dtype=bool) if self.counts is None else self.counts > 0
+        for i, c in self.changed.items():
+            flags[i] = c > 0
+        return flags
+
     def _set_base(self, i: int, c: int) -> None:
-        was = self.counts[i] > 0
-        self.counts[i] = c
+        was = self._count(i) > 0
+        self.changed[i] = c
         if was != (c > 0):
             d = 1 if c > 0 else -1
             self.live += d
@@ -123,7 +143,7 @@ class SortedCounts:
                     self._grow_tree()
 
     def _grow_tree(self) -> None:
-        self.tree = _fenwick((self.counts > 0).astype(np.int64))
+        self.tree = _fenwick(self.present().astype(np.int64))
         self.dead = []
 
     def _kth(self, k: int) -> int:
@@ -154,7 +174,7 @@ class SortedCounts:
             return self.nulls if self.nulls else default
         i = self._find(v)
         if i >= 0:
-            c = int(self.counts[i])
+            c = self._count(i)
             return c if c else default
         return self.extra.get(v, default)
 
@@ -182,7 +202,7 @@ class SortedCounts:
             return
         i = self._find(v)
         if i >= 0:
-            if self.counts[i] <= 0:
+            if self._count(i) <= 0:
                 raise KeyError(v)
             self._set_base(i, 0)
         else:
@@ -195,12 +215,14 @@ class SortedCounts:
         """The arrays' bytes, and the overlay's entries (a dict slot and an index entry each)
         at `per_record` bytes a record."""
         tree = self.tree.nbytes if self.tree is not None else 8 * len(self.dead)
-        return self.base.nbytes + self.counts.nbytes + tree + 2 * per_record * len(self.extra)
+        counts = self.counts.nbytes if self.counts is not None else 0
+        return self.base.nbytes + counts + tree + per_record * len(self.changed) \
+            + 2 * per_record * len(self.extra)
 
     def __iter__(self) -> Iterator[Any]:
         if self.nulls:
             yield None
-        for i in np.flatnonzero(self.counts > 0).tolist():
+        for i in np.flatnonzero(self.present()).tolist():
             yield self._value(i)
         yield from self.extra
 
@@ -242,7 +264,7 @@ class _Index:
         return len(self) > 0
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
-        base = [self._entry(i) for i in np.flatnonzero(self.sc.counts > 0).tolist()]
+        base = [self._entry(i) for i in np.flatnonzero(self.sc.present()).tolist()]
         return iter(sorted(base + list(self.sc.extra_index)))
 
     def first(self) -> tuple[Any, ...]:
@@ -276,7 +298,7 @@ class _Index:
             v = x.date() if sc.kind == "date" and x == datetime.datetime(
                 x.year, x.month, x.day) else x
             i = sc._find(v) if sc.kind != "date" or v.__class__ is datetime.date else -1
-            if i >= 0 and sc.counts[i] > 0:
+            if i >= 0 and sc._count(i) > 0:
                 tied.append(self._entry(i))
         return min(tied)
 

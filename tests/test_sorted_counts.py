@@ -56,15 +56,25 @@ def _view(st: Any) -> Any:
             repr(st.output()[0]))
 
 
+def _distinct_values(kind: str, rng: random.Random, n: int) -> list[Any]:
+    """n values, no two equal (but NULLs): a group whose state keeps no counts array."""
+    ints = rng.sample(range(-2000, 2000), n)
+    vals: list[Any] = {"int": ints, "float": [i / 4 for i in ints],
+                       "date": [D0 + datetime.timedelta(days=i) for i in ints]}[kind]
+    return [v if rng.random() > 0.1 else None for v in vals]
+
+
 @pytest.mark.parametrize("kind", ["int", "float", "date"])
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("dead_list", [0, 5, 10_000])  # the tree at once, later, never
+@pytest.mark.parametrize("distinct", [False, True])  # the group's values: repeated, or not
 def test_sorted_counts_equals_the_per_row_state(kind: str, seed: int, dead_list: int,
+                                                distinct: bool,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(aggregate_columns, "ARRAY_INDEX_MIN", 1)
     monkeypatch.setattr(sorted_counts, "DEAD_LIST_MAX", dead_list)
     rng = random.Random(seed)
-    vals = _values(kind, rng, 400)
+    vals = (_distinct_values if distinct else _values)(kind, rng, 400)
     atype = {"int": pa.int64(), "float": pa.float64(), "date": pa.date32()}[kind]
     table = pa.table([pa.array([1] * len(vals)), pa.array(vals, atype)], names=["k", "v"])
     vtype = {"int": "BIGINT", "float": "DOUBLE", "date": "DATE"}[kind]
@@ -74,6 +84,7 @@ def test_sorted_counts_equals_the_per_row_state(kind: str, seed: int, dead_list:
     assert built is not None
     got = built[(1,)]
     assert isinstance(got.values[1], SortedCounts)
+    assert (got.values[1].counts is None) is distinct  # each value once: no counts array
     want = plan((1,))
     want.apply_vals(list(rows_of(table, 2)), 1)
     assert _view(got) == _view(want)
@@ -116,8 +127,20 @@ def test_distinct_equals_np_unique() -> None:
         else:
             a = rng.integers(0, 3, n).astype("datetime64[D]").astype(np.int64)
         want_v, want_c = np.unique(a, return_counts=True)
-        got_v, got_c = aggregate_columns._distinct(a)
+        frozen = t % 2 == 1  # a read-only part (an Arrow column's view) is copied, not sorted
+        given = a.copy()
+        if frozen:
+            given.flags.writeable = False
+        got_v, got_c = aggregate_columns._distinct(given)
         assert np.array_equal(got_v, want_v, equal_nan=kind == 1), a
         assert np.array_equal(np.signbit(got_v), np.signbit(want_v)), a
-        assert np.array_equal(got_c, want_c) and got_c.dtype == want_c.dtype, a
+        if got_c is None:  # every value distinct
+            assert (want_c == 1).all(), a
+        else:
+            assert np.array_equal(got_c, want_c) and got_c.dtype == want_c.dtype, a
         assert got_v.dtype == want_v.dtype
+        if frozen or np.isnan(a).any():  # (a NaN: np.unique's own answer, on the part)
+            assert np.array_equal(given, a, equal_nan=True)
+        elif n:  # sorted in place: the same multiset; distinct values are the part itself
+            assert np.array_equal(given, np.sort(a))
+            assert (got_c is None) is (got_v is given)
