@@ -130,6 +130,51 @@ class AscendingChunks:
         return 1 + changes + int(np.count_nonzero(self.lasts[:-1] != firsts))
 
 
+class DenseCodes:
+    """The sorted index of codes that fill at least as many values as their range holds (ids
+    of a table that many rows refer to, a dictionary's codes): for each code of the range
+    `[low, low + span)`, where its rows start in key order (`bounds`, span + 1 of them), in
+    place of the n sorted codes (8 bytes a row). Invariant: `searchsorted(v, side)` equals
+    `np.sort(codes).searchsorted(v, side)`, for a scalar or an array of probes."""
+
+    __slots__ = ("low", "bounds")
+
+    def __init__(self, low: int, bounds: np.ndarray) -> None:
+        self.low = low
+        self.bounds = bounds
+
+    @staticmethod
+    def of(codes: np.ndarray) -> DenseCodes | None:
+        """The index of `codes` if their range is no wider than their number, else None."""
+        if not len(codes):
+            return None
+        low, high = int(codes.min()), int(codes.max())
+        span = high - low + 1
+        if span > len(codes):
+            return None
+        bounds = np.zeros(span + 1, dtype=np.int64)
+        np.cumsum(np.bincount(codes - low if low else codes, minlength=span), out=bounds[1:])
+        return DenseCodes(low, bounds)
+
+    def __len__(self) -> int:
+        return int(self.bounds[-1])
+
+    def searchsorted(self, v: Any, side: str = "left") -> Any:
+        # the codes below v (left) or not above it (right) are those of the codes before it
+        # in the range (or before the one after it), clipped to the range's ends
+        span = len(self.bounds) - 1
+        shift = 1 if side == "right" else 0
+        if not isinstance(v, np.ndarray):
+            return int(self.bounds[min(max(v - self.low + shift, 0), span)])
+        # clipped before the subtraction, which could wrap for a probe far outside
+        at = np.clip(v, max(self.low - 1, _I64_MIN), min(self.low + span, _I64_MAX))             - self.low + shift
+        return self.bounds[np.clip(at, 0, span)]
+
+    def key_count(self) -> int:
+        """The number of distinct codes."""
+        return int(np.count_nonzero(np.diff(self.bounds)))
+
+
 def _dictionary_codes(col: Any) -> tuple[np.ndarray, dict[Any, int]] | None:
     """A column's values as int64 codes, and the dict from each value (as `column_values`
     gives it) to its code, values equal by Python's rules sharing one (0.0 and -0.0, 1 and
@@ -321,7 +366,8 @@ class KeyedRowsBatch(Batch):
                         s = self._sorted = codes
                     else:
                         order = _key_order(codes)
-                        s = self._sorted = codes[order]
+                        dense = DenseCodes.of(codes)
+                        s = self._sorted = dense if dense is not None else codes[order]
                     self._order = order
         return s is not False
 
@@ -506,7 +552,7 @@ class KeyedRowsBatch(Batch):
     def key_count(self) -> int:
         if self._dict is None and self._index():
             s = self._sorted
-            if isinstance(s, AscendingChunks):
+            if isinstance(s, (AscendingChunks, DenseCodes)):
                 return s.key_count()
             return int(np.count_nonzero(s[1:] != s[:-1])) + 1 if len(s) else 0
         return len(self.updates)
@@ -533,18 +579,28 @@ class KeyedRowsBatch(Batch):
             return 0
         if self._rows is None:
             total = int(self.table.nbytes)
-            if self._sorted is not None and self._sorted is not False \
-                    and not isinstance(self._sorted, AscendingChunks):  # the table's own keys
-                total += (8 if self._order is None else 16) * self.records
+            total += self._index_bytes()
             return total
         row = self.rows[0]
         per_row = 8 + sys.getsizeof(row) + sum(sys.getsizeof(x) for x in row)
         total = self.records * per_row
-        if self._sorted is not None and self._sorted is not False:
-            total += (8 if self._order is None else 16) * self.records
+        total += self._index_bytes()
         if self._dict is not None:
             total += self.records * 72 + len(self._dict) * 150
         return total
+
+    def _index_bytes(self) -> int:
+        """The sorted index's arrays (the order of the rows, the sorted codes or their
+        bounds; none for the table's own key column, `AscendingChunks`)."""
+        s = self._sorted
+        if s is None or s is False:
+            return 0
+        order = 0 if self._order is None else int(self._order.nbytes)
+        if isinstance(s, AscendingChunks):
+            return order if self.table is not None else order + 8 * self.records
+        if isinstance(s, DenseCodes):
+            return order + int(s.bounds.nbytes)
+        return order + int(s.nbytes)
 
     def __repr__(self) -> str:
         return "KeyedRowsBatch(seq=%d, records=%d, lower=%s, upper=%s, key=%s)" % (

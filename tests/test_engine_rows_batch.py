@@ -26,6 +26,7 @@ from engine.rows_batch import (
     ASCENDING_PROBE,
     SORTED_MIN_ROWS,
     AscendingChunks,
+    DenseCodes,
     KeyedRowsBatch,
     ascending,
     int_column,
@@ -136,6 +137,8 @@ def test_a_batch_of_columns_answers_as_the_reference_batch(seed: int) -> None:
         assert b._rows is None  # answered from the key column and the hits alone
         # an ascending int64 key of several chunks: the index is the chunks themselves
         assert isinstance(b._sorted, AscendingChunks) is (chunked and key_type == pa.int64())
+        # keys out of order within a range no wider than their number: bounds per key
+        assert isinstance(b._sorted, DenseCodes) is (seed % 2 == 0)
         assert b.key_count() == len(ref.updates)
     odd = [("7",), (2.0,), (True,), (None,)]  # equal to an int key by Python's rules, or not
     assert [_entries(e) for e in b.get_many(odd)] == [_entries(ref.updates.get(k)) for k in odd]
@@ -168,6 +171,33 @@ def test_ascending_chunks_search_as_their_concatenation(seed: int) -> None:
         swapped = [kept[-1]] + kept[:-1]
         assert AscendingChunks.of(swapped) is None or \
             np.all(np.diff(np.concatenate(swapped)) >= 0)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_dense_codes_search_as_the_sorted_codes(seed: int) -> None:
+    """`DenseCodes` answers `searchsorted` (one probe or an array, either side, probes below,
+    inside and above the range, at int64's ends) and `key_count` as the sorted codes would;
+    codes spread wider than their number are no index (`of` is None)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    low = int(rng.choice([-(2**63), -7, 0, 2**63 - 1 - n]))
+    codes = (low + rng.integers(0, n, n)).astype(np.int64)  # span at most n, with gaps
+    idx = DenseCodes.of(codes)
+    assert idx is not None and len(idx) == n
+    whole = np.sort(codes)
+    edge = [-(2**63), 2**63 - 1, low, int(whole[-1]), int(whole[-1]) + 1 if whole[-1] < 2**63 - 1
+            else 2**63 - 1]
+    probes = np.array(sorted(set(edge + [int(x) for x in whole[::7]] + [low - 1 if low > -(2**63)
+                                                                        else low])),
+                      dtype=np.int64)
+    for side in ("left", "right"):
+        want = whole.searchsorted(probes, side)
+        assert [idx.searchsorted(int(p), side) for p in probes] == want.tolist()
+        shuffled = rng.permutation(probes)
+        assert idx.searchsorted(shuffled, side).tolist() == \
+            whole.searchsorted(shuffled, side).tolist()
+    assert idx.key_count() == len(np.unique(codes))
+    assert DenseCodes.of(np.array([0, n + 1] + [0] * (n - 1), dtype=np.int64)) is None
 
 
 def test_ascending_equals_a_comparison_of_neighbours() -> None:
