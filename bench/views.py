@@ -50,11 +50,15 @@ Measured in one run, in process (``planner.compile_view`` + ``engine.Dataflow``)
 - one transaction of ``--batch`` changed rows (default 10,000, scaled down to a tenth of
   lineitem when the data is smaller; 60% lineitem UPDATE/DELETE, 20% lineitem INSERT, 20%
   orders UPDATE/DELETE/INSERT), the same comparison;
-- this process's peak RSS (DuckDB's in-memory copy of the data included; the data is
-  generated and written in a child process, whose memory the allocators would otherwise keep
-  in this one after it is freed: 0.6-0.9 GB at sf 1), DuckDB's in-memory
-  size of the loaded tables (``duckdb_memory()``) and the ratio of the two, and each view's
-  arrangements (records and approximate bytes, from ``Dataflow.arrangement_stats()``).
+- this process's peak RSS: the engine and its store, DuckDB holding the loaded tables and
+  taking every write, as the server's does. The data is generated and written in a child
+  process, whose memory the allocators would otherwise keep in this one after it is freed
+  (0.4-0.5 GB at sf 1). DuckDB's answers and times come from another child process with its
+  own copy of the tables and the same writes (`Oracle`): its recomputes' working memory (100-200
+  MB at sf 1, coming and going with each one, and about 200 MB its allocator kept) is not the
+  system's. Then DuckDB's in-memory size of the loaded tables (``duckdb_memory()``) and the
+  ratio of the two, and each view's arrangements (records and approximate bytes, from
+  ``Dataflow.arrangement_stats()``).
 
 Then through the HTTP server (a ``python -m server.cli serve`` subprocess on 127.0.0.1, data
 directory in a temporary directory, the Parquet files as its import directory): the load with
@@ -422,18 +426,120 @@ class View:
         return sum(int(s["records"]) for s in stats), sum(int(s["bytes"]) for s in stats)
 
 
+def recompute(con: duckdb.DuckDBPyConnection) -> tuple[float, dict[str, Counter[Any]]]:
+    """DuckDB running every view's SELECT: (seconds, answers)."""
+    t0 = time.perf_counter()
+    out = {n: con.execute(q).fetchall() for n, q in VIEWS.items()}
+    elapsed = time.perf_counter() - t0
+    return elapsed, {n: Counter(map(tuple, rows)) for n, rows in out.items()}
+
+
+def duck_batch(con: duckdb.DuckDBPyConnection,
+               changes: dict[str, list[tuple[tuple[Any, ...], int]]]) -> float:
+    """A batch of changes in DuckDB, one transaction: delete the old rows by key, insert the
+    new; the seconds it took."""
+    t0 = time.perf_counter()
+    keys = {"lineitem": ("l_orderkey", "l_linenumber"), "orders": ("o_orderkey",)}
+    con.execute("BEGIN")
+    for table, ups in changes.items():
+        idx = [i for i, (c, _) in enumerate(TABLES[table]) if c in keys[table]]
+        gone = [tuple(r[i] for i in idx) for r, d in ups if d < 0]
+        if gone:
+            cols = ", ".join(keys[table])
+            # a DuckDB relation from a Python list of key tuples
+            kt = pa.table({c: pa.array([g[j] for g in gone]) for j, c in enumerate(keys[table])})
+            con.register("gone_keys", kt)
+            con.execute(f"DELETE FROM {table} WHERE ({cols}) IN (SELECT ({cols}) FROM"
+                        " gone_keys)")
+            con.unregister("gone_keys")
+        added = [r for r, d in ups if d > 0]
+        if added:
+            con.register("added_rows", to_arrow(table, added))
+            con.execute(f"INSERT INTO {table} SELECT * FROM added_rows")
+            con.unregister("added_rows")
+    con.execute("COMMIT")
+    return time.perf_counter() - t0
+
+
+# The oracle's own DuckDB, in its child process (`Oracle`).
+_ORACLE: duckdb.DuckDBPyConnection | None = None
+
+
+def _oracle_open(files: dict[str, str]) -> None:
+    global _ORACLE
+    _ORACLE = duckdb.connect()
+    for t in TABLES:
+        _ORACLE.execute(ddl(t))
+        _ORACLE.execute(f"COPY {t} FROM '{files[t]}' (FORMAT parquet)")
+
+
+def _oracle_recompute() -> tuple[float, dict[str, Counter[Any]]]:
+    assert _ORACLE is not None
+    return recompute(_ORACLE)
+
+
+def _oracle_times(tries: int) -> tuple[float, dict[str, float]]:
+    """The best of `tries` of all the views' SELECTs together, and of each one alone."""
+    assert _ORACLE is not None
+    whole = min(recompute(_ORACLE)[0] for _ in range(tries))
+    each: dict[str, float] = {}
+    for name, q in VIEWS.items():
+        each[name] = math.inf
+        for _ in range(tries):
+            t0 = time.perf_counter()
+            _ORACLE.execute(q).fetchall()
+            each[name] = min(each[name], time.perf_counter() - t0)
+    return whole, each
+
+
+def _oracle_execute(stmt: str, params: list[Any]) -> None:
+    assert _ORACLE is not None
+    _ORACLE.execute(stmt, params)
+
+
+def _oracle_batch(changes: dict[str, list[tuple[tuple[Any, ...], int]]]) -> float:
+    assert _ORACLE is not None
+    return duck_batch(_ORACLE, changes)
+
+
+class Oracle:
+    """DuckDB recomputing the views, in a child process holding its own copy of the tables
+    and applying the same writes: the answers every result is checked against, and DuckDB's
+    times. In a process of its own, so the peak RSS measured here is the engine's and its
+    store's (this process's DuckDB, holding the tables and taking the writes, as the server's
+    does), not the oracle's: its queries' working memory came and went with every recompute
+    (100-200 MB at sf 1) and its allocator kept about 200 MB after the first ones."""
+
+    def __init__(self, files: dict[str, Path]) -> None:
+        self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=_oracle_open,
+                                        initargs=({t: str(p) for t, p in files.items()},))
+
+    def recompute(self) -> tuple[float, dict[str, Counter[Any]]]:
+        return self.pool.submit(_oracle_recompute).result()
+
+    def times(self, tries: int) -> tuple[float, dict[str, float]]:
+        return self.pool.submit(_oracle_times, tries).result()
+
+    def execute(self, stmt: str, params: list[Any]) -> None:
+        self.pool.submit(_oracle_execute, stmt, params).result()
+
+    def batch(self, changes: dict[str, list[tuple[tuple[Any, ...], int]]]) -> float:
+        return self.pool.submit(_oracle_batch, changes).result()
+
+    def close(self) -> None:
+        self.pool.shutdown()
+
+
 class Checker:
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
+    def __init__(self, oracle: Oracle) -> None:
+        self.oracle = oracle
         self.ok = True
         self.failures: Counter[str] = Counter()
 
     def recompute(self) -> tuple[float, dict[str, Counter[Any]]]:
-        """DuckDB running every view's SELECT: (seconds, answers)."""
-        t0 = time.perf_counter()
-        out = {n: self.con.execute(q).fetchall() for n, q in VIEWS.items()}
-        elapsed = time.perf_counter() - t0
-        return elapsed, {n: Counter(map(tuple, rows)) for n, rows in out.items()}
+        """DuckDB running every view's SELECT (in the oracle's process): (seconds, answers)."""
+        return self.oracle.recompute()
 
     def check(self, views: dict[str, View], want: dict[str, Counter[Any]], when: str) -> bool:
         good = True
@@ -565,26 +671,8 @@ class Writer:
         return {"lineitem": li, "orders": od}
 
     def duck_batch(self, changes: dict[str, list[tuple[tuple[Any, ...], int]]]) -> None:
-        """The batch in DuckDB, one transaction: delete the old rows by key, insert the new."""
-        keys = {"lineitem": ("l_orderkey", "l_linenumber"), "orders": ("o_orderkey",)}
-        self.con.execute("BEGIN")
-        for table, ups in changes.items():
-            idx = [i for i, (c, _) in enumerate(TABLES[table]) if c in keys[table]]
-            gone = [tuple(r[i] for i in idx) for r, d in ups if d < 0]
-            if gone:
-                cols = ", ".join(keys[table])
-                # a DuckDB relation from a Python list of key tuples
-                kt = pa.table({c: pa.array([g[j] for g in gone]) for j, c in enumerate(keys[table])})
-                self.con.register("gone_keys", kt)
-                self.con.execute(f"DELETE FROM {table} WHERE ({cols}) IN (SELECT ({cols}) FROM"
-                                 " gone_keys)")
-                self.con.unregister("gone_keys")
-            added = [r for r, d in ups if d > 0]
-            if added:
-                self.con.register("added_rows", to_arrow(table, added))
-                self.con.execute(f"INSERT INTO {table} SELECT * FROM added_rows")
-                self.con.unregister("added_rows")
-        self.con.execute("COMMIT")
+        """The batch in this process's DuckDB (the store)."""
+        duck_batch(self.con, changes)
 
 
 def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> dict[str, Any]:
@@ -599,15 +687,9 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
     # DuckDB's in-memory size of the loaded tables (what issue 11 compares peak RSS with)
     duck_mb = con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()"
                           " WHERE tag = 'IN_MEMORY_TABLE'").fetchone()[0] / 2**20
-    checker = Checker(con)
-    duck_h = min(checker.recompute()[0] for _ in range(3))
-    duck_v: dict[str, float] = {}
-    for name, q in VIEWS.items():
-        duck_v[name] = math.inf
-        for _ in range(3):
-            t0 = time.perf_counter()
-            con.execute(q).fetchall()
-            duck_v[name] = min(duck_v[name], time.perf_counter() - t0)
+    oracle = Oracle(files)
+    checker = Checker(oracle)
+    duck_h, duck_v = oracle.times(3)
     _, want = checker.recompute()
     print("rows: " + ", ".join(f"{t}={data.num_rows[t]:,}" for t in TABLES), flush=True)
 
@@ -658,6 +740,7 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
         if slowest is None or ours_t[kind][-1] > slowest[1]:
             slowest = (kind, ours_t[kind][-1], max(per_view.items(), key=lambda x: x[1]))
         con.execute(stmt, params)
+        oracle.execute(stmt, params)
         elapsed, want = checker.recompute()
         duck_t[kind].append(elapsed)
         ok_kind[kind] = checker.check(views, want, kind) and ok_kind[kind]
@@ -691,9 +774,8 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
         v.apply(changes, w.epoch)
         batch_t[name] = time.perf_counter() - t0
     ours_b = sum(batch_t.values())
-    t0 = time.perf_counter()
     w.duck_batch(changes)
-    duck_dml = time.perf_counter() - t0
+    duck_dml = oracle.batch(changes)
     duck_b, want = checker.recompute()
     good = checker.check(views, want, "batch")
     res["batch"] = (n, ours_b, duck_b)
@@ -717,11 +799,13 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
     print(f"{'all':7} {'':>5} {ours_h:>9.2f} {duck_h * 1e3:>9.1f} {ours_b * 1e3:>9.1f} |"
           f" {sum(r for r, _ in arr_h.values()):>10,} {sum(b for _, b in arr_h.values()) / 2**20:>7.1f}"
           f" | {sum(r for r, _ in arr.values()):>11,} {sum(b for _, b in arr.values()) / 2**20:>7.1f}")
-    print(f"peak RSS of this process (the engine and DuckDB; the tables were generated in a"
-          f" child process{'' if fresh_peak else '; and the imports: the peak could not be reset'}"
+    print(f"peak RSS of this process (the engine and its store, DuckDB; the tables were"
+          f" generated, and DuckDB's answers recomputed, in child processes"
+          f"{'' if fresh_peak else '; and the imports: the peak could not be reset'}"
           f"): {res['peak_rss']:.0f} MB; DuckDB's tables in memory: {duck_mb:.0f} MB"
           f" ({res['peak_rss'] / duck_mb:.1f}x)")
     res["ok"] = checker.ok
+    oracle.close()
     con.close()
     return res
 
