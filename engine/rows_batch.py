@@ -366,6 +366,8 @@ class KeyedRowsBatch(Batch):
                         s = self._sorted = codes
                     else:
                         order = _key_order(codes)
+                        if len(order) < 1 << 31:  # row numbers in half the bytes
+                            order = order.astype(np.int32)
                         dense = DenseCodes.of(codes)
                         s = self._sorted = dense if dense is not None else codes[order]
                     self._order = order
