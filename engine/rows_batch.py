@@ -167,7 +167,8 @@ class DenseCodes:
         if not isinstance(v, np.ndarray):
             return int(self.bounds[min(max(v - self.low + shift, 0), span)])
         # clipped before the subtraction, which could wrap for a probe far outside
-        at = np.clip(v, max(self.low - 1, _I64_MIN), min(self.low + span, _I64_MAX))             - self.low + shift
+        at = np.clip(v, max(self.low - 1, _I64_MIN), min(self.low + span, _I64_MAX))
+        at = at - self.low + shift
         return self.bounds[np.clip(at, 0, span)]
 
     def key_count(self) -> int:
