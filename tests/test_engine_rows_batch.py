@@ -146,6 +146,18 @@ def test_a_batch_of_columns_answers_as_the_reference_batch(seed: int) -> None:
         {k: _entries(v) for k, v in ref.updates.items()}
 
 
+def _search_as(idx: Any, whole: np.ndarray, probes: np.ndarray,
+               rng: np.random.Generator) -> None:
+    """`idx.searchsorted` equals the sorted array `whole`'s, probe by probe and for all the
+    probes at once (shuffled), on either side."""
+    for side in ("left", "right"):
+        want = whole.searchsorted(probes, side)
+        assert [idx.searchsorted(int(p), side) for p in probes] == want.tolist()
+        shuffled = rng.permutation(probes)
+        assert idx.searchsorted(shuffled, side).tolist() == \
+            whole.searchsorted(shuffled, side).tolist()
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_ascending_chunks_search_as_their_concatenation(seed: int) -> None:
     """`AscendingChunks` answers `searchsorted` (one probe or an array of them, either side)
@@ -159,12 +171,7 @@ def test_ascending_chunks_search_as_their_concatenation(seed: int) -> None:
     idx = AscendingChunks.of(chunks)
     assert idx is not None and len(idx) == len(whole)
     probes = np.arange(-25, 26, dtype=np.int64)
-    for side in ("left", "right"):
-        want = whole.searchsorted(probes, side)
-        assert [idx.searchsorted(int(p), side) for p in probes] == want.tolist()
-        shuffled = rng.permutation(probes)
-        assert idx.searchsorted(shuffled, side).tolist() == \
-            whole.searchsorted(shuffled, side).tolist()
+    _search_as(idx, whole, probes, rng)
     assert idx.key_count() == len(np.unique(whole))
     if len([c for c in chunks if len(c)]) > 1 and whole[0] < whole[-1]:
         kept = [c for c in chunks if len(c)]
@@ -190,12 +197,7 @@ def test_dense_codes_search_as_the_sorted_codes(seed: int) -> None:
     probes = np.array(sorted(set(edge + [int(x) for x in whole[::7]] + [low - 1 if low > -(2**63)
                                                                         else low])),
                       dtype=np.int64)
-    for side in ("left", "right"):
-        want = whole.searchsorted(probes, side)
-        assert [idx.searchsorted(int(p), side) for p in probes] == want.tolist()
-        shuffled = rng.permutation(probes)
-        assert idx.searchsorted(shuffled, side).tolist() == \
-            whole.searchsorted(shuffled, side).tolist()
+    _search_as(idx, whole, probes, rng)
     assert idx.key_count() == len(np.unique(codes))
     assert DenseCodes.of(np.array([0, n + 1] + [0] * (n - 1), dtype=np.int64)) is None
 
