@@ -527,8 +527,12 @@ class Oracle:
     def batch(self, changes: dict[str, list[tuple[tuple[Any, ...], int]]]) -> float:
         return self.pool.submit(_oracle_batch, changes).result()
 
-    def close(self) -> None:
-        self.pool.shutdown()
+    def __enter__(self) -> Oracle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # also on an error, so a failed run leaves no child process behind
+        self.pool.shutdown(cancel_futures=True)
 
 
 class Checker:
@@ -676,18 +680,26 @@ class Writer:
 
 
 def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> dict[str, Any]:
-    res: dict[str, Any] = {}
     # the peak RSS from here on: DuckDB's copy and the engine, not the imports
     gc.collect()
     fresh_peak = reset_peak_rss()
     con = duckdb.connect()
+    try:
+        with Oracle(files) as oracle:
+            return _in_process(args, data, files, con, oracle, fresh_peak)
+    finally:
+        con.close()
+
+
+def _in_process(args: argparse.Namespace, data: Data, files: dict[str, Path],
+                con: duckdb.DuckDBPyConnection, oracle: Oracle, fresh_peak: bool) -> dict[str, Any]:
+    res: dict[str, Any] = {}
     for t in TABLES:
         con.execute(ddl(t))
         con.execute(f"COPY {t} FROM '{files[t]}' (FORMAT parquet)")
     # DuckDB's in-memory size of the loaded tables (what issue 11 compares peak RSS with)
     duck_mb = con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()"
                           " WHERE tag = 'IN_MEMORY_TABLE'").fetchone()[0] / 2**20
-    oracle = Oracle(files)
     checker = Checker(oracle)
     duck_h, duck_v = oracle.times(3)
     _, want = checker.recompute()
@@ -805,8 +817,6 @@ def in_process(args: argparse.Namespace, data: Data, files: dict[str, Path]) -> 
           f"): {res['peak_rss']:.0f} MB; DuckDB's tables in memory: {duck_mb:.0f} MB"
           f" ({res['peak_rss'] / duck_mb:.1f}x)")
     res["ok"] = checker.ok
-    oracle.close()
-    con.close()
     return res
 
 
