@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from engine import executors
 from engine.errors import DataflowPoisoned
 from engine.lattice import Antichain, Time
-from engine.progress import ReachPlan, compute_reach, reach_plan
+from engine.progress import (
+    BackwardPlan,
+    ReachPlan,
+    backward_plan,
+    backward_reach,
+    compute_reach,
+    reach_plan,
+)
 
 if TYPE_CHECKING:
     from engine.trace import Trace
@@ -102,6 +109,10 @@ class Operator:
         self._passthrough = self._identity and self._stateless and not self.needs_frontier
 
     # -- progress ------------------------------------------------------------------------------
+    # `summary` as `(drop, inc, app)` (see `progress`): a class that overrides `summary`
+    # declares its form next to it, or progress tracking walks the graph for it.
+    summary_form: ClassVar[tuple[int, int, tuple[int, ...]] | None] = (0, 0, ())
+
     def summary(self, t: Time) -> Time | None:
         return t
 
@@ -191,6 +202,8 @@ class Dataflow:
         self._loops_version = -1
         self._reach_plan: ReachPlan = []
         self._plan_version = -1
+        self._backward_plan: BackwardPlan | None = None
+        self._backward_version = -1
 
     def _register(self, op: Operator) -> int:
         self.ops.append(op)
@@ -225,7 +238,7 @@ class Dataflow:
         # A loop's feedback is read before it is computed in this pass, so its reach must come
         # from real pointstamps: a reach carried around a cycle from the previous pass would
         # only ever grow by one and never let the loop retire.
-        reach: Any = compute_reach(self.ops, self._plan()) if self.has_loops() else [None] * len(self.ops)
+        reach: Any = self._backward_reach() if self.has_loops() else [None] * len(self.ops)
         busy = False
         budget = self.budget
         try:
@@ -258,6 +271,17 @@ class Dataflow:
             self.poisoned = exc
             raise
         return busy
+
+    def _backward_reach(self) -> list[Any]:
+        """The frontiers of the operators read backwards (see `progress`), from the
+        pointstamps as they are now."""
+        # Operators and their edges are only ever added, each with a new operator.
+        if self._backward_version != len(self.ops):
+            self._backward_plan = backward_plan(self.ops)
+            self._backward_version = len(self.ops)
+        if self._backward_plan is None:
+            return compute_reach(self.ops, self._plan())
+        return backward_reach(self.ops, self._backward_plan)
 
     def _plan(self) -> ReachPlan:
         # Operators and their edges are only ever added, each with a new operator.

@@ -29,6 +29,8 @@ from engine.operators.buffer import split_buffer
 class EnterOp(Operator):
     """Moves a collection from the parent scope into `scope`: t -> t + (0,)."""
 
+    summary_form = (0, 0, (0,))  # t -> t + (0,), as `summary` (see engine.progress)
+
     def __init__(self, scope: Scope, source: Operator) -> None:
         super().__init__(scope, "enter", [source])
 
@@ -43,6 +45,8 @@ class EnterOp(Operator):
 
 class LeaveOp(Operator):
     """Moves a collection from a loop to its parent scope: (t, i) -> t."""
+
+    summary_form = (1, 0, ())  # (t, i) -> t, as `summary` (see engine.progress)
 
     def __init__(self, scope: Scope, source: Operator) -> None:
         super().__init__(scope, "leave", [source])
@@ -88,6 +92,8 @@ class ConsolidateOp(Operator):
 
 class FeedbackOp(ConsolidateOp):
     """The back edge of a loop: consolidates complete times and adds 1 to the counter."""
+
+    summary_form = (0, 1, ())  # (t, i) -> (t, i + 1), as `summary` (see engine.progress)
 
     def __init__(self, scope: Scope, source: Operator) -> None:
         super().__init__(scope, source, "feedback")

@@ -1,0 +1,196 @@
+"""Progress tracking: the frontiers a loop reads backwards, from path summaries.
+
+* The summary algebra: `compose` is function composition (`apply_summary` of a composition
+  equals applying one summary then the other) and `summary_le` is the pointwise order, on
+  seeded random summaries and times.
+* Every operator class's declared `summary_form` is its `summary`; a class that overrides
+  `summary` without declaring a form has none (it is never inherited).
+* At every step of the graph oracles' dataflows (connected components, doubly nested SCC with
+  many epochs in flight, sliding-window reachability on both executors), `backward_reach`
+  equals the reference walk `compute_reach` for every operator read backwards; a graph with an
+  operator whose summary has no form is scheduled by the walk and still gives BFS's answer.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import test_engine_graphs as graphs
+
+import engine.dataflow
+from engine import Dataflow
+from engine.dataflow import Operator
+from engine.progress import (
+    IDENTITY,
+    apply_summary,
+    backward_plan,
+    compose,
+    compute_reach,
+    summary_form,
+    summary_le,
+)
+
+
+def _random_summary(rng: random.Random, n: int) -> tuple[int, int, tuple[int, ...]]:
+    drop = rng.randrange(n)
+    return (drop, rng.randrange(3), tuple(rng.randrange(3) for _ in range(rng.randrange(3))))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compose_is_composition_and_summary_le_is_pointwise(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(2000):
+        t = tuple(rng.randrange(5) for _ in range(rng.randrange(1, 5)))
+        f = _random_summary(rng, len(t))
+        mid = apply_summary(f, t)
+        g = _random_summary(rng, len(mid))
+        assert apply_summary(compose(f, g), t) == apply_summary(g, mid), (f, g, t)
+        h = _random_summary(rng, len(t))
+        if summary_le(f, h):
+            a, b = apply_summary(f, t), apply_summary(h, t)
+            assert len(a) == len(b) and all(x <= y for x, y in zip(a, b, strict=True))
+    assert compose(IDENTITY, (1, 2, (3,))) == (1, 2, (3,)) == compose((1, 2, (3,)), IDENTITY)
+
+
+def _operator_classes() -> list[type]:
+    import engine.collection  # noqa: F401 - registers every operator class
+
+    out, todo = [], [Operator]
+    while todo:
+        cls = todo.pop()
+        out.append(cls)
+        todo.extend(cls.__subclasses__())
+    return out
+
+
+def test_declared_forms_are_the_summaries() -> None:
+    rng = random.Random(0)
+    checked = 0
+    for cls in _operator_classes():
+        op = object.__new__(cls)
+        form = summary_form(op)
+        if form is None:
+            continue
+        for _ in range(50):
+            t = tuple(rng.randrange(10) for _ in range(rng.randrange(2, 5)))
+            assert apply_summary(form, t) == cls.summary(op, t), cls
+        checked += 1
+    assert checked >= 4  # the identity, enter, leave and feedback
+
+    class Delay(Operator):
+        def summary(self, t: Any) -> Any:
+            return t[:-1] + (t[-1] + 2,)
+
+    assert summary_form(object.__new__(Delay)) is None
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every `backward_reach` the scheduler takes is compared with `compute_reach`; yields
+    the count of frontiers compared."""
+    real = engine.dataflow.backward_reach
+    count = [0]
+
+    def both(ops: Any, plan: Any) -> Any:
+        got = real(ops, plan)
+        want = compute_reach(ops)
+        for q, _ in plan:
+            assert set(got[q].elements) == set(want[q].elements), ops[q]
+            count[0] += 1
+        return got
+
+    monkeypatch.setattr(engine.dataflow, "backward_reach", both)
+    yield count
+    assert count[0] > 0
+
+
+def test_connected_components_frontiers(checked: list[int]) -> None:
+    graphs.test_connected_components_fig7_under_random_updates()
+
+
+def test_scc_doubly_nested_frontiers(checked: list[int]) -> None:
+    graphs.test_scc_many_epochs_in_flight_equals_stepwise()
+
+
+def test_reachability_frontiers(checked: list[int]) -> None:
+    graphs.test_reachability_sliding_window_changing_roots()
+
+
+def test_reachability_frontiers_columnar(checked: list[int]) -> None:
+    from engine.executors.columnar import ColumnarExecutor
+    from engine.fields import Fields, JoinFields
+
+    rng = random.Random(5)
+    df = Dataflow(executor=ColumnarExecutor())
+    edges_h, edges = df.new_input("edges")
+    roots_h, roots = df.new_input("roots")
+
+    def body(reach: Any) -> Any:
+        step = reach.map(Fields(1, 0)).join_map(edges.enter(reach.scope), JoinFields("left", "right"))
+        return step.concat(reach).distinct()
+
+    cap = roots.map(lambda r: (r, r)).iterate(body).capture()
+    win = [(rng.randrange(30), rng.randrange(30)) for _ in range(40)]
+    for e in win:
+        edges_h.insert(e)
+    roots_h.insert_many([1, 2])
+    for epoch in range(1, 40):
+        edges_h.advance_to(epoch)
+        roots_h.advance_to(epoch)
+        if epoch % 3:  # some epochs wait, so several are in flight at once
+            df.run()
+            state = graphs.naive.accumulate(cap.updates, (epoch,))
+            want = {(r, n): 1 for r in (1, 2) for n in graphs.naive.reachable({r}, set(win))}
+            assert state == want, epoch
+        new = (rng.randrange(30), rng.randrange(30))
+        edges_h.remove(win.pop(0))
+        edges_h.insert(new)
+        win.append(new)
+
+
+def test_an_operator_without_a_form_is_scheduled_by_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A feedback whose summary declares no form: no plan, `compute_reach` serves, and the
+    loop still converges to the right answer at every epoch."""
+    from engine.operators.iterate import FeedbackOp
+
+    class Undeclared(FeedbackOp):
+        summary_form = None
+
+        def summary(self, t: Any) -> Any:
+            return FeedbackOp.summary(self, t)
+
+    import engine.collection
+
+    monkeypatch.setattr(engine.collection, "FeedbackOp", Undeclared)
+    walked = [0]
+    real = engine.dataflow.compute_reach
+
+    def walk(*a: Any) -> Any:
+        walked[0] += 1
+        return real(*a)
+
+    monkeypatch.setattr(engine.dataflow, "compute_reach", walk)
+    graphs.test_reachability_sliding_window_changing_roots()
+    assert walked[0] > 0
+
+
+def test_backward_plan_of_a_loop() -> None:
+    """The reachability loop's plan: one backward source (the feedback), reached from every
+    operator before it, through +1 on the loop counter from inside the loop and through
+    enter then +1 from the root scope."""
+    df = Dataflow()
+    _, edges = df.new_input("edges")
+    _, roots = df.new_input("roots")
+    graphs.reachable_from(roots, edges).capture()
+    plan = backward_plan(df.ops)
+    assert plan is not None and len(plan) == 1
+    q, sources = plan[0]
+    assert type(df.ops[q]).__name__ == "FeedbackOp"
+    forms = {type(df.ops[x]).__name__ + str(df.ops[x].scope.dims): s for x, s in sources}
+    assert forms["InputOp1"] == [(0, 0, (1,))]
+    assert forms["FeedbackOp2"] == [IDENTITY]
+    assert forms["ReduceOp2"] == [(0, 1, ())]
+    assert not any(type(df.ops[x]).__name__ == "CaptureOp" for x, _ in sources)
