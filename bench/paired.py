@@ -8,8 +8,8 @@ rate and the median of the per-update (or per-batch) time ratios B/A, and checks
 reach sets against BFS at the end (exits non-zero on a mismatch). Comparing a setting with
 itself gives a ratio of 1.00 within about 1%.
 
-A setting is `;`-separated items, each a module attribute to set before the copy runs
-(`engine.trace.FOLD_BATCHES=4`, evaluated as Python) or `reference-progress` (the copy's
+A setting is `;`-separated items, each an attribute of a module or of a class in one to set
+before the copy runs (`engine.trace.FOLD_BATCHES=4`, the value evaluated as Python) or `reference-progress` (the copy's
 scheduler uses the reference walk, `engine.progress.compute_reach`, instead of the path
 summaries). Module attributes are set again before every run of each copy, so both copies
 must read them at run time.
@@ -39,18 +39,32 @@ REFERENCE_PROGRESS = "reference-progress"
 
 
 def parse(setting: str) -> list[tuple[Any, str, Any]]:
-    """The module attributes a setting sets: `(module, name, value)`."""
+    """The attributes a setting sets: `(owner, name, value)`."""
     out = []
     for item in filter(None, (s.strip() for s in setting.split(";"))):
         if item == REFERENCE_PROGRESS:
             continue
         name, _, value = item.partition("=")
-        mod, _, attr = name.rpartition(".")
-        module = importlib.import_module(mod)
-        if not hasattr(module, attr):
-            raise SystemExit("%s has no attribute %s" % (mod, attr))
-        out.append((module, attr, eval(value)))  # noqa: S307 - the developer's own command line
+        path, _, attr = name.rpartition(".")
+        owner = _resolve(path)
+        if not hasattr(owner, attr):
+            raise SystemExit("%s has no attribute %s" % (path, attr))
+        out.append((owner, attr, eval(value)))  # noqa: S307 - the developer's own command line
     return out
+
+
+def _resolve(path: str) -> Any:
+    """The module, or an attribute of one (a class), that `path` names."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for p in parts[cut:]:
+            obj = getattr(obj, p)
+        return obj
+    raise SystemExit("no module in %s" % path)
 
 
 def apply(attrs: list[tuple[Any, str, Any]]) -> None:
