@@ -17,8 +17,10 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+import naive
 import pytest
 import test_engine_graphs as graphs
+from harness import reachable_from
 
 import engine.dataflow
 from engine import Dataflow
@@ -142,8 +144,8 @@ def test_reachability_frontiers_columnar(checked: list[int]) -> None:
         roots_h.advance_to(epoch)
         if epoch % 3:  # some epochs wait, so several are in flight at once
             df.run()
-            state = graphs.naive.accumulate(cap.updates, (epoch,))
-            want = {(r, n): 1 for r in (1, 2) for n in graphs.naive.reachable({r}, set(win))}
+            state = naive.accumulate(cap.updates, (epoch,))
+            want = {(r, n): 1 for r in (1, 2) for n in naive.reachable({r}, set(win))}
             assert state == want, epoch
         new = (rng.randrange(30), rng.randrange(30))
         edges_h.remove(win.pop(0))
@@ -184,7 +186,7 @@ def test_backward_plan_of_a_loop() -> None:
     df = Dataflow()
     _, edges = df.new_input("edges")
     _, roots = df.new_input("roots")
-    graphs.reachable_from(roots, edges).capture()
+    reachable_from(roots, edges).capture()
     plan = backward_plan(df.ops)
     assert plan is not None and len(plan) == 1
     q, sources = plan[0]
