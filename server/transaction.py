@@ -40,6 +40,9 @@ class Write:
     dropped_tables: list[str] = field(default_factory=list)
     written: set[str] = field(default_factory=set)
     batches: dict[str, Batch] = field(default_factory=dict)
+    # Tables whose row changes at `ts` are in their change log already, written by the
+    # statement that made them (a request of one plain INSERT: `statements.insert_combined`).
+    logged: set[str] = field(default_factory=set)
     # Contents after the statements so far (tables read in the transaction, views computed in
     # throw-away dataflows); reset by every write statement.
     trial: dict[str, Counter[Row]] = field(default_factory=dict)

@@ -293,7 +293,8 @@ def _try_group(
         i = 0
         while i < len(pending):
             n = _combined_run(pending, i) if combine else 1
-            if n > 1:
+            if combine and pending[i].insert is not None:
+                # One or more INSERTs as one statement (one alone logs its rows in it too)
                 reqs = pending[i : i + n]
                 run = [Write.begin(state, ts + 1 + k) for k in range(n)]
                 deadline = state.watchdog.arm(
@@ -355,7 +356,8 @@ def _try_group(
 def append_log(state: ServerState, ws: list[Write]) -> None:
     """Append the writes' row changes to the tables' change logs, each at its write's
     timestamp, one statement per table (inside the transaction, so they commit with the
-    rows). COPY logged its rows already (`statements.copy`)."""
+    rows). COPY logged its rows already (`statements.copy`), and so did a request of one
+    plain INSERT (`Write.logged`)."""
     by_table: dict[str, list[tuple[int, Batch]]] = defaultdict(list)
     for w in ws:
         for name, delta in w.deltas.items():
@@ -364,7 +366,8 @@ def append_log(state: ServerState, ws: list[Write]) -> None:
             batch = [(row, d) for row, d in delta.items() if d]
             if batch:
                 w.batches[name] = batch
-                by_table[name].append((w.ts, batch))
+                if name not in w.logged:
+                    by_table[name].append((w.ts, batch))
     tables = ws[-1].tables
     for name, batches in by_table.items():
         state.store.append_log_at(tables[name], batches)

@@ -328,10 +328,13 @@ def test_adjacent_inserts_run_as_one_statement_and_keep_their_own_timestamps() -
                 # Each run of adjacent requests into one target became one statement: t's
                 # first two, the two with a column list, (6) alone (u's request follows it),
                 # (7) and (20); the one that reads t ran alone, after them.
-                into_t = [x for x in recording.texts if x.startswith("INSERT INTO t")]
+                into_t = [x for x in recording.texts if x.startswith(
+                    ("INSERT INTO t", "WITH __diffsql_rows AS (INSERT INTO t"))]
                 assert len(into_t) == 5, into_t
                 assert "(1, 'a', 1.5), (2, 'b', 2.5), (3, 'c', NULL)" in into_t[0]
                 assert "(4, 'd'), (5, 'e')" in into_t[1]
+                # (6) ran alone: it wrote its change log in the same statement
+                assert into_t[2].startswith("WITH") and "(6, 'it''s', '6.25')" in into_t[2]
                 assert "(20, 'p', 20)" in into_t[3] and "SELECT" in into_t[4]
             for k, i in enumerate(acked, start=start + 1):
                 con.execute(scripts[i])
@@ -344,4 +347,48 @@ def test_adjacent_inserts_run_as_one_statement_and_keep_their_own_timestamps() -
         assert ts_of_t == sorted(set(ts_of_t))
     finally:
         con.close()
+        db.close()
+
+
+def test_a_lone_insert_logs_its_rows_in_its_own_statement() -> None:
+    """A request of one plain INSERT writes its change log in the INSERT's own statement: no
+    second statement, and the log holds exactly its rows (duplicates, NULLs and casts as
+    stored) at its timestamp, as recovery reads them. Other requests log as before."""
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE t (id BIGINT, s VARCHAR, v DECIMAL(10, 2));"
+                   "CREATE VIEW everything AS SELECT * FROM t")
+        recording = _Recording(db.store.conn)
+        db.store.conn = recording  # type: ignore[assignment]
+        requests = [
+            "INSERT INTO t VALUES (1, 'a', 1.5), (1, 'a', 1.5), (2, NULL, '2.25')",
+            "INSERT INTO t VALUES (3, 'x', 3)",
+            "INSERT INTO t VALUES (4, 'y', 4); DELETE FROM t WHERE id = 3",  # two statements
+            "DELETE FROM t WHERE id = 1",
+        ]
+        stamps = []
+        for text in requests:
+            recording.texts.clear()
+            stamps.append(db.execute(text)["results"][0]["timestamp"])
+            logs = [x for x in recording.texts if "diffsql.\"log_" in x or "diffsql.log_" in x]
+            assert len(logs) == 1, recording.texts
+            if text.count(";") == 0 and text.startswith("INSERT"):
+                assert logs[0].startswith("WITH __diffsql_rows AS (INSERT INTO t"), logs
+        rec = db.tables["t"]
+        got: dict[int, Counter[Any]] = {}
+        for ts, row, diff in db.store.read_log(rec, 0):
+            got.setdefault(ts, Counter())[row] += diff
+        d = __import__("decimal").Decimal
+        want = {
+            stamps[0]: Counter({(1, "a", d("1.50")): 2, (2, None, d("2.25")): 1}),
+            stamps[1]: Counter({(3, "x", d("3.00")): 1}),
+            stamps[2]: Counter({(4, "y", d("4.00")): 1, (3, "x", d("3.00")): -1}),
+            stamps[3]: Counter({(1, "a", d("1.50")): -2}),
+        }
+        assert got == want
+    finally:
         db.close()
