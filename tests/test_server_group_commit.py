@@ -377,7 +377,11 @@ def test_a_lone_insert_logs_its_rows_in_its_own_statement() -> None:
             logs = [x for x in recording.texts if "diffsql.\"log_" in x or "diffsql.log_" in x]
             assert len(logs) == 1, recording.texts
             if text.count(";") == 0 and text.startswith("INSERT"):
+                # one statement in all: it commits itself
+                assert recording.texts == logs, recording.texts
                 assert logs[0].startswith("WITH __diffsql_rows AS (INSERT INTO t"), logs
+            else:
+                assert recording.texts[0].startswith("BEGIN") and recording.texts[-1] == "COMMIT"
         rec = db.tables["t"]
         got: dict[int, Counter[Any]] = {}
         for ts, row, diff in db.store.read_log(rec, 0):
@@ -390,5 +394,36 @@ def test_a_lone_insert_logs_its_rows_in_its_own_statement() -> None:
             stamps[3]: Counter({(1, "a", d("1.50")): -2}),
         }
         assert got == want
+    finally:
+        db.close()
+
+
+def test_a_lone_insert_runs_in_a_transaction_when_the_logs_are_due_a_trim() -> None:
+    """A lone plain INSERT commits by itself only while its clock needs no statement: when
+    the change logs are due a trim it runs in a transaction with the trim, which keeps the
+    retention horizon; every write is in the log from the horizon on, at its timestamp."""
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(memory=True, history_retention=10), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE t (id BIGINT)")
+        recording = _Recording(db.store.conn)
+        db.store.conn = recording  # type: ignore[assignment]
+        transactions = []
+        stamps = []
+        for i in range(25):
+            recording.texts.clear()
+            stamps.append(db.execute(f"INSERT INTO t VALUES ({i})")["results"][0]["timestamp"])
+            transactions.append("COMMIT" in recording.texts)
+            if transactions[-1]:
+                assert any(x.startswith("DELETE FROM diffsql") for x in recording.texts)
+        # The trim is due from ts = retention + 1 on (one step of retention // 10 = 1).
+        assert transactions == [ts > 10 for ts in stamps], list(zip(stamps, transactions, strict=True))
+        log = db.store.read_log(db.tables["t"], 0)
+        assert log == [
+            (ts, (i,), 1) for i, ts in enumerate(stamps) if ts > stamps[-1] - 10]
+        assert db.history_since == stamps[-1] - 10
     finally:
         db.close()
