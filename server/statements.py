@@ -401,20 +401,24 @@ def insert_combined(
     except duckdb.Error as e:
         raise from_duckdb(e) from None
     if len(parts) == 1:
+        # Every row returned is the request's (and the statement may have committed by
+        # itself: `writes._try_group`), so nothing here may fail it after the fact.
         rows = [r[2:] for r in rows]
         ws[0].logged.add(name)
-    if len(rows) != sum(p.rows for p in parts):
-        raise RuntimeError(f"a combined INSERT returned {len(rows)} rows for "
-                           f"{sum(p.rows for p in parts)}")
+        counts = [len(rows)]
+    else:
+        counts = [p.rows for p in parts]
+        if len(rows) != sum(counts):
+            raise RuntimeError(f"a combined INSERT returned {len(rows)} rows for {sum(counts)}")
     results = []
     at = 0
-    for w, p in zip(ws, parts, strict=True):
+    for w, n in zip(ws, counts, strict=True):
         delta = w.deltas[name]
-        for r in rows[at : at + p.rows]:
+        for r in rows[at : at + n]:
             delta[canonical(tuple(r))] += 1
-        at += p.rows
+        at += n
         w.written.add(name)
-        results.append({"statement": "INSERT", "rowcount": p.rows})
+        results.append({"statement": "INSERT", "rowcount": n})
     return results
 
 # ---------------------------------------------------------------------- COPY

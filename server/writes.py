@@ -312,7 +312,11 @@ def _try_group(
                     parts = [r.insert for r in reqs if r.insert is not None]
                     results = insert_combined(state, run, [r.stmts[0] for r in reqs], parts)
                     deadline.disarm()
-                    deadline.check()
+                    if not alone:
+                        # In a transaction: a deadline that fired before it was disarmed
+                        # fails the group, which runs again uncombined. Alone, the statement
+                        # has committed: it stands, and must not run a second time.
+                        deadline.check()
                 except Exception:
                     deadline.disarm()
                     state.store.rollback()

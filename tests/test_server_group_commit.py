@@ -427,3 +427,35 @@ def test_a_lone_insert_runs_in_a_transaction_when_the_logs_are_due_a_trim() -> N
         assert db.history_since == stamps[-1] - 10
     finally:
         db.close()
+
+
+def test_a_lone_insert_that_committed_stands_when_its_deadline_fires_after_it() -> None:
+    """A lone INSERT commits by its own statement: if the write deadline fires after that
+    statement ended but before the writer disarmed it, the write stands (answered, logged
+    once, at its own timestamp) and is not run a second time; the next write is unharmed."""
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    class _SlowAfterInsert(_Recording):
+        def execute(self, query: str, *args: Any) -> Any:
+            out = super().execute(query, *args)
+            if query.startswith("WITH __diffsql_rows"):
+                time.sleep(0.6)  # the statement is over; the 0.2 s deadline fires now
+            return out
+
+    db = Database(Settings(memory=True, write_timeout=0.2), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE t (id BIGINT); CREATE VIEW v AS SELECT id FROM t")
+        db.store.conn = _SlowAfterInsert(db.store.conn)  # type: ignore[assignment]
+        first = db.execute("INSERT INTO t VALUES (1)")["results"][0]
+        db.store.conn = db.store.conn._conn  # type: ignore[attr-defined]
+        second = db.execute("INSERT INTO t VALUES (2)")["results"][0]
+        assert (first["rowcount"], second["rowcount"]) == (1, 1)
+        assert second["timestamp"] == first["timestamp"] + 1
+        assert db.store.conn.execute("SELECT id FROM t ORDER BY id").fetchall() == [(1,), (2,)]
+        log = db.store.read_log(db.tables["t"], 0)
+        assert log == [(first["timestamp"], (1,), 1), (second["timestamp"], (2,), 1)]
+        assert sorted(map(tuple, db.view_rows("v", second["timestamp"])["rows"])) == [(1,), (2,)]
+    finally:
+        db.close()
