@@ -317,9 +317,13 @@ def _try_group(
                         # fails the group, which runs again uncombined. Alone, the statement
                         # has committed: it stands, and must not run a second time.
                         deadline.check()
-                except Exception:
+                except Exception as e:
                     deadline.disarm()
                     state.store.rollback()
+                    if alone and deadline.fired:
+                        # Its time limit stopped it, nothing applied: running it again in a
+                        # transaction would only wait for the limit a second time.
+                        return 0, _rolled_back(state, e, deadline)
                     return _COMBINED_FAILED
                 for req, w, res in zip(reqs, run, results, strict=True):
                     ts += 1

@@ -459,3 +459,43 @@ def test_a_lone_insert_that_committed_stands_when_its_deadline_fires_after_it() 
         assert sorted(map(tuple, db.view_rows("v", second["timestamp"])["rows"])) == [(1,), (2,)]
     finally:
         db.close()
+
+
+def test_a_lone_insert_stopped_by_its_time_limit_is_not_run_again() -> None:
+    """A lone INSERT interrupted by the write deadline fails with `timeout` at once, nothing
+    applied: it is not run a second time in a transaction (which would wait for the limit
+    again). The statement is made slow by the connection (it sleeps past the deadline,
+    which interrupts it, and fails as DuckDB fails an interrupted statement)."""
+    import duckdb
+
+    from server.core import Database
+    from server.errors import ApiError
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    class _Interrupted(_Recording):
+        def execute(self, query: str, *args: Any) -> Any:
+            if query.startswith(("WITH __diffsql_rows", "INSERT INTO t")):
+                self.texts.append(query)
+                time.sleep(0.6)  # the 0.2 s deadline fires meanwhile
+                raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+            return super().execute(query, *args)
+
+    db = Database(Settings(memory=True, write_timeout=0.2), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE t (id BIGINT)")
+        slow = _Interrupted(db.store.conn)
+        db.store.conn = slow  # type: ignore[assignment]
+        try:
+            db.execute("INSERT INTO t VALUES (1)")
+        except ApiError as e:
+            assert e.code == "timeout", e
+        else:
+            raise AssertionError("the write was not stopped")
+        inserts = [x for x in slow.texts if "INSERT INTO t" in x]
+        assert len(inserts) == 1 and inserts[0].startswith("WITH"), slow.texts
+        db.store.conn = slow._conn
+        assert db.store.conn.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
+        assert db.execute("INSERT INTO t VALUES (2)")["results"][0]["rowcount"] == 1
+    finally:
+        db.close()
