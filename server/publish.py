@@ -189,11 +189,13 @@ def _by_write(out: dict[int, Batch], stamps: list[int]) -> list[tuple[int, Batch
     """A dataflow's output by time as one consolidated, non-empty batch per write's
     timestamp: an output time counts at the first timestamp at or after it (for one write,
     everything counts at its timestamp)."""
-    buckets: dict[int, list[tuple[Row, int]]] = {}
+    buckets: dict[int, list[Batch]] = {}
     for t, batch in out.items():
         at = next((s for s in stamps if s >= t), stamps[-1])
-        buckets.setdefault(at, []).extend(batch)
-    batches = [(t, consolidate(buckets[t])) for t in sorted(buckets)]
+        buckets.setdefault(at, []).append(batch)
+    # a bucket of one time's batch is consolidated already (`MaintainedView.run_schedule`)
+    batches = [(t, bs[0] if len(bs) == 1 else consolidate(u for b in bs for u in b))
+               for t, bs in sorted(buckets.items())]
     return [(t, b) for t, b in batches if b]
 
 

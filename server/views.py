@@ -29,7 +29,7 @@ State invariants (between writes, under the server's state lock):
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,11 +73,12 @@ def consolidate(updates: Iterable[tuple[Row, int]]) -> Batch:
 
 
 def apply_batch(contents: Counter[Row], batch: Iterable[tuple[Row, int]]) -> None:
+    get = contents.get  # not Counter's `__missing__`, a Python call per new row
     for row, diff in batch:
-        n = contents[row] + diff
+        n = get(row, 0) + diff
         if n:
             contents[row] = n
-        else:
+        elif row in contents:
             del contents[row]
 
 
@@ -182,13 +183,16 @@ class MaintainedView:
             if handle.epoch < upto + 1:
                 handle.advance_to(upto + 1)
         self.df.run()
-        out: dict[int, list[tuple[Row, int]]] = defaultdict(list)
-        for data, time, diff in self.capture.drain():
+        # Each output time's updates are consolidated already (`drain_by_time`); only times
+        # that share an epoch (none in an output scope of one coordinate) are merged here.
+        out: dict[int, list[tuple[Row, int]]] = {}
+        for time, updates in self.capture.drain_by_time().items():
             t = time[0] if isinstance(time, tuple) else int(time)
-            out[t].append((tuple(data), diff))
+            batch = list(updates.items())  # a view's rows are tuples already
+            out[t] = consolidate(out[t] + batch) if t in out else batch
         self.pin_at(upto if pin_ts is None else pin_ts)
         self.refresh_stats()
-        return {t: b for t, b in ((t, consolidate(u)) for t, u in sorted(out.items())) if b}
+        return {t: out[t] for t in sorted(out) if out[t]}
 
     def pin_at(self, ts: int) -> None:
         """Let the output trace advance times up to `ts` (and merge what every reader read)."""

@@ -163,15 +163,32 @@ class Capture:
         return {d: r for d, r in acc.items() if r}
 
     def drain(self) -> list[tuple[Any, Time, int]]:
-        """Final updates received since the last drain, consolidated per time, in time order."""
-        out = self.op.drained
-        self.op.drained = []
-        acc: dict[tuple[Time, Any], int] = {}
-        for d, t, r in out:
-            acc[(t, d)] = acc.get((t, d), 0) + r
-        items = [(d, t, r) for (t, d), r in acc.items() if r]
+        """Final updates received since the last drain, consolidated per time, in time order
+        and by value within a time (`engine.order.sort_key`)."""
+        items = [(d, t, r) for t, m in self.drain_by_time().items() for d, r in m.items()]
         items.sort(key=lambda u: (u[1], sort_key(u[0])))
         return items
+
+    def drain_by_time(self) -> dict[Time, dict[Any, int]]:
+        """`drain`'s updates as `{time: {data: diff}}`, no diff zero, each time's data in the
+        order received (deterministic as the dataflow is). A caller that takes a time's
+        updates as one batch, as the server does, need not pay a Python sort key per update:
+        that sort was 5 of the 10 s a 1,000,000-row change to a view took."""
+        out = self.op.drained
+        self.op.drained = []
+        acc: dict[Time, dict[Any, int]] = {}
+        for d, t, r in out:
+            m = acc.get(t)
+            if m is None:
+                m = acc[t] = {}
+            m[d] = m.get(d, 0) + r
+        for t in [t for t, m in acc.items() if not all(m.values())]:
+            m = {d: r for d, r in acc[t].items() if r}
+            if m:
+                acc[t] = m
+            else:
+                del acc[t]
+        return acc
 
     def consolidated_by_time(self) -> dict[Time, dict[Any, int]]:
         """All captured updates, consolidated per time (for exact change-stream checks)."""
