@@ -102,3 +102,18 @@ def test_drain_by_time_is_each_times_consolidated_updates() -> None:
                     got[t[0]] = m
         want = {t: {d: r for d, r in c.items() if r} for t, c in sent.items()}
         assert got == {t: m for t, m in want.items() if m}
+
+
+def test_drain_by_time_keeps_the_times_of_insertions() -> None:
+    """Insertions only, at several times drained at once: each stays at its own time (the
+    one-time fast path must not take them)."""
+    df = Dataflow()
+    handle, xs = df.new_input("xs")
+    cap = xs.capture(history=False, current=False)
+    for epoch in range(3):
+        handle.insert(epoch)
+        handle.insert(epoch)
+        handle.advance_to(epoch + 1)
+    df.run()
+    assert cap.drain_by_time() == {(0,): {0: 2}, (1,): {1: 2}, (2,): {2: 2}}
+    assert cap.drain_by_time() == {}
