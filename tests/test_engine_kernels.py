@@ -672,3 +672,32 @@ def test_kernels_turn_numpy_hugepage_advice_off(env: str | None, advised: bool, 
     out = subprocess.run([sys.executable, "-c", probe], env=environ, capture_output=True, text=True,
                          check=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.stdout.strip() == str(advised)
+
+
+@pytest.mark.parametrize("env, kept", [(None, True), ("0", False)])
+def test_executor_keeps_freed_large_blocks(env: str | None, kept: bool) -> None:
+    """Once `executors.inprocess` is imported, a 64 MB array freed and allocated again reuses
+    its pages (`columnar.memory.keep_freed_memory`: no page faulted in a second time), unless
+    `DIFFSQL_MALLOC_KEEP=0` keeps glibc's default (a fresh `mmap`, every page faulted again)."""
+    import os
+    import platform
+    import subprocess
+    import sys
+
+    if platform.system() != "Linux" or not platform.libc_ver()[0] == "glibc":
+        pytest.skip("glibc's malloc only")
+    probe = (
+        "import resource, numpy as np, engine.executors.inprocess\n"
+        "def faults():\n"
+        "    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+        "a = np.ones(8 << 20); del a\n"  # 64 MB: above glibc's largest mmap threshold
+        "f0 = faults(); b = np.ones(8 << 20); print(faults() - f0)\n"
+    )
+    environ = {k: v for k, v in os.environ.items() if k != "DIFFSQL_MALLOC_KEEP"}
+    if env is not None:
+        environ["DIFFSQL_MALLOC_KEEP"] = env
+    out = subprocess.run([sys.executable, "-c", probe], env=environ, capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    pages = (64 << 20) // 4096
+    faulted = int(out.stdout.strip())
+    assert (faulted < pages // 10) if kept else (faulted > pages // 2), faulted
