@@ -20,12 +20,17 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, TokenError
 
+from engine.columnar import memory
 from planner.binder import Binder
 from planner.cardinality import Estimator
 from planner.catalog import Catalog, Column, Statistics, TableSchema, ViewDef
 from planner.errors import PlanError
 from planner.ir import Rel, columns_read, explain
 from planner.rewrites import RULES, optimize
+
+# SQL views hydrate from whole tables, a few large columns per operator allocated and freed
+# once: their pages are reused, not faulted in again (see `engine.columnar.memory`).
+memory.keep_freed_memory(memory.KEEP)
 
 __all__ = ["Catalog", "Column", "CompiledView", "PlanError", "Statistics", "TableSchema", "ViewDef",
            "compile_view"]

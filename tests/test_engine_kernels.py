@@ -675,9 +675,9 @@ def test_kernels_turn_numpy_hugepage_advice_off(env: str | None, advised: bool, 
 
 
 @pytest.mark.parametrize("env, kept", [(None, True), ("0", False)])
-def test_executor_keeps_freed_large_blocks(env: str | None, kept: bool) -> None:
-    """Once `executors.inprocess` is imported, a 64 MB array freed and allocated again reuses
-    its pages (`columnar.memory.keep_freed_memory`: no page faulted in a second time), unless
+def test_planner_keeps_freed_large_blocks(env: str | None, kept: bool) -> None:
+    """Once the planner is imported, a 64 MB array freed and allocated again reuses its pages
+    (`columnar.memory.keep_freed_memory`: no page faulted in a second time), unless
     `DIFFSQL_MALLOC_KEEP=0` keeps glibc's default (a fresh `mmap`, every page faulted again)."""
     import os
     import platform
@@ -687,7 +687,7 @@ def test_executor_keeps_freed_large_blocks(env: str | None, kept: bool) -> None:
     if platform.system() != "Linux" or not platform.libc_ver()[0] == "glibc":
         pytest.skip("glibc's malloc only")
     probe = (
-        "import resource, numpy as np, engine.executors.inprocess\n"
+        "import resource, numpy as np, planner\n"
         "def faults():\n"
         "    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
         "a = np.ones(8 << 20); del a\n"  # 64 MB: above glibc's largest mmap threshold

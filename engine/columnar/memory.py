@@ -4,9 +4,9 @@ glibc's malloc keeps one arena, and large blocks it frees stay in the process fo
 Invariant: once an executor (`executors.inprocess`, which every executor imports) or
 `columnar.kernels` is imported, each calling `advise_hugepages(HUGEPAGE)`, NumPy does not
 `madvise(MADV_HUGEPAGE)` new arrays, unless `DIFFSQL_NUMPY_HUGEPAGE=1` is set in the
-environment, which keeps NumPy's default; and once `executors.inprocess` is imported, glibc's
-malloc serves large blocks from its heap and keeps up to `KEEP_FREED` bytes freed at its top,
-unless `DIFFSQL_MALLOC_KEEP=0` is set.
+environment, which keeps NumPy's default; and once the planner (`planner`, which compiles SQL
+views) is imported, glibc's malloc serves large blocks from its heap and keeps up to
+`KEEP_FREED` bytes freed at its top, unless `DIFFSQL_MALLOC_KEEP=0` is set.
 
 Why: NumPy advises the kernel to back every array of 4 MB or more with transparent huge pages.
 Where huge pages are scarce or fragmented (this project's 2-core virtual machines) the first
@@ -27,12 +27,14 @@ glibc serves every block of 128 KB-32 MB or more (its mmap threshold) with a fre
 gives it back to the OS on `free`, so the next array of that size faults every page in again;
 on these virtual machines a first touch costs 1.5-5 us a 4 KB page (hydrating Q1 over 6M
 lineitem rows made 108,000 faults and spent 0.45 s of its 1.0 s in the kernel). With
-`keep_freed_memory` (set on import by `executors.inprocess`) large blocks come from the heap,
-whose freed top is kept up to `KEEP_FREED` bytes: `bench/views.py`'s six views at sf 1 hydrated,
-three times in alternation in one sitting, in 3.22 / 3.15 / 3.35 s against 3.79 / 3.40 / 3.49 s,
-with 20-28% fewer page faults. The cost: up to `KEEP_FREED` bytes of freed memory stay resident;
-the peak is unchanged (a block is reused, not added). `DIFFSQL_MALLOC_KEEP=0` keeps glibc's
-default.
+`keep_freed_memory` large blocks come from the heap, whose freed top is kept up to `KEEP_FREED`
+bytes: `bench/views.py`'s six views at sf 1 hydrated, three times in alternation in one sitting,
+in 3.22 / 3.15 / 3.35 s against 3.79 / 3.40 / 3.49 s, with 20-28% fewer page faults. The cost:
+up to `KEEP_FREED` bytes of freed memory stay resident; the peak is unchanged (a block is
+reused, not added). It is the planner that sets it, on import, not the engine: the
+reachability loop's many small kernel calls ran at batch 100 slower with it in 6 of 7
+alternating pairs (about 5% on average; `np.zeros` of reused heap memory is a memset, of a
+fresh mapping free). `DIFFSQL_MALLOC_KEEP=0` keeps glibc's default.
 
 All three are process-wide state (`numpy._core.multiarray._set_madvise_hugepage`, the setting NumPy
 documents under "Madvise Hugepage on Linux"; glibc's `mallopt`), set at import: NumPy's advice

@@ -32,7 +32,6 @@ from engine.trace import (
 
 # Its NumPy columns are allocated fresh for every large batch: see `columnar.memory`.
 memory.advise_hugepages(memory.HUGEPAGE)
-memory.keep_freed_memory(memory.KEEP)
 
 
 class InProcessExecutor:
