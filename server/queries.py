@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterator
 from contextlib import closing, contextmanager
+from operator import itemgetter
 from typing import Any
 
 import duckdb
@@ -24,17 +25,31 @@ from server.sandbox import Relation, check_relations, run_query
 from server.sqltext import Statement, parse_script
 from server.state import ServerState
 from server.statistics import TableStatistics
-from server.store import Row, Store, arrow_of
+from server.store import Row, Store, arrow_of, exact_arrow
 from server.values import quote_ident, row_to_json
+
+# From this many rows a view reaches the sandbox as Arrow columns (`view_relation`).
+ARROW_VIEW_ROWS = 256
 
 
 def view_relation(columns: list[dict[str, Any]], contents: Counter[Row]) -> Relation:
-    """A view's contents as a relation for the sandbox (untyped columns typed by value)."""
+    """A view's contents as a relation for the sandbox (untyped columns typed by value): as
+    Arrow columns, which the sandbox scans in place, when every column's type holds its
+    values exactly (`server.store.exact_arrow`) and the view has `ARROW_VIEW_ROWS` rows or
+    more; else as Python rows, which it inserts into a table (a 900,000-row view took 2.0 s
+    that way, as Arrow 0.2 s)."""
     rows = list(contents.elements())
     cols = []
     for i, c in enumerate(columns):
         t = c["type"] or infer_type([r[i] for r in rows])
         cols.append((c["name"], t))
+    if len(rows) >= ARROW_VIEW_ROWS:
+        arrays = exact_arrow([t for _, t in cols],
+                             [list(map(itemgetter(i), rows)) for i in range(len(cols))])
+        if arrays is not None and arrays:
+            import pyarrow as pa
+
+            return Relation(cols, (), pa.table(arrays, names=[f"c{i}" for i in range(len(cols))]))
     return Relation(cols, rows)
 
 

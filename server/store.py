@@ -187,6 +187,21 @@ _LOG_ARROW = {
 }
 
 
+def exact_arrow(types: Sequence[str], columns: Sequence[list[Any]]) -> list[Any] | None:
+    """Python values, column by column, as Arrow arrays that hold them exactly (`_LOG_ARROW`:
+    each built with its type, no inference), for DuckDB to cast back to `types`; None for
+    any other type or a value Arrow refuses."""
+    import pyarrow as pa
+
+    kinds = [_LOG_ARROW.get(t) for t in types]
+    if any(k is None for k in kinds):
+        return None
+    try:
+        return [pa.array(col, k()) for col, k in zip(columns, kinds, strict=True)]  # type: ignore[misc]
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        return None
+
+
 def _table_defs(rec: TableRecord) -> str:
     """The column and key definitions of a user table, with the range checks above."""
     defs = []
@@ -468,15 +483,12 @@ class Store:
         nothing, for any other type or a value Arrow refuses (then the parameter path)."""
         import pyarrow as pa
 
-        kinds = [_LOG_ARROW.get(c["type"]) for c in rec.columns]
-        if any(k is None for k in kinds):
+        values = exact_arrow([c["type"] for c in rec.columns],
+                             [[row[i] for row, _ in changes] for i in range(len(rec.columns))])
+        if values is None:
             return False
-        try:
-            cols = [pa.array(stamps, pa.int64()), pa.array([d for _, d in changes], pa.int64())]
-            cols += [pa.array([row[i] for row, _ in changes], k())  # type: ignore[misc]
-                     for i, k in enumerate(kinds)]
-        except (pa.ArrowException, OverflowError, TypeError, ValueError):
-            return False
+        cols = [pa.array(stamps, pa.int64()), pa.array([d for _, d in changes], pa.int64())]
+        cols += values
         names = [f"c{i}" for i in range(len(cols))]
         casts = ", ".join(f"CAST(c{i + 2} AS {c['type']})" for i, c in enumerate(rec.columns))
         self.conn.register(_SOURCE, pa.table(cols, names=names))
