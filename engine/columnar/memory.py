@@ -36,10 +36,10 @@ reachability loop's many small kernel calls ran at batch 100 slower with it in 6
 alternating pairs (about 5% on average; `np.zeros` of reused heap memory is a memset, of a
 fresh mapping free). `DIFFSQL_MALLOC_KEEP=0` keeps glibc's default.
 
-All three are process-wide state (`numpy._core.multiarray._set_madvise_hugepage`, the setting NumPy
-documents under "Madvise Hugepage on Linux"; glibc's `mallopt`), set at import: NumPy's advice
-by either module, the single arena by the columnar kernels only, before their second thread
-starts.
+All three are process-wide state (`numpy._core.multiarray._set_madvise_hugepage`, the
+setting NumPy documents under "Madvise Hugepage on Linux"; glibc's `mallopt`), set at import:
+NumPy's advice by either module, the single arena by the columnar kernels only, before their
+second thread starts, and the freed-memory setting by the planner.
 """
 
 from __future__ import annotations
