@@ -392,18 +392,25 @@ def append_log(state: ServerState, ws: list[Write]) -> None:
         state.store.append_log_at(tables[name], batches)
 
 
+def _trim_due(state: ServerState, ts: int) -> tuple[int, bool]:
+    """The retention horizon of a write at `ts`, and whether the change logs are due a trim
+    to it (one every `history_retention // 10` timestamps)."""
+    horizon = ts - state.settings.history_retention
+    step = max(1, state.settings.history_retention // 10)
+    return horizon, horizon - state.history_since >= step
+
+
 def _clock_quiet(state: ServerState, ts: int) -> bool:
     """Whether `advance_clock` writes nothing for a write at `ts` that changes only rows
     and logs some: its change log carries the clock, and no trim of the logs is due."""
-    horizon = ts - state.settings.history_retention
-    step = max(1, state.settings.history_retention // 10)
-    return horizon < ts and horizon - state.history_since < step
+    horizon, due = _trim_due(state, ts)
+    return horizon < ts and not due
 
 
 def advance_clock(state: ServerState, w: Write) -> None:
     """Store the clock at `w.ts` (the last write of the transaction) and trim the change logs
     older than the retention horizon, inside the transaction."""
-    horizon = w.ts - state.settings.history_retention
+    horizon, due = _trim_due(state, w.ts)
     if not (w.logged_at_ts(state) and horizon < w.ts):
         # A write that only changed rows has them in a change log at `w.ts` (the trim below
         # keeps them), which recovery reads the clock back from (`Store.last_logged_ts`):
@@ -411,7 +418,6 @@ def advance_clock(state: ServerState, w: Write) -> None:
         state.store.set_meta("last_ts", w.ts)
     if w.next_table_id != state.next_table_id:
         state.store.set_meta("next_table_id", w.next_table_id)
-    step = max(1, state.settings.history_retention // 10)
-    if horizon - state.history_since >= step:
+    if due:
         state.store.trim_logs(w.tables.values(), horizon)
         w.history_since = horizon
