@@ -8,12 +8,19 @@ because updates that cancel but circulate separately would keep a loop from conv
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from engine.lattice import Time
 
 Update = tuple[Any, Time, int]
+
+_ONE = {1}
+_data = itemgetter(0)
+_time = itemgetter(1)
+_diff = itemgetter(2)
 
 
 def consolidate(updates: Iterable[Update]) -> list[Update]:
@@ -32,3 +39,27 @@ def consolidate_values(pairs: Iterable[tuple[Any, int]]) -> dict[Any, int]:
     for v, r in pairs:
         acc[v] = get(v, 0) + r
     return {v: r for v, r in acc.items() if r}
+
+
+# A hydration or a bulk load hands an operator a million insertions at one time. Those are
+# recognised and counted with C-level passes (`set(map(...))`, `Counter(map(...))`) instead of
+# a Python loop over the updates: the fast paths of `engine.trace.arrange_updates` and
+# `Capture.drain_by_time` share these three.
+
+
+def one_time(updates: Sequence[Update]) -> Time | None:
+    """The time of every update of `updates` when they all have one (None when they have
+    several, or none)."""
+    times = set(map(_time, updates))
+    return next(iter(times)) if len(times) == 1 else None
+
+
+def insertions_only(updates: Sequence[Update]) -> bool:
+    """Whether every update of `updates` has diff 1."""
+    return set(map(_diff, updates)) == _ONE
+
+
+def count_data(updates: Sequence[Update]) -> Counter[Any]:
+    """`{data: count}` of updates that are insertions at one time (`one_time` and
+    `insertions_only`): their consolidation, with no zero."""
+    return Counter(map(_data, updates))

@@ -22,11 +22,11 @@ this is what lets a join produce every pair of updates exactly once.
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from collections.abc import Callable, Generator, Iterable
 from operator import itemgetter
 from typing import Any
 
+from engine.consolidation import count_data, insertions_only, one_time
 from engine.lattice import Antichain, Time, advancer
 
 Entry = tuple[Any, Time, int]  # (val, time, diff)
@@ -129,10 +129,7 @@ def build_batch(
     return Batch(out, lower, upper, since)
 
 
-_ONE = {1}
 _first = itemgetter(0)
-_second = itemgetter(1)
-_third = itemgetter(2)
 
 
 def arrange_updates(
@@ -147,14 +144,13 @@ def arrange_updates(
 
     When every update has one time (a hydration, an epoch of writes) the data is the whole
     consolidation key, so no `(key, val, time)` tuple is built per update."""
-    times = set(map(_second, updates))
-    if len(times) != 1:
+    t = one_time(updates)
+    if t is None:
         if by_self:
             return build_batch(((d, (), t, r) for d, t, r in updates), lower, upper, since)
         return build_batch(((d[0], d[1], t, r) for d, t, r in updates), lower, upper, since)
-    (t,) = times
     acc: dict[Any, int]
-    if set(map(_third, updates)) == _ONE:
+    if insertions_only(updates):
         if not by_self and len(set(map(_first, updates))) == len(updates):
             # distinct insertions (a hydration's rows): already consolidated
             out = {}
@@ -167,7 +163,7 @@ def arrange_updates(
                     lst.append((v, t, 1))
             return Batch(out, lower, upper, since, records=len(updates))
         # insertions only (the common case): counted at C speed
-        acc = Counter(map(_first, updates))
+        acc = count_data(updates)
     else:
         acc = {}
         get = acc.get

@@ -14,19 +14,13 @@ and never makes a Python tuple per update; `current()` decodes it on demand.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable
-from operator import itemgetter
 from typing import Any
 
+from engine.consolidation import count_data, insertions_only, one_time
 from engine.dataflow import Operator, Scope
 from engine.lattice import Antichain, Time, less_equal
 from engine.order import sort_key
-
-_ONE = {1}
-_first = itemgetter(0)
-_second = itemgetter(1)
-_third = itemgetter(2)
 
 
 def frontier_passed(frontier: Antichain, time: Time | int, dims: int) -> bool:
@@ -183,9 +177,10 @@ class Capture:
         that sort was 5 of the 10 s a 1,000,000-row change to a view took."""
         out = self.op.drained
         self.op.drained = []
-        if out and len(set(map(_second, out))) == 1 and set(map(_third, out)) == _ONE:
+        at = one_time(out)
+        if at is not None and insertions_only(out):
             # insertions at one time (a bulk load's epoch): counted at C speed
-            return {out[0][1]: dict(Counter(map(_first, out)))}
+            return {at: dict(count_data(out))}
         acc: dict[Time, dict[Any, int]] = {}
         for d, t, r in out:
             m = acc.get(t)
