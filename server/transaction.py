@@ -41,7 +41,7 @@ class Write:
     written: set[str] = field(default_factory=set)
     batches: dict[str, Batch] = field(default_factory=dict)
     # Tables whose row changes at `ts` are in their change log already, written by the
-    # statement that made them (a request of one plain INSERT: `statements.insert_combined`).
+    # statement that made them (combinable INSERTs: `statements.insert_combined`).
     logged: set[str] = field(default_factory=set)
     # Contents after the statements so far (tables read in the transaction, views computed in
     # throw-away dataflows); reset by every write statement.

@@ -302,7 +302,7 @@ def _try_group(
         while i < len(pending):
             n = _combined_run(pending, i) if combine else 1
             if combine and pending[i].insert is not None:
-                # One or more INSERTs as one statement (one alone logs its rows in it too)
+                # One or more INSERTs as one statement, which logs their rows too
                 reqs = pending[i : i + n]
                 run = [Write.begin(state, ts + 1 + k) for k in range(n)]
                 deadline = state.watchdog.arm(
@@ -375,8 +375,8 @@ def _try_group(
 def append_log(state: ServerState, ws: list[Write]) -> None:
     """Append the writes' row changes to the tables' change logs, each at its write's
     timestamp, one statement per table (inside the transaction, so they commit with the
-    rows). COPY logged its rows already (`statements.copy`), and so did a request of one
-    plain INSERT (`Write.logged`)."""
+    rows). COPY logged its rows already (`statements.copy`), and so did the INSERTs run as one
+    combined statement (`Write.logged`)."""
     by_table: dict[str, list[tuple[int, Batch]]] = defaultdict(list)
     for w in ws:
         for name, delta in w.deltas.items():

@@ -336,12 +336,23 @@ def test_adjacent_inserts_run_as_one_statement_and_keep_their_own_timestamps() -
                 # (6) ran alone: it wrote its change log in the same statement
                 assert into_t[2].startswith("WITH") and "(6, 'it''s', '6.25')" in into_t[2]
                 assert "(20, 'p', 20)" in into_t[3] and "SELECT" in into_t[4]
+            logged: dict[tuple[str, int], Counter[Any]] = {}
+            for name in ("t", "u"):
+                for ts, row, diff in db.store.read_log(db.tables[name], start):
+                    logged.setdefault((name, ts), Counter())[row] += diff
             for k, i in enumerate(acked, start=start + 1):
+                before = {n: Counter(con.execute(f"SELECT * FROM {n}").fetchall()) for n in "tu"}
                 con.execute(scripts[i])
+                # The change log (what recovery replays) holds exactly this request's rows, at
+                # its own timestamp, whether it was combined with others or ran alone.
+                for n in "tu":
+                    added = Counter(con.execute(f"SELECT * FROM {n}").fetchall()) - before[n]
+                    assert logged.pop((n, k), Counter()) == added, (scripts[i], n, k)
                 for view, q in views.items():
                     want = sorted(map(tuple, con.execute(q).fetchall()), key=repr)
                     got = sorted(map(tuple, db.view_rows(view, k)["rows"]), key=repr)
                     assert got == want, (view, k)
+            assert not logged, logged  # nothing logged at a timestamp no request has
         # The history holds one batch per timestamp of a write to t.
         ts_of_t = [t for t, _ in db.views["everything"].history]
         assert ts_of_t == sorted(set(ts_of_t))
