@@ -103,7 +103,10 @@ class MaintainedView:
     history: list[tuple[int, Batch]] = field(default_factory=list)
     base_ts: int = 0
     complete_ts: int = 0
+    # `df.arrangement_stats()` as last counted (`refresh_stats`), and whether the dataflow has
+    # run since: counted when asked for (`catalog`), not at every write.
     stats: list[dict[str, Any]] = field(default_factory=list)
+    stats_stale: bool = False
     # Engine side (owned by the writer).
     df: Any = None
     handles: dict[str, Any] = field(default_factory=dict)
@@ -197,7 +200,7 @@ class MaintainedView:
             batch = list(updates.items())  # a view's rows are tuples already
             out[t] = consolidate(out[t] + batch) if t in out else batch
         self.pin_at(upto if pin_ts is None else pin_ts)
-        self.refresh_stats()
+        self.stats_stale = True
         return {t: out[t] for t in sorted(out) if out[t]}
 
     def pin_at(self, ts: int) -> None:
@@ -228,6 +231,9 @@ class MaintainedView:
         self.imports = []
 
     def refresh_stats(self) -> None:
+        """Count the arrangements' statistics (the writer's, or under the write lock: the
+        dataflow must not be running)."""
+        self.stats_stale = False
         try:
             self.stats = [dict(s) for s in self.df.arrangement_stats()]
         except Exception:  # statistics are informative only
