@@ -79,6 +79,10 @@ class ServerState:
         # by `queue_lock`, drained by the holder of the write lock.
         self.queue_lock = threading.Lock()
         self.write_queue: list[Any] = []
+        # Notified when a request is queued (a leader may wait for more: `writes._siblings`).
+        self.queued = threading.Condition(self.queue_lock)
+        # How many requests the last group committed.
+        self.last_group = 0
         self.watchdog = Watchdog()  # the writes' time limits
         self.query_slots = QuerySlots(settings.query_concurrency)  # read queries at once
 

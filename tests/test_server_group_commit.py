@@ -510,3 +510,80 @@ def test_a_lone_insert_stopped_by_its_time_limit_is_not_run_again() -> None:
         assert db.execute("INSERT INTO t VALUES (2)")["results"][0]["rowcount"] == 1
     finally:
         db.close()
+
+
+def test_a_leader_waits_for_the_last_groups_writers_only_after_a_group_of_several() -> None:
+    """Commit delay (`writes._siblings`): after a group of several requests, the next leader
+    waits (at most `GROUP_WAIT`) for as many to be queued, so the writers answered by the last
+    group can join the next; after a group of one it never waits, so a lone writer's latency
+    is unchanged; and a wait nobody ends lasts no longer than `GROUP_WAIT`."""
+    import threading as th
+
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+    from server.writes import GROUP_WAIT
+
+    class Counted(th.Condition):
+        waits: list[float] = []
+
+        entered: th.Event | None = None
+
+        def wait_for(self, predicate: Any, timeout: float | None = None) -> Any:
+            if self.entered is not None:
+                self.entered.set()
+            t0 = time.perf_counter()
+            try:
+                return super().wait_for(predicate, timeout)
+            finally:
+                self.waits.append(time.perf_counter() - t0)
+
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE t (id BIGINT); CREATE VIEW n AS SELECT count(*) AS n FROM t")
+        db.queued = Counted(db.queue_lock)
+        for i in range(5):  # a lone writer: groups of one, never a wait
+            db.execute(f"INSERT INTO t VALUES ({i})")
+        assert Counted.waits == [] and db.last_group == 1
+        # Four queued together commit as one group, each at its own timestamp.
+        outcomes = _queue(db, [f"INSERT INTO t VALUES ({10 + i})" for i in range(4)])
+        assert db.last_group == 4
+        stamps = sorted(o["results"][0]["timestamp"] for o in outcomes.values())
+        assert stamps == list(range(stamps[0], stamps[0] + 4))
+        assert Counted.waits == []  # four were queued: nothing to wait for
+        # The lone writer again: one wait, which times out (nobody else writes), then none.
+        db.execute("INSERT INTO t VALUES (20)")
+        assert len(Counted.waits) == 1 and GROUP_WAIT * 0.9 <= Counted.waits[0] < GROUP_WAIT + 0.5
+        assert db.last_group == 1
+        db.execute("INSERT INTO t VALUES (21)")
+        assert len(Counted.waits) == 1
+        # A wait that others end: after a group of three, the leader waits (here with a long
+        # limit) until the other two are queued, and the three commit as one group.
+        import server.writes as writes
+
+        db.last_group = 3
+        waiting = th.Event()
+        Counted.entered = waiting  # type: ignore[attr-defined]
+        done: dict[int, Any] = {}
+
+        def run(i: int) -> None:
+            done[i] = db.execute(f"INSERT INTO t VALUES ({30 + i})")
+
+        limit, writes.GROUP_WAIT = writes.GROUP_WAIT, 30.0
+        try:
+            threads = [th.Thread(target=run, args=(0,))]
+            threads[0].start()
+            assert waiting.wait(10), "the leader waits for the last group's writers"
+            for i in (1, 2):
+                threads.append(th.Thread(target=run, args=(i,)))
+                threads[-1].start()
+            for t in threads:
+                t.join()
+        finally:
+            writes.GROUP_WAIT = limit
+        assert db.last_group == 3 and Counted.waits[-1] < 10
+        stamps = sorted(d["results"][0]["timestamp"] for d in done.values())
+        assert stamps == list(range(stamps[0], stamps[0] + 3))
+        assert db.view_rows("n", db.last_ts)["rows"] == [[5 + 4 + 2 + 3]]
+    finally:
+        db.close()
