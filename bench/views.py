@@ -63,8 +63,9 @@ Measured in one run, in process (``planner.compile_view`` + ``engine.Dataflow``)
 Then through the HTTP server (a ``python -m server.cli serve`` subprocess on 127.0.0.1, data
 directory in a temporary directory, the Parquet files as its import directory): the load with
 ``COPY``, creating the views, ``--http-writes`` single-row INSERTs into lineitem one after
-another (latency p50/p99), and writes/s with 1 and 8 concurrent clients (threads, each its own
-httpx client) for ``--http-seconds`` each. ``--skip-http`` skips this part (its figures are 0).
+another (latency p50/p99), and writes/s with 1 and 8 concurrent clients for ``--http-seconds``
+each, from kept-alive connections that send prepared requests (``bench/http_load.py``: an httpx
+client used as much CPU per request as a third of the server's). ``--skip-http`` skips this part (its figures are 0).
 
 Every result is checked: after hydration, after every single-row write and after the batch,
 each view's contents equal DuckDB running the view's SELECT on the same data (multisets, floats
@@ -106,6 +107,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import duckdb  # noqa: E402
+import http_load  # noqa: E402
 import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
@@ -877,41 +879,24 @@ def http(args: argparse.Namespace, data: Data, parquet_dir: Path, tmp: Path) -> 
             return "INSERT INTO lineitem VALUES (" + ", ".join(map(sql_literal, row)) + ")"
 
         lat = []
+        raw = http_load.Client(port)
         for _ in range(args.http_writes):
             text = insert_sql()
             t0 = time.perf_counter()
-            sql(text)
+            raw.post("/sql", {"sql": text})
             lat.append(time.perf_counter() - t0)
+        raw.close()
         res["p50"], res["p99"] = pct(lat, 0.5), pct(lat, 0.99)
         print(f"single-row INSERT into lineitem, {args.http_writes} one after another: p50"
               f" {res['p50'] * 1e3:.1f} ms, p99 {res['p99'] * 1e3:.1f} ms", flush=True)
         writes = args.http_writes
         for n in (1, 8):
-            counts = [0] * n
-            errors: list[str] = []
-            stop = time.monotonic() + args.http_seconds
-
-            def run(i: int, counts: list[int] = counts, errors: list[str] = errors,
-                    stop: float = stop) -> None:
-                with httpx.Client(base_url=url, timeout=600) as c:
-                    while time.monotonic() < stop:
-                        r = c.post("/sql", json={"sql": insert_sql()})
-                        if r.status_code != 200:
-                            errors.append(r.text)
-                            return
-                        counts[i] += 1
-
             began = time.monotonic()
-            threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
-            if errors:
-                raise RuntimeError(f"write failed: {errors[0][:300]}")
-            res[f"rate{n}"] = sum(counts) / (time.monotonic() - began)
-            writes += sum(counts)
-            print(f"clients={n}: {sum(counts)} writes, {res[f'rate{n}']:.1f} writes/s", flush=True)
+            done = http_load.closed_loop(port, "/sql", lambda: {"sql": insert_sql()}, n,
+                                    args.http_seconds)
+            res[f"rate{n}"] = done / (time.monotonic() - began)
+            writes += done
+            print(f"clients={n}: {done} writes, {res[f'rate{n}']:.1f} writes/s", flush=True)
 
         ok = True
         for name, q in VIEWS.items():
