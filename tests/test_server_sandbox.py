@@ -73,14 +73,26 @@ def test_sandbox_has_no_external_access_and_is_read_only() -> None:
     rel = Relation([("a", "INTEGER"), ("d", "DECIMAL(10,2)")], [(1, decimal.Decimal("1.50"))])
     res = run_query("SELECT a, d FROM t", {"t": rel}, timeout=5, memory_limit="256MB", max_rows=10)
     assert res.rows == [(1, decimal.Decimal("1.50"))]
+    import pyarrow as pa
+
+    arrow = Relation([("a", "INTEGER")], (), pa.table({"a": pa.array([1], pa.int32())}))
     for sql in [
         "SELECT * FROM read_csv('/etc/passwd')",
         "INSERT INTO t VALUES (2, 1)",
+        "UPDATE t SET a = 2",
+        "DELETE FROM t",
+        "INSERT INTO __diffsql_arrow_t VALUES (2, 1)",  # where t's rows are: a temp table
+        "INSERT INTO u VALUES (2)",
         "SET threads = 4",
         "ATTACH '/tmp/x.duckdb'",
     ]:
         with pytest.raises(ApiError):
-            run_query(sql, {"t": rel}, timeout=5, memory_limit="256MB", max_rows=10)
+            run_query(sql, {"t": rel, "u": arrow}, timeout=5, memory_limit="256MB",
+                      max_rows=10)
+    # run_query is the second wall (no check_relations here): none of them changed a thing
+    got = run_query("SELECT a, d, (SELECT count(*) FROM u) FROM t", {"t": rel, "u": arrow},
+                    timeout=5, memory_limit="256MB", max_rows=10)
+    assert got.rows == [(1, decimal.Decimal("1.50"), 1)]
 
 
 def test_sandbox_limits() -> None:
