@@ -1165,7 +1165,21 @@ def gather(qkeys: np.ndarray, runs: list[Arrays]) -> tuple[np.ndarray, Arrays]:
 
 
 # -- reduce: interesting times and corrections for counting logic -----------------------------
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
+def _insertion_sort(a, n):  # type: ignore[no-untyped-def]
+    """Sort `a[:n]` in place. A key has a few interesting times; `ndarray.sort` on them cost
+    as much as the rest of the closure (measured on the reachability loop's rounds)."""
+    for x in range(1, n):
+        v = a[x]
+        y = x - 1
+        while y >= 0 and a[y] > v:
+            a[y + 1] = a[y]
+            y -= 1
+        a[y + 1] = v
+
+
+# Inlined: a call that returns an array pays reference counting on every push of a loop.
+@numba.njit(cache=True, inline="always")
 def _grow(a, n):  # type: ignore[no-untyped-def]
     if n < a.shape[0]:
         return a
@@ -1174,7 +1188,7 @@ def _grow(a, n):  # type: ignore[no-untyped-def]
     return b
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _contains(a, n, x):  # type: ignore[no-untyped-def]
     for i in range(n):
         if a[i] == x:
@@ -1202,19 +1216,24 @@ def _interesting(in_off, in_t, in_d, out_off, out_t, seed_off, seed_t, upper, di
         s0, s1 = seed_off[key], seed_off[key + 1]
         i0, i1 = in_off[key], in_off[key + 1]
         o0, o1 = out_off[key], out_off[key + 1]
-        simple = False
-        if s1 - s0 == 1:
-            simple = True
-            t0 = seed_t[s0]
-            for j in range(i0, i1):
-                if not T.le(in_t[j], t0, dims, bits):
-                    simple = False
+        # The ground set: the history's distinct times that some seed is not above. A time
+        # below every seed is below every time the closure makes (each is above a seed), so
+        # it never changes a join: with one seed, a few of a key's dozen times are left, and
+        # none when the key changed at a single time after all of its history.
+        ng = 0
+        for j in range(i0, i1 + o1 - o0):
+            g = in_t[j] if j < i1 else out_t[o0 + j - i1]
+            below_all = True
+            for k in range(s0, s1):
+                if not T.le(g, seed_t[k], dims, bits):
+                    below_all = False
                     break
-            if simple:
-                for j in range(o0, o1):
-                    if not T.le(out_t[j], t0, dims, bits):
-                        simple = False
-                        break
+            if below_all or _contains(ground, ng, g):
+                continue
+            ground = _grow(ground, ng)
+            ground[ng] = g
+            ng += 1
+        simple = ng == 0 and s1 - s0 == 1
         na = 0
         ndf = 0
         if simple:
@@ -1222,17 +1241,6 @@ def _interesting(in_off, in_t, in_d, out_off, out_t, seed_off, seed_t, upper, di
             active[0] = seed_t[s0]
             na = 1
         else:
-            ng = 0
-            for j in range(i0, i1):
-                if not _contains(ground, ng, in_t[j]):
-                    ground = _grow(ground, ng)
-                    ground[ng] = in_t[j]
-                    ng += 1
-            for j in range(o0, o1):
-                if not _contains(ground, ng, out_t[j]):
-                    ground = _grow(ground, ng)
-                    ground[ng] = out_t[j]
-                    ng += 1
             ntodo = 0
             for j in range(s0, s1):
                 todo = _grow(todo, ntodo)
@@ -1261,7 +1269,7 @@ def _interesting(in_off, in_t, in_d, out_off, out_t, seed_off, seed_t, upper, di
                         todo = _grow(todo, ntodo)
                         todo[ntodo] = jt
                         ntodo += 1
-            active[:na].sort()
+            _insertion_sort(active, na)
         for a in range(na):
             t = active[a]
             total = 0
