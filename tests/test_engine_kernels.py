@@ -615,6 +615,52 @@ def test_fused_round_equals_its_steps(dims: int, seed: int) -> None:
         assert (pk.tolist(), pt.tolist()) == (wk.tolist(), wt.tolist())
 
 
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_whole_round_equals_its_steps(dims: int, seed: int) -> None:
+    """`reduce_whole` (the pending pairs split at `upper` and the seeds united inside the
+    call) gives what the executor's steps give: the pending pairs not beyond `upper` united
+    with a new run's keys and times, `reduce_fused` with the rest, and the minimal pending
+    times. A distinct's corrections are a run already (sorted, consolidated), which the
+    executor relies on."""
+    rng = random.Random(seed * 11 + dims)
+    inputs = [
+        Run.from_updates(rand_updates(rng, rng.randint(0, 30), dims), dims)
+        for _ in range(rng.randint(1, K.FUSED_RUNS))
+    ]
+    outputs = [
+        Run.from_updates([(k, 1, t, d) for k, _, t, d in rand_updates(rng, rng.randint(0, 10), dims)], dims)
+        for _ in range(rng.randint(0, K.FUSED_RUNS))
+    ]
+    new = Run.from_updates(rand_updates(rng, rng.randint(0, 12), dims), dims)
+    pend = rand_updates(rng, rng.randint(0, 10), dims, keys=9)
+    pend_k, pend_t = K.dedup_pairs(
+        np.array([k for k, _, _, _ in pend], np.int64),
+        np.array([T.pack(rand_time(rng, dims, 6), dims) for _ in pend], np.int64),
+    )
+    upper = T.pack_frontier(rand_frontier(rng, dims), dims)
+    bits = T.field_bits(dims)
+    for mode in (K.DISTINCT, K.COUNT):
+        ins, outs = [arrays(r) for r in inputs], [arrays(r) for r in outputs]
+        corr, pk, pt, mins = K.reduce_whole(
+            new.keys, new.times, pend_k, pend_t, ins, outs, upper, mode, 1, dims,
+            [K.NO_FILTER] * len(ins), [K.NO_FILTER] * len(outs),
+        )
+        later = K.beyond_all(pend_t, upper, dims, bits)
+        keys, times = K.union_pairs([(new.keys, new.times), (pend_k[~later], pend_t[~later])])
+        if keys.shape[0]:
+            want, wk, wt = K.reduce_fused(keys, times, ins, outs, pend_k[later], pend_t[later], upper, mode, 1, dims)
+        else:
+            z = np.zeros(0, np.int64)
+            want, wk, wt = (z, z, z, z), pend_k[later], pend_t[later]
+        assert [c.tolist() for c in corr] == [c.tolist() for c in want]
+        assert (pk.tolist(), pt.tolist()) == (wk.tolist(), wt.tolist())
+        assert mins.tolist() == K.minimal_times(wt, dims, bits).tolist()
+        if mode == K.DISTINCT:
+            run = Run.from_arrays(*corr, dims)
+            assert [c.tolist() for c in arrays(run)] == [c.tolist() for c in corr]
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_dedup_pairs_is_the_sorted_set_of_pairs(seed: int) -> None:
     """Both paths (keys already grouped in order, and any order) give the sorted distinct

@@ -59,6 +59,10 @@ from engine.sources import rows_of, updates_of
 from engine.trace import consolidate_entries
 
 I64 = np.int64
+_EMPTY = np.zeros(0, I64)
+# A compiled reduce's round with fewer seeds than this (new updates and pending pairs) is one
+# call, `kernels.reduce_whole`; a larger one may be split over two cores (`parallel.MIN_KEYS`).
+WHOLE_ROUND = parallel.MIN_KEYS
 PAIR_LIMIT = 1 << PAIR_BITS
 # The most records one fueled merge step merges, however much fuel it is sent: a step's pause
 # stays bounded, and a merge finished at once (sent None) still runs its slices on two cores.
@@ -490,6 +494,25 @@ class ColumnarExecutor(InProcessExecutor):
         `PackedPending` (an empty dict before the first round)."""
         bits = field_bits(dims)
         pupper = self._packed_frontier(upper, dims)
+        mode = _COMPILED.get(id(logic))
+        packed = isinstance(pending, PackedPending)
+        pend_k = pending.keys if packed else _EMPTY
+        seeds = sum(r.records for r in new) + pend_k.shape[0]
+        if (mode is not None and len(new) <= 1 and seeds < WHOLE_ROUND
+                and len(inputs) <= K.FUSED_RUNS and len(outputs) <= K.FUSED_RUNS):
+            # A round too small to split over two cores (a loop round of a few updates): the
+            # pending pairs, the seeds and the reduce in one compiled call.
+            corr, pk, pt, mins = K.reduce_whole(
+                new[0].keys if new else _EMPTY, new[0].times if new else _EMPTY,
+                pend_k, pending.times if packed else _EMPTY,
+                [_arrays(r) for r in inputs], [_arrays(r) for r in outputs], pupper, mode,
+                self.unit, dims, [_key_filter(r, seeds) for r in inputs],
+                [_key_filter(r, seeds) for r in outputs],
+            )
+            left = PackedPending(pk, pt, dims, mins)
+            if corr[0].shape[0] == 0:
+                return None, left
+            return self._corrections_run(corr, mode, dims, lower, upper), left
         sk = [r.keys for r in new]
         st = [r.times for r in new]
         left_k = np.zeros(0, I64)
@@ -503,7 +526,6 @@ class ColumnarExecutor(InProcessExecutor):
         if keys.shape[0] == 0:
             return None, PackedPending(left_k, left_t, dims)
         since = Antichain([(0,) * dims])
-        mode = _COMPILED.get(id(logic))
         if mode is not None and len(inputs) <= K.FUSED_RUNS and len(outputs) <= K.FUSED_RUNS:
             # distinct and count: the whole round is one compiled call, no Python per key; a
             # round of many keys is two calls on two cores, one per half of the keys.
@@ -532,7 +554,7 @@ class ColumnarExecutor(InProcessExecutor):
             left = PackedPending(pk, pt, dims)
             if corr[0].shape[0] == 0:
                 return None, left
-            return Run.from_arrays(*corr, dims, lower=lower, upper=upper, since=since), left
+            return self._corrections_run(corr, mode, dims, lower, upper), left
         qkeys, seed_off, times = K.seed_csr(keys, times)
         in_off, ins = K.gather_runs(qkeys, [_arrays(r) for r in inputs])
         out_off, outs = K.gather_runs(qkeys, [_arrays(r) for r in outputs])
@@ -567,6 +589,16 @@ class ColumnarExecutor(InProcessExecutor):
         if corr[0].shape[0] == 0:
             return None, left
         return Run.from_arrays(*corr, dims, lower=lower, upper=upper, since=since), left
+
+    def _corrections_run(self, corr: K.Arrays, mode: int, dims: int, lower: Antichain,
+                         upper: Antichain) -> Run:
+        """The compiled reduce's corrections as a run. A distinct's are one already: keys in
+        order, each key's interesting times distinct and in order, one value (the unit),
+        no zero diff; a count's values are not in order, so they are sorted."""
+        since = Antichain([(0,) * dims])
+        if mode == K.DISTINCT:
+            return Run(*corr, dims, lower, upper, since)
+        return Run.from_arrays(*corr, dims, lower=lower, upper=upper, since=since)
 
     def _reduce_records(
         self,
@@ -657,12 +689,15 @@ class PackedPending:
     `ReduceOp` reads only its truth value and `values()`, the times at which it must hold
     capabilities: here one set of the distinct times (few), not one set per key."""
 
-    __slots__ = ("keys", "times", "dims")
+    __slots__ = ("keys", "times", "dims", "minimal")
 
-    def __init__(self, keys: np.ndarray, times: np.ndarray, dims: int) -> None:
+    def __init__(self, keys: np.ndarray, times: np.ndarray, dims: int,
+                 minimal: np.ndarray | None = None) -> None:
         self.keys = keys
         self.times = times
         self.dims = dims
+        # The minimal elements of `times` (packed), where the kernel that made them found them.
+        self.minimal = minimal
 
     def __bool__(self) -> bool:
         return bool(self.keys.shape[0])
@@ -680,7 +715,9 @@ class PackedPending:
         pending when many epochs are in flight; inserting each into an Antichain is quadratic)."""
         if not self.keys.shape[0]:
             return Antichain()
-        mins = K.minimal_times(self.times, self.dims, field_bits(self.dims))
+        mins = self.minimal
+        if mins is None:
+            mins = K.minimal_times(self.times, self.dims, field_bits(self.dims))
         out = Antichain()
         out.elements = [unpack(p, self.dims) for p in mins.tolist()]
         return out
