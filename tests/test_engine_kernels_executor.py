@@ -199,6 +199,41 @@ def test_split_rounds_match_naive(split_rounds: list[int], case: Any, nested: bo
     assert split_rounds, "no reduce round was split"
 
 
+@pytest.mark.parametrize("nested", [False, True], ids=["root", "2d"])
+@pytest.mark.parametrize(
+    "case",
+    [c for c in properties.CASES if c.name in SPLIT_CASES],
+    ids=lambda c: c.name,
+)
+def test_every_batch_a_trace_holds_is_a_run(monkeypatch: pytest.MonkeyPatch, case: Any, nested: bool) -> None:
+    """Every batch inserted into a trace (arrangements and the compiled reduces' outputs,
+    some of which skip the sort because they come out in order) is sorted by `(key, val,
+    time)` with no equal triples and no zero diff: merges, lookups and compaction rely on it,
+    and a batch that breaks it can still give the right answers (so the oracles above would
+    not notice)."""
+    import numpy as np
+
+    from engine import trace as trace_module
+    from engine.columnar import kernels as K
+    from engine.columnar.layout import Run
+
+    insert = trace_module.Trace.insert
+    checked: list[int] = []
+
+    def checked_insert(self: Any, batch: Any) -> Any:
+        if isinstance(batch, Run) and batch.records:
+            k, v, t, d = batch.keys, batch.vals, batch.times, batch.diffs
+            assert K._sorted(k, v, t), batch
+            same = (k[1:] == k[:-1]) & (v[1:] == v[:-1]) & (t[1:] == t[:-1])
+            assert not same.any() and np.all(d != 0), batch
+            checked.append(batch.records)
+        return insert(self, batch)
+
+    monkeypatch.setattr(trace_module.Trace, "insert", checked_insert)
+    properties.test_operator_matches_naive(case, nested, "each")
+    assert checked
+
+
 def test_split_rounds_reachability_and_scc(split_rounds: list[int]) -> None:
     graphs.test_reachability_sliding_window_changing_roots()
     graphs.test_scc_many_epochs_in_flight_equals_stepwise()

@@ -60,9 +60,10 @@ from engine.trace import consolidate_entries
 
 I64 = np.int64
 _EMPTY = np.zeros(0, I64)
-# A compiled reduce's round with fewer seeds than this (new updates and pending pairs) is one
-# call, `kernels.reduce_whole`; a larger one may be split over two cores (`parallel.MIN_KEYS`).
-WHOLE_ROUND = parallel.MIN_KEYS
+# A compiled reduce's round with too few seeds (new updates and pending pairs) to be split over
+# two cores (`parallel.MIN_KEYS`) is one call, `kernels.reduce_whole`; False makes it the
+# steps that a larger round takes (for `bench/paired.py`).
+WHOLE_ROUND = True
 PAIR_LIMIT = 1 << PAIR_BITS
 # The most records one fueled merge step merges, however much fuel it is sent: a step's pause
 # stays bounded, and a merge finished at once (sent None) still runs its slices on two cores.
@@ -498,7 +499,7 @@ class ColumnarExecutor(InProcessExecutor):
         packed = isinstance(pending, PackedPending)
         pend_k = pending.keys if packed else _EMPTY
         seeds = sum(r.records for r in new) + pend_k.shape[0]
-        if (mode is not None and len(new) <= 1 and seeds < WHOLE_ROUND
+        if (WHOLE_ROUND and mode is not None and len(new) <= 1 and seeds < parallel.MIN_KEYS
                 and len(inputs) <= K.FUSED_RUNS and len(outputs) <= K.FUSED_RUNS):
             # A round too small to split over two cores (a loop round of a few updates): the
             # pending pairs, the seeds and the reduce in one compiled call.
