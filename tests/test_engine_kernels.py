@@ -575,13 +575,9 @@ def test_searched_gather_and_join_equal_the_merged_ones(dims: int, seed: int, n_
     assert [c.tolist() for c in got] == want
 
 
-@pytest.mark.parametrize("dims", DIMS)
-@pytest.mark.parametrize("seed", SEEDS)
-def test_fused_round_equals_its_steps(dims: int, seed: int) -> None:
-    """`reduce_fused` (one call, spines padded to `FUSED_RUNS`) gives exactly what its steps
-    give one call at a time: `seed_csr`, `gather_runs` on each side, `reduce_compiled`, and
-    the deferred pairs united with those left pending."""
-    rng = random.Random(seed * 7 + dims)
+def rand_spines(rng: random.Random, dims: int) -> tuple[list[Run], list[Run]]:
+    """A reduce's input spine (1 to FUSED_RUNS runs) and output spine (0 to FUSED_RUNS runs,
+    values 1) of random updates."""
     inputs = [
         Run.from_updates(rand_updates(rng, rng.randint(0, 30), dims), dims)
         for _ in range(rng.randint(1, K.FUSED_RUNS))
@@ -590,6 +586,17 @@ def test_fused_round_equals_its_steps(dims: int, seed: int) -> None:
         Run.from_updates([(k, 1, t, d) for k, _, t, d in rand_updates(rng, rng.randint(0, 10), dims)], dims)
         for _ in range(rng.randint(0, K.FUSED_RUNS))
     ]
+    return inputs, outputs
+
+
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fused_round_equals_its_steps(dims: int, seed: int) -> None:
+    """`reduce_fused` (one call, spines padded to `FUSED_RUNS`) gives exactly what its steps
+    give one call at a time: `seed_csr`, `gather_runs` on each side, `reduce_compiled`, and
+    the deferred pairs united with those left pending."""
+    rng = random.Random(seed * 7 + dims)
+    inputs, outputs = rand_spines(rng, dims)
     seeds = rand_updates(rng, rng.randint(1, 12), dims)
     keys, times = K.dedup_pairs(
         np.array([k for k, _, _, _ in seeds], np.int64),
@@ -624,14 +631,7 @@ def test_whole_round_equals_its_steps(dims: int, seed: int) -> None:
     times. A distinct's corrections are a run already (sorted, consolidated), which the
     executor relies on."""
     rng = random.Random(seed * 11 + dims)
-    inputs = [
-        Run.from_updates(rand_updates(rng, rng.randint(0, 30), dims), dims)
-        for _ in range(rng.randint(1, K.FUSED_RUNS))
-    ]
-    outputs = [
-        Run.from_updates([(k, 1, t, d) for k, _, t, d in rand_updates(rng, rng.randint(0, 10), dims)], dims)
-        for _ in range(rng.randint(0, K.FUSED_RUNS))
-    ]
+    inputs, outputs = rand_spines(rng, dims)
     new = Run.from_updates(rand_updates(rng, rng.randint(0, 12), dims), dims)
     pend = rand_updates(rng, rng.randint(0, 10), dims, keys=9)
     pend_k, pend_t = K.dedup_pairs(

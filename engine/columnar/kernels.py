@@ -1167,8 +1167,14 @@ def gather(qkeys: np.ndarray, runs: list[Arrays]) -> tuple[np.ndarray, Arrays]:
 # -- reduce: interesting times and corrections for counting logic -----------------------------
 @numba.njit(cache=True, inline="always")
 def _insertion_sort(a, n):  # type: ignore[no-untyped-def]
-    """Sort `a[:n]` in place. A key has a few interesting times; `ndarray.sort` on them cost
-    as much as the rest of the closure (measured on the reachability loop's rounds)."""
+    """Sort `a[:n]` in place: by insertion when short, by `np.sort` beyond 32 (a key's few
+    interesting times: `ndarray.sort` on them cost as much as the rest of the closure, measured
+    on the reachability loop's rounds). `planner.float_sums._ascending` is the same for a float
+    group's exponents; the planner does not import this module, whose import sets the process's
+    malloc arenas (`memory.one_malloc_arena`)."""
+    if n > 32:
+        a[:n] = np.sort(a[:n])
+        return
     for x in range(1, n):
         v = a[x]
         y = x - 1
