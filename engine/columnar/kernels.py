@@ -1668,24 +1668,37 @@ def reduce_fused(
 
 @numba.njit(cache=True)
 def minimal_times(times, dims, bits):  # type: ignore[no-untyped-def]
-    """The minimal elements (an antichain) of packed `times` under the product order.
+    """The minimal elements (an antichain) of packed `times` under the product order, sorted.
 
-    Sorting by packed value lists a time after every time it dominates (see `times`), so one
-    pass keeping each time no kept time is `<=` to gives the antichain."""
-    u = np.unique(times)
-    keep = np.empty(u.shape[0], I64)
+    One pass, keeping the antichain of the times so far: a time some kept time is `<=` to
+    (itself, when repeated) is skipped; otherwise it evicts the kept times it is `<=` to and
+    joins them. O(n * m) for an antichain of m: a reduce's pending times number thousands
+    with a hundred epochs in flight in a loop, their antichain a handful, and sorting them
+    first to dedupe (`np.unique`) cost more than the whole pass."""
+    keep = np.empty(8, I64)
     m = 0
-    for i in range(u.shape[0]):
-        t = u[i]
+    for i in range(times.shape[0]):
+        t = times[i]
         dominated = False
         for j in range(m):
             if T.le(keep[j], t, dims, bits):
                 dominated = True
                 break
-        if not dominated:
-            keep[m] = t
-            m += 1
-    return keep[:m].copy()
+        if dominated:
+            continue
+        w = 0
+        for j in range(m):
+            if not T.le(t, keep[j], dims, bits):
+                keep[w] = keep[j]
+                w += 1
+        m = w
+        if m == keep.shape[0]:
+            keep = _grow(keep, m)
+        keep[m] = t
+        m += 1
+    out = keep[:m].copy()
+    _insertion_sort(out, m)
+    return out
 
 
 def warm_up() -> None:
