@@ -435,7 +435,7 @@ def test_split_beyond_partitions_at_the_frontier(dims: int, seed: int) -> None:
     bits = T.field_bits(dims)
     nb, ready, rest, mins = K.split_beyond(data, times, diffs, frontier, dims, bits)
     mask = K.beyond_all(times, frontier, dims, bits)
-    assert nb == int(mask.sum())
+    assert nb == int(mask.sum()) == K.count_beyond(times, frontier, dims, bits)
     assert [c.tolist() for c in ready] == [c[~mask].tolist() for c in (data, times, diffs)]
     assert [c.tolist() for c in rest] == [c[mask].tolist() for c in (data, times, diffs)]
     assert mins.tolist() == (K.minimal_times(times[mask], dims, bits).tolist() if nb else [])

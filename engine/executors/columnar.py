@@ -86,6 +86,7 @@ class ColumnarExecutor(InProcessExecutor):
         self.unit = self.rows.encode(())
         self._time_memo: dict[int, dict[int, Time]] = {d: {} for d in range(1, 8)}
         self._frontier_memo: dict[tuple[int, tuple[Time, ...]], np.ndarray] = {}
+        self._empties: dict[int, UpdateColumns] = {}
         K.warm_up()
         parallel.start()
 
@@ -242,19 +243,27 @@ class ColumnarExecutor(InProcessExecutor):
             return [], []
         dims = cols[0].dims
         u = UpdateColumns.concat(cols, dims)
-        empty = UpdateColumns.concat([], dims)
+        empty = self._empty(dims)
         if not frontier.elements:
             return u, empty
-        # Usually everything is complete (or nothing is): no copies then. The rest keeps its
-        # minimal times, which the caller asks for next (`lower`).
-        n_beyond, ready, rest, mins = K.split_beyond(
-            u.data, u.times, u.diffs, self._packed_frontier(frontier, dims), dims, field_bits(dims)
-        )
+        # Usually everything is complete (or nothing is): counted, no copies then.
+        packed = self._packed_frontier(frontier, dims)
+        bits = field_bits(dims)
+        n_beyond = K.count_beyond(u.times, packed, dims, bits)
         if n_beyond == 0:
             return u, empty
         if n_beyond == len(u):
-            return empty, UpdateColumns(u.data, u.times, u.diffs, dims, mins)
+            return empty, u
+        # The rest keeps its minimal times, which the caller asks for next (`lower`).
+        _, ready, rest, mins = K.split_beyond(u.data, u.times, u.diffs, packed, dims, bits)
         return UpdateColumns(*ready, dims), UpdateColumns(*rest, dims, mins)
+
+    def _empty(self, dims: int) -> UpdateColumns:
+        """No updates (one per `dims`, shared: payloads are immutable)."""
+        e = self._empties.get(dims)
+        if e is None:
+            e = self._empties[dims] = UpdateColumns.concat([], dims)
+        return e
 
     # -- accumulations (engine.operators.capture) -----------------------------------------------
     def accumulate(self, acc: list[tuple[np.ndarray, np.ndarray]] | None,
