@@ -38,6 +38,11 @@ def preload() -> None:
     pa.array([0])  # pyarrow imports pandas at its first conversion of Python values
     from engine.counting_sort import counting_bounds, counting_order, counting_scatter
     from planner.float_sums import group_sums, group_sums_by_code
+    from planner.group_parts import sort_parts
+
+    # MIN/MAX states made together (`BuiltGroups.states`): ints and days, and doubles
+    for dtype in (np.int64, np.float64):
+        sort_parts(np.zeros(2, dtype), np.array([0, 2], np.int64), np.zeros(1, np.int64))
 
     # Each kernel for writable arrays and for read-only ones (NumPy views of Arrow buffers, as
     # a hydration mostly passes): numba compiles, or loads, one version per kind.

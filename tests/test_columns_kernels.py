@@ -311,6 +311,104 @@ def test_aggregate_states_from_columns_equal_from_rows(seed: int, counting: bool
     assert bool(scattered) == counting
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_states_made_together_equal_the_rows(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`BuiltGroups.states` (MIN/MAX values of many groups sorted in one compiled pass,
+    `planner.group_parts`) gives each group the state the per-row evaluation gives, and
+    `state(g)` one at a time: groups below `_SMALL_GROUP`, above it, past ARRAY_INDEX_MIN
+    distinct values, floats, dates, and a column with NULLs (not sorted together)."""
+    import numba  # noqa: F401 - `states` sorts together only in a process that has numba
+
+    import planner.aggregate_columns as ac
+    import planner.group_parts as gp
+
+    sorted_together = []
+    real = gp.sort_parts
+
+    def spy(*args: Any) -> Any:
+        sorted_together.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(gp, "sort_parts", spy)
+    rng = random.Random(700 + seed)
+    sizes = [rng.choice([1, 5, 63, 64, 65, 300, 700]) for _ in range(rng.randint(20, 40))]
+    keys = [k for k, size in enumerate(sizes) for _ in range(size)]
+    rng.shuffle(keys)
+    n = len(keys)
+    # (NaN and -0.0 make `build_groups` leave the MIN/MAX to rows: `test_sort_parts...`)
+    floats = [float(rng.randint(-500, 500)) / (4 if seed % 2 else 1) for _ in range(n)]
+    ints = [rng.randint(-10 ** 9, 10 ** 9) if seed < 2 else rng.randint(0, 9) for _ in range(n)]
+    dates = [DATES[rng.randrange(len(DATES))] for _ in range(n)]
+    nullable = [None if rng.random() < 0.05 else rng.randint(0, 1000) for _ in range(n)]
+    table = pa.table([pa.array(keys, pa.int64()), pa.array(ints, pa.int64()),
+                      pa.array(floats, pa.float64()), pa.array(nullable, pa.int64()),
+                      pa.array(dates, pa.date32())], names=list("kifnd"))
+    plan = IncrementalAggregates((
+        Agg("count_star", None, False, "BIGINT"), Agg("min", 1, False, "BIGINT"),
+        Agg("max", 2, False, "DOUBLE"), Agg("min", 3, False, "BIGINT"),
+        Agg("max", 4, False, "DATE")))
+    want = {}
+    for k, group in rows_by_key_reference(list(rows_of(table, 5)), (0,)).items():
+        st = plan(k)
+        st.apply_vals(group, 1)
+        want[k] = st
+    together = build_groups(plan, table, (0,))
+    alone = build_groups(plan, table, (0,))
+    assert together is not None and alone is not None
+    picked = sorted(rng.sample(range(len(together.keys)), rng.randint(ac.BULK_STATES, len(sizes))))
+    made = together.states(picked)
+    def canon(st: Any) -> str:
+        # `_state_view` with each value map in key order, compared by repr (NaN is not == NaN)
+        rows, values, index, accs, out = _state_view(st)
+        return repr((rows, {a: sorted(v.items(), key=repr) for a, v in values.items()},
+                     index, accs, out))
+
+    for g, st in zip(picked, made, strict=True):
+        k = together.keys[g]
+        assert canon(st) == canon(want[k]), k
+        assert canon(alone.state(g)) == canon(st), k
+        assert repr(st.output()[0]) == repr(want[k].output()[0])
+    assert sorted_together
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sort_parts_equals_distinct(seed: int) -> None:
+    """`group_parts.sort_parts` sorts each listed group's part in place and gives its
+    distinct values and counts as `_distinct` does; a float part with a NaN, or with both
+    zeros, is flagged for the caller instead (and no other is)."""
+    from planner.aggregate_columns import _distinct
+    from planner.group_parts import sort_parts
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 90, 30)
+    bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    for dtype in (np.int64, np.float64):
+        vals = rng.integers(-20, 20, int(bounds[-1])).astype(dtype)
+        if dtype is np.float64:
+            vals[rng.random(len(vals)) < 0.01] = np.nan
+            vals[rng.random(len(vals)) < 0.02] = -0.0
+        before = vals.copy()
+        groups = np.sort(rng.choice(30, 12, replace=False)).astype(np.int64)
+        uniq, counts, offsets, apart = sort_parts(vals, bounds, groups)
+        for k, g in enumerate(groups.tolist()):
+            a, b = bounds[g], bounds[g + 1]
+            part = before[a:b].copy()
+            odd = bool(np.isnan(part).any() or (np.signbit(part) & (part == 0)).any()
+                       and (~np.signbit(part) & (part == 0)).any())
+            assert bool(apart[k]) == (dtype is np.float64 and odd)
+            if apart[k]:
+                continue
+            want_u, want_c = _distinct(part)
+            assert uniq[offsets[k]:offsets[k + 1]].tolist() == want_u.tolist()
+            assert counts[offsets[k]:offsets[k + 1]].tolist() == (
+                [1] * len(want_u) if want_c is None else want_c.tolist())
+            assert vals[a:b].tolist() == np.sort(before[a:b]).tolist()
+        others = np.setdiff1d(np.arange(30), groups)
+        for g in others.tolist():  # untouched
+            a, b = bounds[g], bounds[g + 1]
+            assert np.array_equal(vals[a:b], before[a:b], equal_nan=True)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_built_columns_from_arrays_equal_the_rows(seed: int) -> None:
     """`BuiltGroups.columns()` takes each aggregate's column from the arrays where its values

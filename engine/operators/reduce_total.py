@@ -234,14 +234,29 @@ class ReduceTotalOp(Operator):
         states, emitted = self.states, self.emitted
         touched = 0
         unbuilt = self.unbuilt
+        # The states of this time's keys still held in `built`, made together where it can:
+        # a batch that changes thousands of groups (`BuiltGroups.states`).
+        made: dict[Any, tuple[int, Any]] = {}
+        many = getattr(self.built, "states", None)
+        if unbuilt and many is not None and len(per_key) > 1:
+            wanted = [(key, i) for key in per_key
+                      if key not in states and (i := unbuilt.pop(key, -1)) >= 0]
+            if wanted:
+                made = {key: (i, st) for (key, i), st in
+                        zip(wanted, many([i for _, i in wanted]), strict=True)}
         for key, changes in per_key.items():
             st = states.get(key)
+            m = made.pop(key, None) if made else None
             if st is not None:
                 before = st.size()
                 excess = _excess(st)
-            elif unbuilt and (i := unbuilt.pop(key, -1)) >= 0:
+            elif m is not None or (unbuilt and (i := unbuilt.pop(key, -1)) >= 0):
                 assert self.built is not None
-                st = states[key] = self.built.state(i)
+                if m is not None:
+                    i, st = m
+                else:
+                    st = self.built.state(i)
+                states[key] = st
                 if self.built_rows is None:  # sent as columns: the state gives the row
                     emitted[key] = st.output()[0]
                 else:
@@ -251,7 +266,7 @@ class ReduceTotalOp(Operator):
                 # the arrays counted the group's records their way (records_of)
                 self.state_records += before - self.built.records_of(i)
                 self.built_records -= self.built.records_of(i)
-                if not unbuilt:
+                if not unbuilt and not made:
                     self.built = None  # every state is made: the arrays can go
                     self.built_rows = []
                     self.built_records = 0
