@@ -7,7 +7,7 @@ take apart itself: a float part holding a NaN (which `np.unique` folds into one 
 comparison does not) or both zeros (-0.0 and 0.0 are one value, and which of them stands for
 it depends on the sort). Invariant: for every other group, the values and counts are exactly
 `planner.aggregate_columns._distinct` of the part (tests compare the two), and the part is
-sorted as `_distinct` leaves it. Why: a batch that changes thousands of groups makes a state
+sorted as `_distinct` leaves it (by the same NumPy sort). Why: a batch that changes thousands of groups makes a state
 for each (`BuiltGroups.states`); `_distinct`'s eight NumPy calls per group were most of it.
 
 Imported only where numba is loaded already (`planner.aggregate_columns`), as
@@ -22,8 +22,19 @@ import numba
 import numpy as np
 
 
+def sort_parts(vals: np.ndarray, bounds: np.ndarray, groups: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """See the module docstring. Each part is sorted by NumPy (its vectorised sort took 3 us
+    for a group of 600 values where numba's took 34 us), then one compiled pass over all the
+    sorted parts finds their distinct values."""
+    starts, ends = bounds[groups].tolist(), bounds[groups + 1].tolist()
+    for a, b in zip(starts, ends, strict=True):
+        vals[a:b].sort()
+    return _distinct_parts(vals, bounds, groups)
+
+
 @numba.njit(cache=True)
-def sort_parts(vals, bounds, groups):  # type: ignore[no-untyped-def]
+def _distinct_parts(vals, bounds, groups):  # type: ignore[no-untyped-def]
     n = groups.shape[0]
     total = 0
     for k in range(n):
@@ -36,7 +47,6 @@ def sort_parts(vals, bounds, groups):  # type: ignore[no-untyped-def]
     w = 0
     for k in range(n):
         a, b = bounds[groups[k]], bounds[groups[k] + 1]
-        vals[a:b].sort()
         zeros = 0
         for i in range(a, b):
             v = vals[i]
