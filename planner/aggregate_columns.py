@@ -283,10 +283,10 @@ class BuiltGroups:
 
     def states(self, gs: list[int]) -> list[AggregateState]:
         """`state(g)` for each of the distinct groups `gs`. From `BULK_STATES` groups, in a
-        process with numba, the large groups' MIN/MAX values without NULLs are sorted and
-        counted by one compiled pass over all of them (`planner.group_parts`) instead of
-        NumPy calls per group: a 10,000-row batch into a MIN/MAX view by supplier made
-        thousands of states, most of its time."""
+        process with numba, the large groups' MIN/MAX values without NULLs are sorted in place
+        and their distinct values counted together (`planner.group_parts.sort_parts`: one
+        compiled pass over all of them) instead of `_distinct`'s NumPy calls per group: a
+        10,000-row batch into a MIN/MAX view by supplier makes thousands of states."""
         if len(gs) < BULK_STATES or "numba" not in sys.modules or not self.values:
             return [self.state(g) for g in gs]
         from planner.group_parts import sort_parts
