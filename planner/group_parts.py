@@ -1,14 +1,16 @@
-"""Many groups' MIN/MAX arguments sorted at once: one compiled pass over the groups' parts.
+"""Many groups' MIN/MAX arguments sorted and counted together: the distinct values of each.
 
 `sort_parts(vals, bounds, groups)` sorts each listed group's part `vals[bounds[g]:bounds[g+1]]`
-in place and returns its distinct values with their counts, all groups' one after another
-(`offsets[k]:offsets[k+1]` for `groups[k]`), and a flag per group whose part the caller must
-take apart itself: a float part holding a NaN (which `np.unique` folds into one value and
-comparison does not) or both zeros (-0.0 and 0.0 are one value, and which of them stands for
-it depends on the sort). Invariant: for every other group, the values and counts are exactly
+in place (NumPy's sort, a call per part) and returns its distinct values with their counts,
+all groups' one after another (`offsets[k]:offsets[k+1]` for `groups[k]`), found by one
+compiled pass over all the parts, and a flag per group whose part the caller must take apart
+itself: a float part holding a NaN (which `np.unique` folds into one value and comparison
+does not) or both zeros (-0.0 and 0.0 are one value, and which of them stands for it depends
+on the sort). Invariant: for every other group, the values and counts are exactly
 `planner.aggregate_columns._distinct` of the part (tests compare the two), and the part is
-sorted as `_distinct` leaves it (by the same NumPy sort). Why: a batch that changes thousands of groups makes a state
-for each (`BuiltGroups.states`); `_distinct`'s eight NumPy calls per group were most of it.
+sorted as `_distinct` leaves it (by the same NumPy sort). Why: a batch that changes thousands
+of groups makes a state for each (`BuiltGroups.states`), and `_distinct`'s eight NumPy calls
+per group were most of it.
 
 Imported only where numba is loaded already (`planner.aggregate_columns`), as
 `planner.float_sums` is.
