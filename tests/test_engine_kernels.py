@@ -143,6 +143,47 @@ def test_large_consolidate_with_constant_columns(constant: str, threads: int, mo
     assert list(zip(*(c.tolist() for c in got), strict=True)) == want
 
 
+@pytest.mark.parametrize("seed", range(16))
+def test_word_consolidate_equals_reference(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches whose spans fit one word take `word_sort` (a spy counts it) and equal the
+    reference: negative values, diffs that cancel to zero, constant columns, spans that need
+    exactly 63 bits together, and sizes on both sides of `WORD_MIN` and `RADIX_MIN`. A batch one
+    bit too wide is left to the radix sort, with the same result."""
+    from engine.columnar import word_sort
+
+    taken = []
+    real = word_sort.consolidate_words
+
+    def spy(*cols: np.ndarray) -> object:
+        got = real(*cols)
+        taken.append(got is not None)
+        return got
+
+    monkeypatch.setattr(word_sort, "consolidate_words", spy)
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([K.WORD_MIN, 1000, K.RADIX_MIN + 5, 3 * K.RADIX_MIN]))
+    # (key, val, time, diff) spans as bit widths; the last two cases are 63 and 64 bits.
+    widths = [(20, 0, 0, 2), (10, 8, 4, 3), (40, 1, 20, 2), (2, 2, 2, 2), (33, 15, 13, 2),
+              (34, 15, 13, 2)][seed % 6]
+    lows = [int(rng.integers(-(2**40), 2**40)) for _ in range(3)] + [-1]
+    cols = []
+    for w, lo in zip(widths, lows, strict=True):
+        if w == 0:
+            cols.append(np.full(n, lo, np.int64))
+            continue
+        c = rng.integers(0, 1 << (w - 1), n, dtype=np.int64) + lo
+        c[0], c[-1] = lo, lo + (1 << w) - 1  # the span is exactly w bits
+        cols.append(c)
+    k, v, t, d = cols
+    if seed >= 12:
+        # few distinct triples: many equal ones, whose diffs sum to zero for some
+        k, v, t = (c[rng.integers(0, 40, n)] for c in (k, v, t))
+    want = R.consolidate(zip(k.tolist(), v.tolist(), t.tolist(), d.tolist(), strict=True))
+    got = K.consolidate(k, v, t, d)
+    assert list(zip(*(c.tolist() for c in got), strict=True)) == want
+    assert taken == [sum(widths) <= 63]
+
+
 # -- merge with advance_by compaction ----------------------------------------------------------
 @pytest.mark.parametrize("dims", DIMS)
 @pytest.mark.parametrize("seed", SEEDS)

@@ -6,10 +6,11 @@ kernel and allocate. Each has a plain per-record twin in `reference`, and the pr
 (`tests/test_engine_kernels*.py`) require identical output on seeded random updates at random
 1-, 2- and 3-coordinate times under random batchings.
 
-- `consolidate`: sort by `(key, val, time)`, sum equal triples, drop zeros. A batch of at least
-  `RADIX_MIN` updates is sorted by most-significant-digit radix over the bits that vary among its
-  keys, in NumPy-allocated buffers (first-touch page faults on a kernel's own large allocations
-  cost as much as the sort).
+- `consolidate`: sort by `(key, val, time)`, sum equal triples, drop zeros. An unsorted batch of
+  at least `WORD_MIN` updates whose columns' spans fit 63 bits together is sorted as one word
+  per update by NumPy (`word_sort`); any other batch of at least `RADIX_MIN` updates by
+  most-significant-digit radix over the bits that vary among its keys, in NumPy-allocated
+  buffers (first-touch page faults on a kernel's own large allocations cost as much as the sort).
 - `merge`: two runs into one, every time advanced by a frontier first (`advance_by`: logical
   compaction happens inside the merge). When advancing keeps both runs sorted (the usual
   `{(e, 0)}` frontier, see `times`), it is one linear merge; otherwise a re-sort.
@@ -32,7 +33,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from engine.columnar import memory, parallel
+from engine.columnar import memory, parallel, word_sort
 from engine.columnar import times as T
 
 I64 = np.int64
@@ -128,6 +129,10 @@ def _order_within_keys(keys, vals, times, order):  # type: ignore[no-untyped-def
 
 
 RADIX_BITS = 8
+# From this many updates an unsorted batch whose columns fit one word per update is sorted as
+# words (`word_sort`): below it one compiled call's comparison sort costs less than the five
+# calls of the word path.
+WORD_MIN = 384
 # From this many updates a batch is sorted by radix passes instead of a comparison sort: below
 # it the comparison sort's single pass over a few cache lines wins.
 RADIX_MIN = 1 << 14
@@ -375,6 +380,13 @@ def consolidate(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sorted by `(key, val, time)`, equal triples summed, zeros dropped."""
     n = keys.shape[0]
+    if n < WORD_MIN:
+        return _consolidate(keys, vals, times, diffs)  # type: ignore[no-any-return]
+    if not _sorted(keys, vals, times):
+        # One int64 word per update, sorted by NumPy, where the columns' spans fit one.
+        words = word_sort.consolidate_words(keys, vals, times, diffs)
+        if words is not None:
+            return trimmed(*words)  # type: ignore[no-any-return]
     if n < RADIX_MIN:
         return _consolidate(keys, vals, times, diffs)  # type: ignore[no-any-return]
     # Large columns are allocated by NumPy, not inside the kernel, and never twice: first
@@ -1715,9 +1727,11 @@ def warm_up() -> None:
     """Load (or compile) every kernel once, so no timed call pays for it."""
     z = np.zeros(0, I64)
     one = np.ones(2, I64)
-    # The radix path of a large consolidate (keys spread over two levels and a large group).
+    # A large consolidate as words, and by radix (keys spread over two levels and a large
+    # group, too wide for a word).
     big = np.arange(RADIX_MIN, dtype=I64)[::-1] // 40 << 9
     consolidate(big, big % 3, big % 5, np.ones(RADIX_MIN, I64))
+    consolidate(big << 44, big % 3, big % 5, np.ones(RADIX_MIN, I64))
     _radix_first(big.copy(), big % 3, big % 5, np.ones(RADIX_MIN, I64), *_columns4(RADIX_MIN))
     for dims in (1, 2, 3):
         f = np.zeros(1, I64)

@@ -1,0 +1,108 @@
+"""Consolidation by sorting one machine word per update.
+
+Invariant: when the spans of a batch's keys, vals, times and diffs (each column's maximum minus
+its minimum) need at most 63 bits together, each update packs into one non-negative int64 word,
+`(key - kmin, val - vmin, time - tmin, diff - dmin)` from the high bits down, and the order of
+the words is the order of `(key, val, time)` (diff last, which only sorts equal triples among
+themselves). Sorting the words and summing the diffs of each run of equal `(key, val, time)`
+bits is then exactly `kernels.consolidate`: sorted by `(key, val, time)`, equal triples summed,
+zeros dropped.
+
+Why: NumPy sorts int64 with a vectorised (AVX-512/AVX2) quicksort at about 12 ns per value on
+this machine, where moving four columns through radix passes costs 90-150 ns per update. Most
+large batches fit the word: a loop round's updates share one time and one val (an arrangement
+of a collection by itself), and ids span far fewer than 64 bits. Batches that do not fit are
+left to the radix sort (`None`).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+I64 = np.int64
+
+
+@numba.njit(cache=True, nogil=True)
+def spans(k, v, t, d):  # type: ignore[no-untyped-def]
+    """Minimum and maximum of each of the four columns, in one pass (`n >= 1`)."""
+    k0, k1, v0, v1, t0, t1, d0, d1 = k[0], k[0], v[0], v[0], t[0], t[0], d[0], d[0]
+    for i in range(1, k.shape[0]):
+        x = k[i]
+        if x < k0:
+            k0 = x
+        elif x > k1:
+            k1 = x
+        x = v[i]
+        if x < v0:
+            v0 = x
+        elif x > v1:
+            v1 = x
+        x = t[i]
+        if x < t0:
+            t0 = x
+        elif x > t1:
+            t1 = x
+        x = d[i]
+        if x < d0:
+            d0 = x
+        elif x > d1:
+            d1 = x
+    return k0, k1, v0, v1, t0, t1, d0, d1
+
+
+@numba.njit(cache=True, nogil=True)
+def pack_words(k, v, t, d, kmin, vmin, tmin, dmin, sk, sv, st, out):  # type: ignore[no-untyped-def]
+    """Each update's word into `out` (shifts `sk > sv > st`, the diff in the lowest bits)."""
+    for i in range(k.shape[0]):
+        out[i] = ((k[i] - kmin) << sk) | ((v[i] - vmin) << sv) | ((t[i] - tmin) << st) | (d[i] - dmin)
+
+
+@numba.njit(cache=True, nogil=True)
+def unpack_sums(w, kmin, vmin, tmin, dmin, sk, sv, st, mv, mt, md, ok, ov, ot, od):  # type: ignore[no-untyped-def]
+    """Sorted words back to columns `o*`, each run of equal `(key, val, time)` one update with
+    the sum of its diffs, zero sums dropped; returns the count written."""
+    n = w.shape[0]
+    m = 0
+    i = 0
+    while i < n:
+        triple = w[i] >> st
+        s = (w[i] & md) + dmin
+        j = i + 1
+        while j < n and (w[j] >> st) == triple:
+            s += (w[j] & md) + dmin
+            j += 1
+        if s != 0:
+            ok[m] = (w[i] >> sk) + kmin
+            ov[m] = ((w[i] >> sv) & mv) + vmin
+            ot[m] = (triple & mt) + tmin
+            od[m] = s
+            m += 1
+        i = j
+    return m
+
+
+def _width(span: int) -> int:
+    return span.bit_length()
+
+
+def consolidate_words(
+    keys: np.ndarray, vals: np.ndarray, times: np.ndarray, diffs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None:
+    """Four columns of `len(keys)` whose first returned count are the consolidated updates
+    (see the module docstring); None when the spans need more than 63 bits."""
+    n = keys.shape[0]
+    k0, k1, v0, v1, t0, t1, d0, d1 = (int(x) for x in spans(keys, vals, times, diffs))
+    wk, wv, wt, wd = _width(k1 - k0), _width(v1 - v0), _width(t1 - t0), _width(d1 - d0)
+    if wk + wv + wt + wd > 63:
+        return None
+    st = wd
+    sv = st + wt
+    sk = sv + wv
+    words = np.empty(n, I64)
+    pack_words(keys, vals, times, diffs, k0, v0, t0, d0, sk, sv, st, words)
+    words.sort()
+    ok, ov, ot, od = np.empty(n, I64), np.empty(n, I64), np.empty(n, I64), np.empty(n, I64)
+    m = unpack_sums(words, k0, v0, t0, d0, sk, sv, st,
+                    (1 << wv) - 1, (1 << wt) - 1, (1 << wd) - 1, ok, ov, ot, od)
+    return ok, ov, ot, od, m
