@@ -143,13 +143,19 @@ def test_large_consolidate_with_constant_columns(constant: str, threads: int, mo
     assert list(zip(*(c.tolist() for c in got), strict=True)) == want
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("seed", range(16))
-def test_word_consolidate_equals_reference(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_word_consolidate_equals_reference(seed: int, threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches whose spans fit one word take `word_sort` (a spy counts it) and equal the
     reference: negative values, diffs that cancel to zero, constant columns, spans that need
     exactly 63 bits together, and sizes on both sides of `WORD_MIN` and `RADIX_MIN`. A batch one
-    bit too wide is left to the radix sort, with the same result."""
+    bit too wide is left to the radix sort, with the same result. With two threads every
+    batch is sorted in halves and its merge unpacked in two parts (runs of equal triples
+    across both halves, and across the cut, when few triples repeat)."""
     from engine.columnar import word_sort
+
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    monkeypatch.setattr(parallel, "MIN_SORTED", K.WORD_MIN)
 
     taken = []
     real = word_sort.consolidate_words
@@ -177,7 +183,8 @@ def test_word_consolidate_equals_reference(seed: int, monkeypatch: pytest.Monkey
     k, v, t, d = cols
     if seed >= 12:
         # few distinct triples: many equal ones, whose diffs sum to zero for some
-        k, v, t = (c[rng.integers(0, 40, n)] for c in (k, v, t))
+        pick = rng.integers(0, 40, n)
+        k, v, t = k[pick], v[pick], t[pick]
     want = R.consolidate(zip(k.tolist(), v.tolist(), t.tolist(), d.tolist(), strict=True))
     got = K.consolidate(k, v, t, d)
     assert list(zip(*(c.tolist() for c in got), strict=True)) == want

@@ -20,6 +20,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from engine.columnar import parallel
+
 I64 = np.int64
 
 
@@ -82,6 +84,31 @@ def unpack_sums(w, kmin, vmin, tmin, dmin, sk, sv, st, mv, mt, md, ok, ov, ot, o
     return m
 
 
+@numba.njit(cache=True, nogil=True)
+def merge_unpack_sums(a, b, kmin, vmin, tmin, dmin, sk, sv, st, mv, mt, md, ok, ov, ot, od):  # type: ignore[no-untyped-def]
+    """`unpack_sums` of the merge of two sorted word arrays, without making the merge: runs
+    of equal `(key, val, time)` may span both."""
+    na, nb = a.shape[0], b.shape[0]
+    i = j = m = 0
+    while i < na or j < nb:
+        w = a[i] if j == nb or (i < na and a[i] <= b[j]) else b[j]
+        triple = w >> st
+        s = 0
+        while i < na and (a[i] >> st) == triple:
+            s += (a[i] & md) + dmin
+            i += 1
+        while j < nb and (b[j] >> st) == triple:
+            s += (b[j] & md) + dmin
+            j += 1
+        if s != 0:
+            ok[m] = (w >> sk) + kmin
+            ov[m] = ((w >> sv) & mv) + vmin
+            ot[m] = (triple & mt) + tmin
+            od[m] = s
+            m += 1
+    return m
+
+
 def _width(span: int) -> int:
     return span.bit_length()
 
@@ -90,19 +117,58 @@ def consolidate_words(
     keys: np.ndarray, vals: np.ndarray, times: np.ndarray, diffs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None:
     """Four columns of `len(keys)` whose first returned count are the consolidated updates
-    (see the module docstring); None when the spans need more than 63 bits."""
+    (see the module docstring); None when the spans need more than 63 bits.
+
+    From `parallel.MIN_SORTED` updates on two cores: each half's spans, words and sort on
+    one (NumPy's sort lets go of the GIL), then the two sorted halves are cut at one triple
+    and each part's merge unpacked on one; the second part's updates are moved up after the
+    first's."""
     n = keys.shape[0]
-    k0, k1, v0, v1, t0, t1, d0, d1 = (int(x) for x in spans(keys, vals, times, diffs))
+    split = parallel.THREADS >= 2 and n >= parallel.MIN_SORTED
+    h = n // 2 if split else n
+    if split:
+        lo, hi = parallel.both(lambda: spans(keys[:h], vals[:h], times[:h], diffs[:h]),
+                               lambda: spans(keys[h:], vals[h:], times[h:], diffs[h:]))
+        k0, k1, v0, v1, t0, t1, d0, d1 = (
+            int(min(x, y)) if c % 2 == 0 else int(max(x, y))
+            for c, (x, y) in enumerate(zip(lo, hi, strict=True))
+        )
+    else:
+        k0, k1, v0, v1, t0, t1, d0, d1 = (int(x) for x in spans(keys, vals, times, diffs))
     wk, wv, wt, wd = _width(k1 - k0), _width(v1 - v0), _width(t1 - t0), _width(d1 - d0)
     if wk + wv + wt + wd > 63:
         return None
     st = wd
     sv = st + wt
     sk = sv + wv
+    masks = ((1 << wv) - 1, (1 << wt) - 1, (1 << wd) - 1)
     words = np.empty(n, I64)
-    pack_words(keys, vals, times, diffs, k0, v0, t0, d0, sk, sv, st, words)
-    words.sort()
     ok, ov, ot, od = np.empty(n, I64), np.empty(n, I64), np.empty(n, I64), np.empty(n, I64)
-    m = unpack_sums(words, k0, v0, t0, d0, sk, sv, st,
-                    (1 << wv) - 1, (1 << wt) - 1, (1 << wd) - 1, ok, ov, ot, od)
-    return ok, ov, ot, od, m
+
+    def sorted_words(lo: int, hi: int) -> None:
+        pack_words(keys[lo:hi], vals[lo:hi], times[lo:hi], diffs[lo:hi], k0, v0, t0, d0,
+                   sk, sv, st, words[lo:hi])
+        words[lo:hi].sort()
+
+    if not split:
+        sorted_words(0, n)
+        m = unpack_sums(words, k0, v0, t0, d0, sk, sv, st, *masks, ok, ov, ot, od)
+        return ok, ov, ot, od, m
+    parallel.both(lambda: sorted_words(0, h), lambda: sorted_words(h, n))
+    a, b = words[:h], words[h:]
+    # Cut both halves before the first word of the triple in the middle of `a`: every run
+    # of equal triples then lies wholly in one part.
+    cut_word = int(a[h // 2] >> st) << st
+    i = int(np.searchsorted(a, cut_word, "left"))
+    j = int(np.searchsorted(b, cut_word, "left"))
+    first = i + j
+
+    def part(a: np.ndarray, b: np.ndarray, at: int) -> int:
+        return merge_unpack_sums(a, b, k0, v0, t0, d0, sk, sv, st, *masks,
+                                 ok[at:], ov[at:], ot[at:], od[at:])
+
+    m1, m2 = parallel.both(lambda: part(a[:i], b[:j], 0), lambda: part(a[i:], b[j:], first))
+    if m1 < first:
+        for c in (ok, ov, ot, od):
+            c[m1:m1 + m2] = c[first:first + m2]
+    return ok, ov, ot, od, m1 + m2
