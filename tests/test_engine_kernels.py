@@ -671,6 +671,58 @@ def test_fused_round_equals_its_steps(dims: int, seed: int) -> None:
         assert (pk.tolist(), pt.tolist()) == (wk.tolist(), wt.tolist())
 
 
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", range(6))
+def test_distinct_round_equals_the_general_closure(dims: int, seed: int, large: bool,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A distinct's round by `_distinct_round` (forced: `SIMPLE_SHARE` 0) equals the general
+    path's (`SIMPLE_SHARE` above 1): keys whose one seed follows all of their history (their
+    correction summed from the runs), keys with several seeds or a history time not `<=` the
+    seed (gathered), outputs of a value other than the unit, in small random spines and in
+    runs large enough to be searched in lockstep, with and without key filters; the
+    corrections a run (keys in order) where the outputs are a distinct's own."""
+    rng = random.Random(seed * 13 + dims)
+    if large:
+        inputs = _large_runs(rng, dims)
+        outputs = [arrays(Run.from_updates(
+            [(k, 1, t, d) for k, _, t, d in rand_updates(rng, 400, dims, keys=20_000)], dims))]
+        universe = 20_000
+    else:
+        ins, outs = rand_spines(rng, dims)
+        inputs, outputs = [arrays(r) for r in ins], [arrays(r) for r in outs]
+        universe = 5
+    if seed % 3 == 2 and outputs:
+        # an output of a value other than the unit: that key takes the general path
+        k0, v0, t0, d0 = outputs[0]
+        if k0.shape[0]:
+            v0 = v0.copy()
+            v0[0] = 2
+            outputs[0] = (k0, v0, t0, d0)
+    top = T.pack((5,) * dims, dims)  # after every stored time (rand_time stays below 4)
+    pairs = [(rng.randrange(universe), top if rng.random() < 0.6 else T.pack(rand_time(rng, dims), dims))
+             for _ in range(rng.randint(1, 40 if large else 12))]
+    keys, times = K.dedup_pairs(np.array([k for k, _ in pairs], np.int64),
+                                np.array([t for _, t in pairs], np.int64))
+    left_k, left_t = K.dedup_pairs(np.array([1, 3], np.int64), np.array([top, top], np.int64))
+    upper = T.pack_frontier(rand_frontier(rng, dims), dims)
+    for filtered in (False, True):
+        filters = None
+        if filtered:
+            filters = [K.key_filter(r[0]) if r[0].shape[0] else K.NO_FILTER for r in inputs]
+        got = []
+        for share in (0.0, 2.0):
+            monkeypatch.setattr(K, "SIMPLE_SHARE", share)
+            got.append(K.reduce_fused(keys, times, inputs, outputs, left_k, left_t, upper,
+                                      K.DISTINCT, 1, dims, filters, None))
+        (corr, pk, pt), (want, wk, wt) = got
+        assert [c.tolist() for c in corr] == [c.tolist() for c in want]
+        assert (pk.tolist(), pt.tolist()) == (wk.tolist(), wt.tolist())
+        if seed % 3 != 2:  # a distinct's own outputs are all the unit, its corrections a run
+            run = Run.from_arrays(*corr, dims)
+            assert [c.tolist() for c in arrays(run)] == [c.tolist() for c in corr]
+
+
 @pytest.mark.parametrize("dims", DIMS)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_whole_round_equals_its_steps(dims: int, seed: int) -> None:

@@ -22,7 +22,9 @@ kernel and allocate. Each has a plain per-record twin in `reference`, and the pr
   time. Fast path: a key with one new time that every stored time precedes has just that time.
   `reduce_fused` runs a whole round of it (seeds, histories, corrections, pending times) in one
   call for spines of up to `FUSED_RUNS` runs: a loop round touches a few keys, and ten calls'
-  dispatch and glue cost more than their work.
+  dispatch and glue cost more than their work. A distinct's round where nearly every key
+  changed at one time (a hydration's) sums the histories of the keys whose history all
+  precedes that time straight from the runs and gathers only the others (`_distinct_round`).
 """
 
 from __future__ import annotations
@@ -1578,22 +1580,142 @@ def _gather_tuple(qkeys, runs, n, filters):  # type: ignore[no-untyped-def]
     return _csr(qkeys.shape[0], ok, ov, ot, od, w)
 
 
+@numba.njit(cache=True)
+def _history_sums(qkeys, seed_off, seed_t, runs, n, filters, sums, general, unit, outputs, dims, bits):  # type: ignore[no-untyped-def]
+    """For each query key not yet `general`: add the diffs of its updates in the first `n`
+    runs to `sums`, or mark it `general` when one of them is at a time not `<=` its seed (or,
+    in `outputs`, has a value other than `unit`). Runs are searched as `_gather_into` does:
+    only for the keys that pass a run's key filter, in lockstep in a large run with many
+    records per key, by galloping from the last match otherwise."""
+    lb = np.empty(0, I64)
+    for j in range(n):
+        rk, rv, rt, rd = runs[j]
+        m = rk.shape[0]
+        if m == 0:
+            continue
+        q = qkeys
+        filtered = filters[j].shape[0] > 0
+        index = np.empty(0, I64)
+        if filtered:
+            index = _may_hold(qkeys, filters[j])
+            q = qkeys[index]
+        nq = q.shape[0]
+        lockstep = m >= SEARCH_MIN and nq >= SEARCH_GROUP and SEARCH_SPARSE * nq <= m
+        if lockstep:
+            if lb.shape[0] < nq:
+                lb = np.empty(qkeys.shape[0], I64)
+            _lower_bounds(rk, q, lb[:nq])
+        pos = 0
+        for x in range(nq):
+            i = index[x] if filtered else x
+            key = q[x]
+            p = lb[x] if lockstep else _gallop(rk, pos, m, key)
+            if general[i]:
+                while p < m and rk[p] == key:
+                    p += 1
+                pos = p
+                continue
+            seed = seed_t[seed_off[i]]
+            s = 0
+            while p < m and rk[p] == key:
+                if not T.le(rt[p], seed, dims, bits) or (outputs and rv[p] != unit):
+                    general[i] = True
+                s += rd[p]
+                p += 1
+            sums[i] += s
+            pos = p
+    return sums
+
+
+@numba.njit(cache=True)
+def _distinct_round(qkeys, seed_off, seed_t, ins, n_in, in_f, outs, n_out, out_f, upper, unit, dims, bits):  # type: ignore[no-untyped-def]
+    """`_reduce_compiled` of a distinct, where most keys changed at one time that all of
+    their history precedes (every key of a hydration's rounds): such a key's only interesting
+    time is its seed, where it wants `unit` once if its input's total is positive, so its
+    correction is that minus its stored outputs' total, summed straight from the runs
+    (`_history_sums`) with nothing gathered. Only the other keys' histories are gathered for
+    the general closure; both kinds of corrections come out in key order."""
+    nq = qkeys.shape[0]
+    general = np.zeros(nq, np.bool_)
+    for i in range(nq):
+        general[i] = seed_off[i + 1] - seed_off[i] != 1
+    totals = _history_sums(qkeys, seed_off, seed_t, ins, n_in, in_f, np.zeros(nq, I64),
+                           general, unit, False, dims, bits)
+    have = _history_sums(qkeys, seed_off, seed_t, outs, n_out, out_f, np.zeros(nq, I64),
+                         general, unit, True, dims, bits)
+    n_general = 0
+    n_seeds = 0
+    for i in range(nq):
+        if general[i]:
+            n_general += 1
+            n_seeds += seed_off[i + 1] - seed_off[i]
+    gq = np.empty(n_general, I64)
+    g_off = np.empty(n_general + 1, I64)
+    g_t = np.empty(n_seeds, I64)
+    a = w = 0
+    for i in range(nq):
+        if general[i]:
+            gq[a] = qkeys[i]
+            g_off[a] = w
+            for x in range(seed_off[i], seed_off[i + 1]):
+                g_t[w] = seed_t[x]
+                w += 1
+            a += 1
+    g_off[n_general] = w
+    if n_general:
+        in_off, _, _, in_t, in_d = _gather_tuple(gq, ins, n_in, in_f)
+        out_off, _, out_v, out_t, out_d = _gather_tuple(gq, outs, n_out, out_f)
+        gk, gv, gt, gd, dk, dt = _reduce_compiled(
+            gq, in_off, in_t, in_d, out_off, out_v, out_t, out_d, g_off, g_t,
+            upper, DISTINCT, unit, dims, bits,
+        )
+    else:
+        gk, gv, gt, gd, dk, dt = _columns4(0) + (np.empty(0, I64), np.empty(0, I64))
+    ck, cv, ct, cd = _columns4(nq - n_general + gk.shape[0])
+    nc = 0
+    g = 0
+    for i in range(nq):
+        if general[i]:
+            while g < gk.shape[0] and gk[g] == qkeys[i]:
+                ck[nc], cv[nc], ct[nc], cd[nc] = gk[g], gv[g], gt[g], gd[g]
+                nc += 1
+                g += 1
+            continue
+        d = (1 if totals[i] > 0 else 0) - have[i]
+        if d != 0:
+            ck[nc], cv[nc], ct[nc], cd[nc] = qkeys[i], unit, seed_t[seed_off[i]], d
+            nc += 1
+    return _trimmed1(ck, nc), _trimmed1(cv, nc), _trimmed1(ct, nc), _trimmed1(cd, nc), dk, dt
+
+
+# A distinct's round takes `_distinct_round` when at least this share of its keys changed at
+# a single time (all of a hydration's, two thirds of a batch-100 loop round's, where most keys'
+# histories still reach past their seed, so a second search for them costs more than it saves).
+SIMPLE_SHARE = 0.9
+
+
 @numba.njit(cache=True, nogil=True)
-def _reduce_fused(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
+def _reduce_fused(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, mode, unit, dims, bits, simple_share):  # type: ignore[no-untyped-def]
     qkeys, seed_off, seed_t = seed_csr(keys, times)
-    in_off, _, _, in_t, in_d = _gather_tuple(qkeys, ins, n_in, in_f)
-    out_off, _, out_v, out_t, out_d = _gather_tuple(qkeys, outs, n_out, out_f)
-    ck, cv, ct, cd, dk, dt = _reduce_compiled(
-        qkeys, in_off, in_t, in_d, out_off, out_v, out_t, out_d, seed_off, seed_t,
-        upper, mode, unit, dims, bits,
-    )
+    nq = qkeys.shape[0]
+    if mode == DISTINCT and nq and nq - (seed_off[nq] - nq) >= simple_share * nq:
+        ck, cv, ct, cd, dk, dt = _distinct_round(
+            qkeys, seed_off, seed_t, ins, n_in, in_f, outs, n_out, out_f, upper, unit, dims, bits
+        )
+    else:
+        in_off, _, _, in_t, in_d = _gather_tuple(qkeys, ins, n_in, in_f)
+        out_off, _, out_v, out_t, out_d = _gather_tuple(qkeys, outs, n_out, out_f)
+        ck, cv, ct, cd, dk, dt = _reduce_compiled(
+            qkeys, in_off, in_t, in_d, out_off, out_v, out_t, out_d, seed_off, seed_t,
+            upper, mode, unit, dims, bits,
+        )
     pk, pt = dedup_pairs(dk, dt)
     pk, pt = merge_pairs(left_k, left_t, pk, pt)
     return ck, cv, ct, cd, pk, pt
 
 
 @numba.njit(cache=True)
-def _reduce_whole(new_k, new_t, pend_k, pend_t, ins, n_in, in_f, outs, n_out, out_f, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
+def _reduce_whole(new_k, new_t, pend_k, pend_t, ins, n_in, in_f, outs, n_out, out_f, upper, mode, unit, dims, bits, simple_share):  # type: ignore[no-untyped-def]
     n = pend_k.shape[0]
     later = np.empty(n, np.bool_)
     n_later = 0
@@ -1616,7 +1738,8 @@ def _reduce_whole(new_k, new_t, pend_k, pend_t, ins, n_in, in_f, outs, n_out, ou
         z = np.empty(0, I64)
         return z, z, z, z, left_k, left_t, minimal_times(left_t, dims, bits)
     ck, cv, ct, cd, pk, pt = _reduce_fused(
-        keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, mode, unit, dims, bits
+        keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, mode, unit, dims, bits,
+        simple_share,
     )
     return ck, cv, ct, cd, pk, pt, minimal_times(pt, dims, bits)
 
@@ -1648,6 +1771,7 @@ def reduce_whole(
         new_k, new_t, pend_k, pend_t, padded(inputs, _NO_RUN, n), len(inputs),
         padded(in_filters, NO_FILTER, n), padded(outputs, _NO_RUN, n), len(outputs),
         padded(out_filters, NO_FILTER, n), upper, mode, unit, dims, T.field_bits(dims),
+        SIMPLE_SHARE,
     )
     return (ck, cv, ct, cd), pk, pt, mins
 
@@ -1683,7 +1807,7 @@ def reduce_fused(
     ck, cv, ct, cd, pk, pt = _reduce_fused(
         keys, times, padded(inputs, _NO_RUN, n), len(inputs), padded(in_f, NO_FILTER, n),
         padded(outputs, _NO_RUN, n), len(outputs), padded(out_f, NO_FILTER, n),
-        left_k, left_t, upper, mode, unit, dims, T.field_bits(dims),
+        left_k, left_t, upper, mode, unit, dims, T.field_bits(dims), SIMPLE_SHARE,
     )
     return (ck, cv, ct, cd), pk, pt
 
