@@ -676,8 +676,8 @@ def test_fused_round_equals_its_steps(dims: int, seed: int) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_distinct_round_equals_the_general_closure(dims: int, seed: int, large: bool,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """A distinct's round by `_distinct_round` (forced: `SIMPLE_SHARE` 0) equals the general
-    path's (`SIMPLE_SHARE` above 1): keys whose one seed follows all of their history (their
+    """A distinct's round by `_distinct_round` (forced: `SIMPLE_MIN` and `SIMPLE_SHARE` 0)
+    equals the general path's (`SIMPLE_SHARE` above 1): keys whose one seed follows all of their history (their
     correction summed from the runs), keys with several seeds or a history time not `<=` the
     seed (gathered), outputs of a value other than the unit, in small random spines and in
     runs large enough to be searched in lockstep, with and without key filters; the
@@ -711,6 +711,7 @@ def test_distinct_round_equals_the_general_closure(dims: int, seed: int, large: 
         if filtered:
             filters = [K.key_filter(r[0]) if r[0].shape[0] else K.NO_FILTER for r in inputs]
         got = []
+        monkeypatch.setattr(K, "SIMPLE_MIN", 0)
         for share in (0.0, 2.0):
             monkeypatch.setattr(K, "SIMPLE_SHARE", share)
             got.append(K.reduce_fused(keys, times, inputs, outputs, left_k, left_t, upper,

@@ -1688,17 +1688,35 @@ def _distinct_round(qkeys, seed_off, seed_t, ins, n_in, in_f, outs, n_out, out_f
     return _trimmed1(ck, nc), _trimmed1(cv, nc), _trimmed1(ct, nc), _trimmed1(cd, nc), dk, dt
 
 
-# A distinct's round takes `_distinct_round` when at least this share of its keys changed at
-# a single time (all of a hydration's, two thirds of a batch-100 loop round's, where most keys'
-# histories still reach past their seed, so a second search for them costs more than it saves).
+@numba.njit(cache=True, nogil=True)
+def _reduce_fused(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
+    qkeys, seed_off, seed_t = seed_csr(keys, times)
+    in_off, _, _, in_t, in_d = _gather_tuple(qkeys, ins, n_in, in_f)
+    out_off, _, out_v, out_t, out_d = _gather_tuple(qkeys, outs, n_out, out_f)
+    ck, cv, ct, cd, dk, dt = _reduce_compiled(
+        qkeys, in_off, in_t, in_d, out_off, out_v, out_t, out_d, seed_off, seed_t,
+        upper, mode, unit, dims, bits,
+    )
+    pk, pt = dedup_pairs(dk, dt)
+    pk, pt = merge_pairs(left_k, left_t, pk, pt)
+    return ck, cv, ct, cd, pk, pt
+
+
+# A distinct's round of at least SIMPLE_MIN seeds takes `_reduce_fused_distinct`, which takes
+# `_distinct_round` when at least SIMPLE_SHARE of its keys changed at a single time (all of a
+# hydration's; two thirds of a batch-100 loop round's, where most keys' histories still reach
+# past their seed, so a second search for them costs more than it saves). Smaller rounds keep
+# `_reduce_fused` itself: compiled with the distinct path inside, it ran the loops' rounds
+# about a tenth slower.
+SIMPLE_MIN = 1024
 SIMPLE_SHARE = 0.9
 
 
 @numba.njit(cache=True, nogil=True)
-def _reduce_fused(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, mode, unit, dims, bits, simple_share):  # type: ignore[no-untyped-def]
+def _reduce_fused_distinct(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, unit, dims, bits, simple_share):  # type: ignore[no-untyped-def]
     qkeys, seed_off, seed_t = seed_csr(keys, times)
     nq = qkeys.shape[0]
-    if mode == DISTINCT and nq and nq - (seed_off[nq] - nq) >= simple_share * nq:
+    if nq and nq - (seed_off[nq] - nq) >= simple_share * nq:
         ck, cv, ct, cd, dk, dt = _distinct_round(
             qkeys, seed_off, seed_t, ins, n_in, in_f, outs, n_out, out_f, upper, unit, dims, bits
         )
@@ -1707,7 +1725,7 @@ def _reduce_fused(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left
         out_off, _, out_v, out_t, out_d = _gather_tuple(qkeys, outs, n_out, out_f)
         ck, cv, ct, cd, dk, dt = _reduce_compiled(
             qkeys, in_off, in_t, in_d, out_off, out_v, out_t, out_d, seed_off, seed_t,
-            upper, mode, unit, dims, bits,
+            upper, DISTINCT, unit, dims, bits,
         )
     pk, pt = dedup_pairs(dk, dt)
     pk, pt = merge_pairs(left_k, left_t, pk, pt)
@@ -1715,7 +1733,7 @@ def _reduce_fused(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left
 
 
 @numba.njit(cache=True)
-def _reduce_whole(new_k, new_t, pend_k, pend_t, ins, n_in, in_f, outs, n_out, out_f, upper, mode, unit, dims, bits, simple_share):  # type: ignore[no-untyped-def]
+def _reduce_whole(new_k, new_t, pend_k, pend_t, ins, n_in, in_f, outs, n_out, out_f, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
     n = pend_k.shape[0]
     later = np.empty(n, np.bool_)
     n_later = 0
@@ -1738,8 +1756,7 @@ def _reduce_whole(new_k, new_t, pend_k, pend_t, ins, n_in, in_f, outs, n_out, ou
         z = np.empty(0, I64)
         return z, z, z, z, left_k, left_t, minimal_times(left_t, dims, bits)
     ck, cv, ct, cd, pk, pt = _reduce_fused(
-        keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, mode, unit, dims, bits,
-        simple_share,
+        keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, mode, unit, dims, bits
     )
     return ck, cv, ct, cd, pk, pt, minimal_times(pt, dims, bits)
 
@@ -1771,7 +1788,6 @@ def reduce_whole(
         new_k, new_t, pend_k, pend_t, padded(inputs, _NO_RUN, n), len(inputs),
         padded(in_filters, NO_FILTER, n), padded(outputs, _NO_RUN, n), len(outputs),
         padded(out_filters, NO_FILTER, n), upper, mode, unit, dims, T.field_bits(dims),
-        SIMPLE_SHARE,
     )
     return (ck, cv, ct, cd), pk, pt, mins
 
@@ -1804,11 +1820,17 @@ def reduce_fused(
     n = max(len(inputs), len(outputs))
     in_f = in_filters if in_filters is not None else [NO_FILTER] * len(inputs)
     out_f = out_filters if out_filters is not None else [NO_FILTER] * len(outputs)
-    ck, cv, ct, cd, pk, pt = _reduce_fused(
-        keys, times, padded(inputs, _NO_RUN, n), len(inputs), padded(in_f, NO_FILTER, n),
-        padded(outputs, _NO_RUN, n), len(outputs), padded(out_f, NO_FILTER, n),
-        left_k, left_t, upper, mode, unit, dims, T.field_bits(dims), SIMPLE_SHARE,
-    )
+    spines = (padded(inputs, _NO_RUN, n), len(inputs), padded(in_f, NO_FILTER, n),
+              padded(outputs, _NO_RUN, n), len(outputs), padded(out_f, NO_FILTER, n))
+    if mode == DISTINCT and keys.shape[0] >= SIMPLE_MIN:
+        ck, cv, ct, cd, pk, pt = _reduce_fused_distinct(
+            keys, times, *spines, left_k, left_t, upper, unit, dims, T.field_bits(dims),
+            SIMPLE_SHARE,
+        )
+    else:
+        ck, cv, ct, cd, pk, pt = _reduce_fused(
+            keys, times, *spines, left_k, left_t, upper, mode, unit, dims, T.field_bits(dims),
+        )
     return (ck, cv, ct, cd), pk, pt
 
 
@@ -1888,5 +1910,10 @@ def warm_up() -> None:
             reduce_compiled(q, io, ins, io, ins, so, st, f, mode, 1, dims)
             for n_in in (1, 5, 9):
                 reduce_fused(q, st, [(one, one, one, one)] * n_in, [], z, z, f, mode, 1, dims)
+                if mode == DISTINCT:  # a hydration's large rounds
+                    runs4 = padded([(one, one, one, one)] * n_in)
+                    nf = padded([], NO_FILTER, len(runs4))
+                    _reduce_fused_distinct(q, st, runs4, n_in, nf, padded([], _NO_RUN, len(runs4)),
+                                           0, nf, z, z, f, 1, dims, T.field_bits(dims), 0.0)
                 runs = [(one, one, one, one)] * n_in
                 reduce_whole(one, one, z, z, runs, [], f, mode, 1, dims, [NO_FILTER] * n_in, [])
