@@ -1716,17 +1716,12 @@ SIMPLE_SHARE = 0.9
 def _reduce_fused_distinct(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, unit, dims, bits, simple_share):  # type: ignore[no-untyped-def]
     qkeys, seed_off, seed_t = seed_csr(keys, times)
     nq = qkeys.shape[0]
-    if nq and nq - (seed_off[nq] - nq) >= simple_share * nq:
-        ck, cv, ct, cd, dk, dt = _distinct_round(
-            qkeys, seed_off, seed_t, ins, n_in, in_f, outs, n_out, out_f, upper, unit, dims, bits
-        )
-    else:
-        in_off, _, _, in_t, in_d = _gather_tuple(qkeys, ins, n_in, in_f)
-        out_off, _, out_v, out_t, out_d = _gather_tuple(qkeys, outs, n_out, out_f)
-        ck, cv, ct, cd, dk, dt = _reduce_compiled(
-            qkeys, in_off, in_t, in_d, out_off, out_v, out_t, out_d, seed_off, seed_t,
-            upper, DISTINCT, unit, dims, bits,
-        )
+    if not nq or nq - (seed_off[nq] - nq) < simple_share * nq:
+        return _reduce_fused(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t,
+                             upper, DISTINCT, unit, dims, bits)
+    ck, cv, ct, cd, dk, dt = _distinct_round(
+        qkeys, seed_off, seed_t, ins, n_in, in_f, outs, n_out, out_f, upper, unit, dims, bits
+    )
     pk, pt = dedup_pairs(dk, dt)
     pk, pt = merge_pairs(left_k, left_t, pk, pt)
     return ck, cv, ct, cd, pk, pt

@@ -25,31 +25,20 @@ from engine.columnar import parallel
 I64 = np.int64
 
 
+@numba.njit(cache=True, inline="always")
+def _widen(x, lo, hi):  # type: ignore[no-untyped-def]
+    return min(x, lo), max(x, hi)
+
+
 @numba.njit(cache=True, nogil=True)
 def spans(k, v, t, d):  # type: ignore[no-untyped-def]
     """Minimum and maximum of each of the four columns, in one pass (`n >= 1`)."""
     k0, k1, v0, v1, t0, t1, d0, d1 = k[0], k[0], v[0], v[0], t[0], t[0], d[0], d[0]
     for i in range(1, k.shape[0]):
-        x = k[i]
-        if x < k0:
-            k0 = x
-        elif x > k1:
-            k1 = x
-        x = v[i]
-        if x < v0:
-            v0 = x
-        elif x > v1:
-            v1 = x
-        x = t[i]
-        if x < t0:
-            t0 = x
-        elif x > t1:
-            t1 = x
-        x = d[i]
-        if x < d0:
-            d0 = x
-        elif x > d1:
-            d1 = x
+        k0, k1 = _widen(k[i], k0, k1)
+        v0, v1 = _widen(v[i], v0, v1)
+        t0, t1 = _widen(t[i], t0, t1)
+        d0, d1 = _widen(d[i], d0, d1)
     return k0, k1, v0, v1, t0, t1, d0, d1
 
 
