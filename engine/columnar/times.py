@@ -13,8 +13,8 @@ packed order, so a run sorted by time stays sorted and compaction can happen ins
 without a re-sort. For general frontiers the kernels check sortedness and re-sort when needed.
 
 Invariant: every coordinate is in `[0, 2**bits)`; `pack` raises `OverflowError` otherwise, so no
-time is ever silently wrapped. Lattice operations (`le`, `join`, `meet`, `advance`) work on the
-packed form field by field; they are numba-compiled and callable from other kernels.
+time is ever silently wrapped. Lattice operations (`le`, `join`, `meet`, `advance`, `floor`) work on
+the packed form field by field; they are numba-compiled and callable from other kernels.
 """
 
 from __future__ import annotations
@@ -129,6 +129,20 @@ def advance(t: int, frontier: np.ndarray, dims: int, bits: int) -> int:
     for i in range(1, frontier.shape[0]):
         r = meet(r, join(t, frontier[i], dims, bits), dims, bits)
     return r
+
+
+@numba.njit(cache=True, inline="always")
+def floor(frontier: np.ndarray, dims: int, bits: int) -> int:
+    """The meet of a non-empty frontier's elements: `advance(t, frontier)` is
+    `join(t, floor(frontier))`. In the product order both are taken coordinate by coordinate,
+    and for each coordinate the least over `f` of `max(t_j, f_j)` is `max(t_j, min over f of
+    f_j)`. So a run is advanced with one join per time against this one element, where
+    `advance` takes a join and a meet per frontier element (a loop's frontier holds several,
+    one per epoch in flight)."""
+    m = frontier[0]
+    for i in range(1, frontier.shape[0]):
+        m = meet(m, frontier[i], dims, bits)
+    return m
 
 
 @numba.njit(cache=True, inline="always")
