@@ -190,7 +190,44 @@ def test_word_consolidate_equals_reference(seed: int, threads: int, monkeypatch:
     want = R.consolidate(zip(k.tolist(), v.tolist(), t.tolist(), d.tolist(), strict=True))
     got = K.consolidate(k, v, t, d)
     assert list(zip(*(c.tolist() for c in got), strict=True)) == want
-    assert taken == [sum(widths) <= 63]
+    # Too wide for a word, one thread: the times by rank, when few enough and that fits.
+    n_times = np.unique(t).shape[0]
+    ranked = (threads == 1 and n_times <= word_sort.RANKED_TIMES
+              and widths[0] + widths[1] + widths[3] + (n_times - 1).bit_length() <= 63)
+    assert taken == [sum(widths) <= 63 or ranked]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_ranked_times_consolidate_equals_reference(seed: int) -> None:
+    """A batch too wide for a word, whose few distinct times are ranked (`time_ranks`), equals
+    the reference: pair-id keys of 40 bits and times of 32 bits of which a hundred are
+    distinct, as a loop round with many epochs in flight makes. One distinct time more than
+    `RANKED_TIMES` is left to the other sorts, with the same result."""
+    from engine.columnar import word_sort
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([K.WORD_MIN, 2000, K.RADIX_MIN + 5]))
+    n_times = [1, 2, 100, word_sort.RANKED_TIMES, word_sort.RANKED_TIMES + 1][seed % 5]
+    n = max(n, n_times)
+    times = rng.choice(rng.integers(0, 1 << 32, 4 * n_times), n_times, replace=False)
+    t = times[np.arange(n) % n_times]
+    rng.shuffle(t)
+    k = rng.integers(0, 1 << 40, n) if seed % 2 else rng.integers(0, 1 << 40, 30)[rng.integers(0, 30, n)]
+    k[0] = 0
+    k[-1] = (1 << 40) - 1
+    v = np.full(n, 7, np.int64)
+    d = rng.choice(np.array([-1, 1], np.int64), n)
+    ranks, distinct = word_sort.time_ranks(t, word_sort.RANKED_TIMES)
+    if n_times <= word_sort.RANKED_TIMES:
+        assert distinct.tolist() == sorted(set(t.tolist()))
+        assert (distinct[ranks] == t).all()
+    else:
+        assert distinct.shape[0] == 0 and ranks.shape[0] == 0
+    words = word_sort.consolidate_words(k, v, t, d)
+    assert (words is not None) == (n_times <= word_sort.RANKED_TIMES)
+    want = R.consolidate(zip(k.tolist(), v.tolist(), t.tolist(), d.tolist(), strict=True))
+    for got in (K.consolidate(k, v, t, d), K._consolidate(k, v, t, d)):
+        assert list(zip(*(c.tolist() for c in got), strict=True)) == want
 
 
 # -- merge with advance_by compaction ----------------------------------------------------------

@@ -11,8 +11,13 @@ zeros dropped.
 Why: NumPy sorts int64 with a vectorised (AVX-512/AVX2) quicksort at about 12 ns per value on
 this machine, where moving four columns through radix passes costs 90-150 ns per update. Most
 large batches fit the word: a loop round's updates share one time and one val (an arrangement
-of a collection by itself), and ids span far fewer than 64 bits. Batches that do not fit are
-left to the radix sort (`None`).
+of a collection by itself), and ids span far fewer than 64 bits.
+
+Where the times' span is too wide but the batch holds at most `RANKED_TIMES` distinct times (a
+loop with many epochs in flight: pair-id keys of 40 bits, times of 32 bits, and a hundred
+distinct times), each time is replaced in the word by its rank among them (`time_ranks`: the
+same order, a few bits) and mapped back after the sort. Batches that fit neither way are left
+to the radix or comparison sort (`None`).
 """
 
 from __future__ import annotations
@@ -98,6 +103,60 @@ def merge_unpack_sums(a, b, kmin, vmin, tmin, dmin, sk, sv, st, mv, mt, md, ok, 
     return m
 
 
+# The most distinct times a batch's times are ranked for (`time_ranks`).
+RANKED_TIMES = 1024
+_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(cache=True, inline="always")
+def _slot(x, shift):  # type: ignore[no-untyped-def]
+    # Fibonacci hashing: the high bits of the product spread packed times (which differ in
+    # a few middle bits) over the table.
+    return np.int64((np.uint64(x) * _FIBONACCI) >> np.uint64(shift))
+
+
+@numba.njit(cache=True)
+def time_ranks(t, limit):  # type: ignore[no-untyped-def]
+    """`(ranks, distinct)`: `distinct` the sorted distinct values of `t` and `ranks[i]` the
+    index of `t[i]` in it (so rank order is time order), when `t` holds at most `limit`
+    distinct values; two empty arrays otherwise. One pass through an open-addressing table of
+    at least twice as many slots as values it may hold, then the few distinct values sorted."""
+    bits = 4
+    while (1 << bits) < 2 * min(t.shape[0], limit):
+        bits += 1
+    mask = (1 << bits) - 1
+    shift = 64 - bits
+    table = np.empty(1 << bits, I64)
+    rank = np.full(1 << bits, -1, I64)  # -1: a free slot
+    distinct = np.empty(limit, I64)
+    m = 0
+    for i in range(t.shape[0]):
+        x = t[i]
+        j = _slot(x, shift)
+        while rank[j] >= 0 and table[j] != x:
+            j = (j + 1) & mask
+        if rank[j] < 0:
+            if m == limit:
+                return np.empty(0, I64), np.empty(0, I64)
+            table[j] = x
+            rank[j] = 0
+            distinct[m] = x
+            m += 1
+    distinct = np.sort(distinct[:m])
+    for r in range(m):
+        j = _slot(distinct[r], shift)
+        while table[j] != distinct[r]:
+            j = (j + 1) & mask
+        rank[j] = r
+    ranks = np.empty(t.shape[0], I64)
+    for i in range(t.shape[0]):
+        j = _slot(t[i], shift)
+        while table[j] != t[i]:
+            j = (j + 1) & mask
+        ranks[i] = rank[j]
+    return ranks, distinct
+
+
 def _width(span: int) -> int:
     return span.bit_length()
 
@@ -106,7 +165,8 @@ def consolidate_words(
     keys: np.ndarray, vals: np.ndarray, times: np.ndarray, diffs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None:
     """Four columns of `len(keys)` whose first returned count are the consolidated updates
-    (see the module docstring); None when the spans need more than 63 bits.
+    (see the module docstring); None when the spans need more than 63 bits, even with the
+    times ranked.
 
     From `parallel.MIN_SORTED` updates on two cores: each half's spans, words and sort on
     one (NumPy's sort lets go of the GIL), then the two sorted halves are cut at one triple
@@ -125,8 +185,16 @@ def consolidate_words(
     else:
         k0, k1, v0, v1, t0, t1, d0, d1 = (int(x) for x in spans(keys, vals, times, diffs))
     wk, wv, wt, wd = _width(k1 - k0), _width(v1 - v0), _width(t1 - t0), _width(d1 - d0)
+    distinct = None
     if wk + wv + wt + wd > 63:
-        return None
+        # The times by rank, where that fits (on one core: a batch of a loop round).
+        if split or wk + wv + wd + _width(RANKED_TIMES - 1) > 63:
+            return None
+        ranks, distinct = time_ranks(times, RANKED_TIMES)
+        if not distinct.shape[0] or wk + wv + wd + _width(distinct.shape[0] - 1) > 63:
+            return None
+        # The ranks are exactly 0 .. len(distinct) - 1.
+        times, t0, wt = ranks, 0, _width(distinct.shape[0] - 1)
     st = wd
     sv = st + wt
     sk = sv + wv
@@ -142,6 +210,8 @@ def consolidate_words(
     if not split:
         sorted_words(0, n)
         m = unpack_sums(words, k0, v0, t0, d0, sk, sv, st, *masks, ok, ov, ot, od)
+        if distinct is not None:
+            ot[:m] = distinct[ot[:m]]  # ranks back to times
         return ok, ov, ot, od, m
     parallel.both(lambda: sorted_words(0, h), lambda: sorted_words(h, n))
     a, b = words[:h], words[h:]
