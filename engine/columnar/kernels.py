@@ -1928,6 +1928,10 @@ def warm_up() -> None:
     # Too wide for a word until the times are ranked (`word_sort.time_ranks`).
     consolidate(big << 20, big % 3, (big % 5) << 40, np.ones(RADIX_MIN, I64))
     _radix_first(big.copy(), big % 3, big % 5, np.ones(RADIX_MIN, I64), *_columns4(RADIX_MIN))
+    # A read-only column (an Arrow buffer's, or a NumPy view of one) is its own signature.
+    frozen = np.ones(2, I64)
+    frozen.flags.writeable = False
+    within(frozen, 0, 2)
     for dims in (1, 2, 3):
         f = np.zeros(1, I64)
         consolidate(one, one, one, one)
@@ -1943,10 +1947,12 @@ def warm_up() -> None:
         beyond_all(one, f, dims, T.field_bits(dims))
         split_beyond(one, one, one, f, dims, T.field_bits(dims))
         within(one, 0, 2)
+        count_beyond(one, f, dims, T.field_bits(dims))
         _may_hold(one, key_filter(one))
         pair_fields(one, 0, -1, 0, 2, 1)
         pair_halves(one, 0, 2, 1)
         dedup_pairs(one, one)
+        union_pairs([(one, one), (one, one)])
         minimal_times(one, dims, T.field_bits(dims))
         off = np.array([0, 2], I64)
         reduce_counting(

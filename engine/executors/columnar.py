@@ -40,7 +40,7 @@ from engine import kernels as record_kernels
 from engine import reducers
 from engine import trace as trace_module
 from engine.columnar import kernels as K
-from engine.columnar import parallel
+from engine.columnar import parallel, updates
 from engine.columnar.interning import (
     DIRECT_LIMIT,
     INTERNED_BASE,
@@ -88,6 +88,7 @@ class ColumnarExecutor(InProcessExecutor):
         self._frontier_memo: dict[tuple[int, tuple[Time, ...]], np.ndarray] = {}
         self._empties: dict[int, UpdateColumns] = {}
         K.warm_up()
+        updates.warm_up()
         parallel.start()
 
     def _encode(self, rows: list[Any]) -> np.ndarray:
