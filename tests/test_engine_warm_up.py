@@ -4,7 +4,8 @@ A numba kernel called with a new signature (argument types, a read-only array am
 compiled, or loaded from its cache, on that first call: tens of milliseconds, and a config-b
 hydration of the reachability benchmark is 20-40 ms. So `kernels.warm_up` and
 `updates.warm_up`, run when a `ColumnarExecutor` is made, must leave nothing for the first
-hydration or the first update to load. Run in a fresh interpreter: in this one, earlier tests
+hydration or the first update to load (nor for a batch large enough to be sorted on two
+cores, as a config-a hydration's are). Run in a fresh interpreter: in this one, earlier tests
 have called most kernels already, and the check could not fail.
 """
 
@@ -69,6 +70,11 @@ for batch in (1, 1, 1, 10, 100, 100):
         edges_in.advance_to(epoch)
         roots_in.advance_to(epoch)
     df.run()
+# A batch large enough to be sorted as words on two cores (a hydration's, at config a).
+import numpy as np
+from engine.columnar import parallel
+big = np.random.default_rng(1).integers(0, 1 << 20, parallel.MIN_SORTED)
+kernels.consolidate(big, big % 7, big % 5, np.ones_like(big))
 after = signatures()
 new = sorted(f"{k}{s}" for k in after for s in after[k] - before.get(k, set()))
 print("\n".join(new))

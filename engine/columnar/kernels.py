@@ -1925,6 +1925,8 @@ def warm_up() -> None:
     big = np.arange(RADIX_MIN, dtype=I64)[::-1] // 40 << 9
     consolidate(big, big % 3, big % 5, np.ones(RADIX_MIN, I64))
     consolidate(big << 44, big % 3, big % 5, np.ones(RADIX_MIN, I64))
+    # The merge of two sorted halves of words (a batch of parallel.MIN_SORTED or more).
+    word_sort.merge_unpack_sums(one, one, 0, 0, 0, 0, 3, 2, 1, 1, 1, 1, *_columns4(4))
     # Too wide for a word until the times are ranked (`word_sort.time_ranks`).
     consolidate(big << 20, big % 3, (big % 5) << 40, np.ones(RADIX_MIN, I64))
     _radix_first(big.copy(), big % 3, big % 5, np.ones(RADIX_MIN, I64), *_columns4(RADIX_MIN))
