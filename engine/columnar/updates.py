@@ -106,4 +106,3 @@ def retime(u: UpdateColumns, new_dims: int, inc: int = 0) -> UpdateColumns:
 def warm_up() -> None:
     """Load (or compile) `_retime` once, so no timed call pays for it (as `kernels.warm_up`)."""
     _retime(np.zeros(1, np.int64), 1, 2, 0)
-
