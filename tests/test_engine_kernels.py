@@ -19,12 +19,15 @@ from engine import reducers
 from engine.columnar import kernels as K
 from engine.columnar import parallel
 from engine.columnar import reference as R
+from engine.columnar import run_table as RT
 from engine.columnar import times as T
 from engine.columnar.layout import Run
 from engine.lattice import Antichain, less_equal
 
 SEEDS = range(12)
 DIMS = [1, 2, 3]
+# Spines longer than the 16 runs a tuple of runs was once padded to (any length is one table).
+MANY_RUNS = 20
 
 
 def rand_time(rng: random.Random, dims: int, hi: int = 3) -> tuple[int, ...]:
@@ -310,12 +313,12 @@ def test_join_against_sorted_runs_equals_reference(dims: int, seed: int) -> None
 @pytest.mark.parametrize("dims", DIMS)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_fused_join_over_many_runs_equals_reference(dims: int, seed: int) -> None:
-    """`join_fused` against 0 to FUSED_RUNS runs (every padding size) in one call: the pairs
-    of the reference, run by run as `join` finds them one run at a time."""
+    """`join_fused` against 1 to MANY_RUNS runs in one call (a run table of any length): the
+    pairs of the reference, run by run as `join` finds them one run at a time."""
     rng = random.Random(2500 + seed * 10 + dims)
     new = R.consolidate(rand_updates(rng, rng.randint(0, 40), dims, keys=8))
     other = rand_updates(rng, rng.randint(0, 200), dims, keys=8)
-    parts = split(rng, other, rng.randint(1, K.FUSED_RUNS))
+    parts = split(rng, other, rng.randint(1, MANY_RUNS))
     nrun = Run.from_updates(new, dims)
     oruns = [Run.from_updates(p, dims) for p in parts]
     k, nv, ov, t, d = K.join_fused(arrays(nrun), [arrays(o) for o in oruns], dims)
@@ -589,7 +592,7 @@ def test_gather_grows_past_its_first_capacity(seed: int) -> None:
     q = np.array(sorted(heavy + [rng.randint(21, 30)]), np.int64)
     ref_off, ref = K.gather(q, runs)
     assert ref_off[-1] > 2 * 1024  # beyond the first capacity
-    for off, cols in (K.gather_runs(q, runs), (lambda o, *c: (o, c))(*K._gather_tuple(q, tuple(runs), len(runs), (K.NO_FILTER,) * len(runs)))):
+    for off, cols in (K.gather_runs(q, runs), (lambda o, *c: (o, c))(*K._gather_tuple(q, RT.table(runs)))):
         assert off.tolist() == ref_off.tolist()
         assert [c.tolist() for c in cols] == [c.tolist() for c in ref]
 
@@ -648,7 +651,7 @@ def test_searched_gather_and_join_equal_the_merged_ones(dims: int, seed: int, n_
     unfiltered = [K.NO_FILTER] * len(runs)
     filtered = [K.key_filter(r[0]) if r[0].shape[0] >= K.SEARCH_MIN else K.NO_FILTER for r in runs]
     for filters in (unfiltered, filtered):
-        off, *cols = K._gather_tuple(q, K.padded(runs), len(runs), K.padded(filters, K.NO_FILTER))
+        off, *cols = K._gather_tuple(q, RT.table(runs, filters))
         assert off.tolist() == ref_off.tolist()
         assert [c.tolist() for c in cols] == [c.tolist() for c in ref]
     new = arrays(Run.from_arrays(np.repeat(q, 2), np.arange(2 * q.shape[0], dtype=np.int64) % 3,
@@ -664,15 +667,15 @@ def test_searched_gather_and_join_equal_the_merged_ones(dims: int, seed: int, n_
 
 
 def rand_spines(rng: random.Random, dims: int) -> tuple[list[Run], list[Run]]:
-    """A reduce's input spine (1 to FUSED_RUNS runs) and output spine (0 to FUSED_RUNS runs,
+    """A reduce's input spine (1 to MANY_RUNS runs) and output spine (0 to MANY_RUNS runs,
     values 1) of random updates."""
     inputs = [
         Run.from_updates(rand_updates(rng, rng.randint(0, 30), dims), dims)
-        for _ in range(rng.randint(1, K.FUSED_RUNS))
+        for _ in range(rng.randint(1, MANY_RUNS))
     ]
     outputs = [
         Run.from_updates([(k, 1, t, d) for k, _, t, d in rand_updates(rng, rng.randint(0, 10), dims)], dims)
-        for _ in range(rng.randint(0, K.FUSED_RUNS))
+        for _ in range(rng.randint(0, MANY_RUNS))
     ]
     return inputs, outputs
 
@@ -680,7 +683,7 @@ def rand_spines(rng: random.Random, dims: int) -> tuple[list[Run], list[Run]]:
 @pytest.mark.parametrize("dims", DIMS)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_fused_round_equals_its_steps(dims: int, seed: int) -> None:
-    """`reduce_fused` (one call, spines padded to `FUSED_RUNS`) gives exactly what its steps
+    """`reduce_fused` (one call, each spine one run table) gives exactly what its steps
     give one call at a time: `seed_csr`, `gather_runs` on each side, `reduce_compiled`, and
     the deferred pairs united with those left pending."""
     rng = random.Random(seed * 7 + dims)
@@ -892,3 +895,28 @@ def test_planner_keeps_freed_large_blocks(env: str | None, kept: bool) -> None:
     pages = (64 << 20) // 4096
     faulted = int(out.stdout.strip())
     assert (faulted < pages // 10) if kept else (faulted > pages // 2), faulted
+
+
+def test_run_table_views_the_runs_in_place() -> None:
+    """A run table's rows are its runs' own columns (a kernel reads them, never a copy), with
+    the key filter where one is given; a run whose column is not C-contiguous (a strided
+    view) copies it once so that its row describes it; a column of another dtype is refused."""
+    rng = np.random.default_rng(7)
+    keys = np.sort(rng.integers(0, 50, 2 * 300)).astype(np.int64)
+    strided = Run(keys[::2], keys[::2] % 7, np.zeros(300, np.int64), np.ones(300, np.int64), 1)
+    plain = Run.from_arrays(keys, keys % 3, np.zeros(600, np.int64), np.ones(600, np.int64), 1)
+    f = K.key_filter(plain.keys)
+    table = RT.table([strided, arrays(plain)], [K.NO_FILTER, f])
+    assert table.shape == (2, RT.COLUMNS)
+    assert strided.keys.flags.c_contiguous and strided.address_row() == tuple(table[0])
+    assert strided.address_row() is strided.address_row()  # computed once
+    assert table[1, RT.KEYS] == plain.keys.__array_interface__["data"][0]
+    assert (table[0, RT.FILTER_WORDS], table[1, RT.FILTER_WORDS]) == (0, f.shape[0])
+    # Read through the table: the gather over both runs equals `gather` over their columns.
+    q = np.array([3, 10, 49, 77], np.int64)
+    off, *cols = K._gather_tuple(q, table)
+    ref_off, ref = K.gather(q, [arrays(strided), arrays(plain)])
+    assert off.tolist() == ref_off.tolist()
+    assert [c.tolist() for c in cols] == [c.tolist() for c in ref]
+    with pytest.raises(ValueError, match="C-contiguous int64"):
+        RT.table([(keys.astype(np.int32),) * 4])

@@ -21,8 +21,8 @@ kernel and allocate. Each has a plain per-record twin in `reference`, and the pr
   join of the new times with the key's stored times, split at `upper`) equal the logic at that
   time. Fast path: a key with one new time that every stored time precedes has just that time.
   `reduce_fused` runs a whole round of it (seeds, histories, corrections, pending times) in one
-  call for spines of up to `FUSED_RUNS` runs: a loop round touches a few keys, and ten calls'
-  dispatch and glue cost more than their work. A distinct's round where nearly every key
+  call, each spine passed as one `run_table` array: a loop round touches a few keys, and ten
+  calls' dispatch and glue cost more than their work. A distinct's round where nearly every key
   changed at one time (a hydration's) sums the histories of the keys whose history all
   precedes that time straight from the runs and gathers only the others (`_distinct_round`).
 """
@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 from engine.columnar import memory, parallel, word_sort
+from engine.columnar import run_table as RT
 from engine.columnar import times as T
 
 I64 = np.int64
@@ -769,23 +770,6 @@ def merge_many(runs: list[Arrays], frontier: np.ndarray, dims: int) -> Arrays:
 
 
 # -- join -------------------------------------------------------------------------------------
-# How many runs of each trace `reduce_fused` and `join_fused` take (shorter spines are padded
-# with empty runs, see `padded`; a longer spine takes the unfused path).
-FUSED_RUNS = 16
-_NO_RUN = (np.zeros(0, I64),) * 4
-
-
-def padded(runs: list[Any], fill: Any = _NO_RUN, at_least: int = 0) -> tuple[Any, ...]:
-    """`runs` (at most FUSED_RUNS; or their key filters, `fill` then `NO_FILTER`) as a tuple
-    of 4, 8 or FUSED_RUNS (and of at least `at_least`), padded with empty runs: a few
-    compiled signatures serve every spine (each signature of `reduce_fused` holds several MB
-    of machine code), and a call pays to pass the arrays it holds (about 70 ns each: padding
-    every call to 16 runs cost 10 us)."""
-    n = max(len(runs), at_least)
-    size = 4 if n <= 4 else 8 if n <= 8 else FUSED_RUNS
-    return tuple(runs) + (fill,) * (size - len(runs))
-
-
 @numba.njit(cache=True, inline="always")
 def _gallop(keys, lo, hi, key):  # type: ignore[no-untyped-def]
     """The first index in `[lo, hi)` whose key is `>= key` (keys sorted), by galloping search."""
@@ -894,23 +878,24 @@ def _lower_bounds(rk, qkeys, out):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _join_fused(nk, nv, nt, nd, others, n_others, dims, bits):  # type: ignore[no-untyped-def]
+def _join_fused(nk, nv, nt, nd, others, dims, bits):  # type: ignore[no-untyped-def]
     n = nk.shape[0]
+    n_others = others.shape[0]
     # Per run: the lower bound of each new key, searched in lockstep in a large run with many
     # records per new key (see `_lower_bounds`); a gallop from the last match otherwise.
     searched = np.zeros(n_others, np.bool_)
     lbs = np.empty((0, n), I64)
     for j in range(n_others):
-        m = others[j][0].shape[0]
+        m = others[j, RT.RECORDS]
         searched[j] = m >= SEARCH_MIN and n >= SEARCH_GROUP and SEARCH_SPARSE * n <= m
     if searched.any():
         lbs = np.empty((n_others, n), I64)
         for j in range(n_others):
             if searched[j]:
-                _lower_bounds(others[j][0], nk, lbs[j])
+                _lower_bounds(RT.column(others, j, RT.KEYS), nk, lbs[j])
     total = 0
     for j in range(n_others):
-        ok = others[j][0]
+        ok = RT.column(others, j, RT.KEYS)
         m = ok.shape[0]
         i = 0
         pos = 0
@@ -921,7 +906,7 @@ def _join_fused(nk, nv, nt, nd, others, n_others, dims, bits):  # type: ignore[n
     rk, rn, ro, rt, rd = _columns4(total) + (np.empty(total, I64),)
     w = 0
     for j in range(n_others):
-        ok, ov, ot, od = others[j]
+        ok, ov, ot, od = RT.run(others, j)
         m = ok.shape[0]
         i = 0
         pos = 0
@@ -940,11 +925,12 @@ def _join_fused(nk, nv, nt, nd, others, n_others, dims, bits):  # type: ignore[n
 
 
 def join_fused(
-    new: Arrays, others: list[Arrays], dims: int
+    new: Arrays, others: list[Any], dims: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """`join` of `new` with each of at most FUSED_RUNS runs in one call, matched pairs made
-    into columns: `(key, new val, other val, join(t1, t2), d1 * d2)`, run by run in order."""
-    return _join_fused(*new, padded(others), len(others), dims, T.field_bits(dims))  # type: ignore[no-any-return]
+    """`join` of `new` with each of `others` (their columns, or runs that keep
+    their `address_row`) in one call, matched pairs made into columns:
+    `(key, new val, other val, join(t1, t2), d1 * d2)`, run by run in order."""
+    return _join_fused(*new, RT.table(others), dims, T.field_bits(dims))  # type: ignore[no-any-return]
 
 
 # -- reduce: gather histories -----------------------------------------------------------------
@@ -1141,23 +1127,24 @@ def _copy_found(qkeys, lb, rk, rv, rt, rd, ok, ov, ot, od, w, i):  # type: ignor
 
 
 @numba.njit(cache=True)
-def _gather_into(qkeys, runs, n, filters, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
-    """Append the updates of the first `n` runs of the tuple `runs` whose keys are in `qkeys`
-    to the buffers from `w`, in run order, growing them when full. Returns `(w, ok, ov, ot, od)`.
+def _gather_into(qkeys, runs, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
+    """Append the updates of the runs of the table `runs` whose keys are in `qkeys` to the
+    buffers from `w`, in run order, growing them when full. Returns `(w, ok, ov, ot, od)`.
 
-    A run with a key filter (`filters[j]` not empty, see `key_filter`) is searched only for
+    A run with a key filter (see `key_filter`) is searched only for
     the query keys that pass it. A large run with many records per query key is searched in
     lockstep (`_lower_bounds`); any other is merged with the query keys (`_gather_from`). The
     search loops themselves never reallocate: they stop when full and resume (reassigning the
     buffers inside them made every round slower)."""
     lb = np.empty(0, I64)
-    for j in range(n):
-        r = runs[j]
+    for j in range(runs.shape[0]):
+        r = RT.run(runs, j)
         m = r[0].shape[0]
         q = qkeys
         index = np.empty(0, I64)
-        if filters[j].shape[0]:
-            index = _may_hold(qkeys, filters[j])
+        filtered = runs[j, RT.FILTER_WORDS] > 0
+        if filtered:
+            index = _may_hold(qkeys, RT.key_filter(runs, j))
             q = qkeys[index]
         nq = q.shape[0]
         w_run = w
@@ -1178,7 +1165,7 @@ def _gather_into(qkeys, runs, n, filters, ok, ov, ot, od, w):  # type: ignore[no
                 if i >= nq or pos >= m:
                     break
                 ok, ov, ot, od = _regrow4(ok, ov, ot, od, w, w + 1)
-        if filters[j].shape[0]:
+        if filtered:
             # Back from positions among the keys that passed to positions in `qkeys`.
             for x in range(w_run, w):
                 ok[x] = index[ok[x]]
@@ -1209,14 +1196,10 @@ def _csr(nkeys, ok, ov, ot, od, w):  # type: ignore[no-untyped-def]
     return off, k, v, t, d
 
 
-def gather_runs(qkeys: np.ndarray, runs: list[Arrays]) -> tuple[np.ndarray, Arrays]:
-    """As `gather`, in compiled calls: the runs' matches appended in run order, then grouped."""
-    ok, ov, ot, od = _gather_buffers(qkeys.shape[0], len(runs), sum(r[0].shape[0] for r in runs))
-    w = 0
-    for r in runs:
-        # One run per call: a tuple of every run would compile once per spine length.
-        w, ok, ov, ot, od = _gather_into(qkeys, (r,), 1, (NO_FILTER,), ok, ov, ot, od, w)
-    off, k, v, t, d = _csr(qkeys.shape[0], ok, ov, ot, od, w)
+def gather_runs(qkeys: np.ndarray, runs: list[Any]) -> tuple[np.ndarray, Arrays]:
+    """As `gather`, in one compiled call over the runs (their columns, or runs that keep their
+    `address_row`): the runs' matches appended in run order, then grouped."""
+    off, k, v, t, d = _gather_tuple(qkeys, RT.table(runs))
     return off, (k, v, t, d)
 
 
@@ -1622,34 +1605,34 @@ def seed_csr(keys, times):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True)
-def _gather_tuple(qkeys, runs, n, filters):  # type: ignore[no-untyped-def]
-    """`gather_runs` over the first `n` runs of a tuple, inside one compiled call."""
+def _gather_tuple(qkeys, runs):  # type: ignore[no-untyped-def]
+    """`gather_runs` over the runs of a table, inside one compiled call."""
     records = 0
-    for j in range(n):
-        records += runs[j][0].shape[0]
-    ok, ov, ot, od = _gather_buffers(qkeys.shape[0], n, records)
-    w, ok, ov, ot, od = _gather_into(qkeys, runs, n, filters, ok, ov, ot, od, 0)
+    for j in range(runs.shape[0]):
+        records += runs[j, RT.RECORDS]
+    ok, ov, ot, od = _gather_buffers(qkeys.shape[0], runs.shape[0], records)
+    w, ok, ov, ot, od = _gather_into(qkeys, runs, ok, ov, ot, od, 0)
     return _csr(qkeys.shape[0], ok, ov, ot, od, w)
 
 
 @numba.njit(cache=True)
-def _history_sums(qkeys, seed_off, seed_t, runs, n, filters, sums, general, unit, outputs, dims, bits):  # type: ignore[no-untyped-def]
-    """For each query key not yet `general`: add the diffs of its updates in the first `n`
-    runs to `sums`, or mark it `general` when one of them is at a time not `<=` its seed (or,
+def _history_sums(qkeys, seed_off, seed_t, runs, sums, general, unit, outputs, dims, bits):  # type: ignore[no-untyped-def]
+    """For each query key not yet `general`: add the diffs of its updates in the runs of the
+    table `runs` to `sums`, or mark it `general` when one of them is at a time not `<=` its seed (or,
     in `outputs`, has a value other than `unit`). Runs are searched as `_gather_into` does:
     only for the keys that pass a run's key filter, in lockstep in a large run with many
     records per key, by galloping from the last match otherwise."""
     lb = np.empty(0, I64)
-    for j in range(n):
-        rk, rv, rt, rd = runs[j]
+    for j in range(runs.shape[0]):
+        rk, rv, rt, rd = RT.run(runs, j)
         m = rk.shape[0]
         if m == 0:
             continue
         q = qkeys
-        filtered = filters[j].shape[0] > 0
+        filtered = runs[j, RT.FILTER_WORDS] > 0
         index = np.empty(0, I64)
         if filtered:
-            index = _may_hold(qkeys, filters[j])
+            index = _may_hold(qkeys, RT.key_filter(runs, j))
             q = qkeys[index]
         nq = q.shape[0]
         lockstep = m >= SEARCH_MIN and nq >= SEARCH_GROUP and SEARCH_SPARSE * nq <= m
@@ -1680,7 +1663,7 @@ def _history_sums(qkeys, seed_off, seed_t, runs, n, filters, sums, general, unit
 
 
 @numba.njit(cache=True)
-def _distinct_round(qkeys, seed_off, seed_t, ins, n_in, in_f, outs, n_out, out_f, upper, unit, dims, bits):  # type: ignore[no-untyped-def]
+def _distinct_round(qkeys, seed_off, seed_t, ins, outs, upper, unit, dims, bits):  # type: ignore[no-untyped-def]
     """`_reduce_compiled` of a distinct, where most keys changed at one time that all of
     their history precedes (every key of a hydration's rounds): such a key's only interesting
     time is its seed, where it wants `unit` once if its input's total is positive, so its
@@ -1691,10 +1674,10 @@ def _distinct_round(qkeys, seed_off, seed_t, ins, n_in, in_f, outs, n_out, out_f
     general = np.zeros(nq, np.bool_)
     for i in range(nq):
         general[i] = seed_off[i + 1] - seed_off[i] != 1
-    totals = _history_sums(qkeys, seed_off, seed_t, ins, n_in, in_f, np.zeros(nq, I64),
-                           general, unit, False, dims, bits)
-    have = _history_sums(qkeys, seed_off, seed_t, outs, n_out, out_f, np.zeros(nq, I64),
-                         general, unit, True, dims, bits)
+    totals = _history_sums(qkeys, seed_off, seed_t, ins, np.zeros(nq, I64), general, unit,
+                           False, dims, bits)
+    have = _history_sums(qkeys, seed_off, seed_t, outs, np.zeros(nq, I64), general, unit,
+                         True, dims, bits)
     n_general = 0
     n_seeds = 0
     for i in range(nq):
@@ -1715,8 +1698,8 @@ def _distinct_round(qkeys, seed_off, seed_t, ins, n_in, in_f, outs, n_out, out_f
             a += 1
     g_off[n_general] = w
     if n_general:
-        in_off, _, _, in_t, in_d = _gather_tuple(gq, ins, n_in, in_f)
-        out_off, _, out_v, out_t, out_d = _gather_tuple(gq, outs, n_out, out_f)
+        in_off, _, _, in_t, in_d = _gather_tuple(gq, ins)
+        out_off, _, out_v, out_t, out_d = _gather_tuple(gq, outs)
         gk, gv, gt, gd, dk, dt = _reduce_compiled(
             gq, in_off, in_t, in_d, out_off, out_v, out_t, out_d, g_off, g_t,
             upper, DISTINCT, unit, dims, bits,
@@ -1741,10 +1724,10 @@ def _distinct_round(qkeys, seed_off, seed_t, ins, n_in, in_f, outs, n_out, out_f
 
 
 @numba.njit(cache=True, nogil=True)
-def _reduce_fused(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
+def _reduce_fused(keys, times, ins, outs, left_k, left_t, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
     qkeys, seed_off, seed_t = seed_csr(keys, times)
-    in_off, _, _, in_t, in_d = _gather_tuple(qkeys, ins, n_in, in_f)
-    out_off, _, out_v, out_t, out_d = _gather_tuple(qkeys, outs, n_out, out_f)
+    in_off, _, _, in_t, in_d = _gather_tuple(qkeys, ins)
+    out_off, _, out_v, out_t, out_d = _gather_tuple(qkeys, outs)
     ck, cv, ct, cd, dk, dt = _reduce_compiled(
         qkeys, in_off, in_t, in_d, out_off, out_v, out_t, out_d, seed_off, seed_t,
         upper, mode, unit, dims, bits,
@@ -1765,22 +1748,19 @@ SIMPLE_SHARE = 0.9
 
 
 @numba.njit(cache=True, nogil=True)
-def _reduce_fused_distinct(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, unit, dims, bits, simple_share):  # type: ignore[no-untyped-def]
+def _reduce_fused_distinct(keys, times, ins, outs, left_k, left_t, upper, unit, dims, bits, simple_share):  # type: ignore[no-untyped-def]
     qkeys, seed_off, seed_t = seed_csr(keys, times)
     nq = qkeys.shape[0]
     if not nq or nq - (seed_off[nq] - nq) < simple_share * nq:
-        return _reduce_fused(keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t,
-                             upper, DISTINCT, unit, dims, bits)
-    ck, cv, ct, cd, dk, dt = _distinct_round(
-        qkeys, seed_off, seed_t, ins, n_in, in_f, outs, n_out, out_f, upper, unit, dims, bits
-    )
+        return _reduce_fused(keys, times, ins, outs, left_k, left_t, upper, DISTINCT, unit, dims, bits)
+    ck, cv, ct, cd, dk, dt = _distinct_round(qkeys, seed_off, seed_t, ins, outs, upper, unit, dims, bits)
     pk, pt = dedup_pairs(dk, dt)
     pk, pt = merge_pairs(left_k, left_t, pk, pt)
     return ck, cv, ct, cd, pk, pt
 
 
 @numba.njit(cache=True)
-def _reduce_whole(new_k, new_t, pend_k, pend_t, ins, n_in, in_f, outs, n_out, out_f, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
+def _reduce_whole(new_k, new_t, pend_k, pend_t, ins, outs, upper, mode, unit, dims, bits):  # type: ignore[no-untyped-def]
     n = pend_k.shape[0]
     later = np.empty(n, np.bool_)
     n_later = 0
@@ -1803,7 +1783,7 @@ def _reduce_whole(new_k, new_t, pend_k, pend_t, ins, n_in, in_f, outs, n_out, ou
         z = np.empty(0, I64)
         return z, z, z, z, left_k, left_t, minimal_times(left_t, dims, bits)
     ck, cv, ct, cd, pk, pt = _reduce_fused(
-        keys, times, ins, n_in, in_f, outs, n_out, out_f, left_k, left_t, upper, mode, unit, dims, bits
+        keys, times, ins, outs, left_k, left_t, upper, mode, unit, dims, bits
     )
     return ck, cv, ct, cd, pk, pt, minimal_times(pt, dims, bits)
 
@@ -1813,8 +1793,8 @@ def reduce_whole(
     new_t: np.ndarray,
     pend_k: np.ndarray,
     pend_t: np.ndarray,
-    inputs: list[Arrays],
-    outputs: list[Arrays],
+    inputs: list[Any],
+    outputs: list[Any],
     upper: np.ndarray,
     mode: int,
     unit: int,
@@ -1830,11 +1810,9 @@ def reduce_whole(
     loop's batch 1 the glue this replaces (splitting the pending pairs, uniting the seeds,
     the antichain of what stays pending: five calls and their NumPy) cost a third as much
     as the kernel."""
-    n = max(len(inputs), len(outputs))
     ck, cv, ct, cd, pk, pt, mins = _reduce_whole(
-        new_k, new_t, pend_k, pend_t, padded(inputs, _NO_RUN, n), len(inputs),
-        padded(in_filters, NO_FILTER, n), padded(outputs, _NO_RUN, n), len(outputs),
-        padded(out_filters, NO_FILTER, n), upper, mode, unit, dims, T.field_bits(dims),
+        new_k, new_t, pend_k, pend_t, RT.table(inputs, in_filters), RT.table(outputs, out_filters),
+        upper, mode, unit, dims, T.field_bits(dims),
     )
     return (ck, cv, ct, cd), pk, pt, mins
 
@@ -1842,8 +1820,8 @@ def reduce_whole(
 def reduce_fused(
     keys: np.ndarray,
     times: np.ndarray,
-    inputs: list[Arrays],
-    outputs: list[Arrays],
+    inputs: list[Any],
+    outputs: list[Any],
     left_k: np.ndarray,
     left_t: np.ndarray,
     upper: np.ndarray,
@@ -1855,20 +1833,15 @@ def reduce_fused(
 ) -> tuple[Arrays, np.ndarray, np.ndarray]:
     """A whole round of a compiled reduce (`mode`) in one call: the seeds `(keys, times)`
     (sorted distinct, as `union_pairs` gives) grouped by key, each key's histories gathered
-    from at most `FUSED_RUNS` input and output runs (each searched only for the keys that
-    pass its key filter, where `in_filters` / `out_filters` give one), `reduce_compiled`,
+    from the input and output runs (their columns, or runs that keep their
+    `address_row`, passed as a `run_table`; each searched only for the keys that pass its key
+    filter, where `in_filters` / `out_filters` give one), `reduce_compiled`,
     and the deferred pairs united with `(left_k, left_t)` (sorted distinct). A loop round of a
     few updates made ten compiled calls and their Python glue before; this is one.
 
     Returns the corrections `(key id, val, time, diff)` and the pending `(key id, time)`
     pairs, sorted and distinct."""
-    # Both spines padded to one size (one signature per size, not per pair of sizes), with a
-    # filter per run, empty where a run has none.
-    n = max(len(inputs), len(outputs))
-    in_f = in_filters if in_filters is not None else [NO_FILTER] * len(inputs)
-    out_f = out_filters if out_filters is not None else [NO_FILTER] * len(outputs)
-    spines = (padded(inputs, _NO_RUN, n), len(inputs), padded(in_f, NO_FILTER, n),
-              padded(outputs, _NO_RUN, n), len(outputs), padded(out_f, NO_FILTER, n))
+    spines = (RT.table(inputs, in_filters), RT.table(outputs, out_filters))
     if mode == DISTINCT and keys.shape[0] >= SIMPLE_MIN:
         ck, cv, ct, cd, pk, pt = _reduce_fused_distinct(
             keys, times, *spines, left_k, left_t, upper, unit, dims, T.field_bits(dims),
@@ -1944,8 +1917,7 @@ def warm_up() -> None:
         merge_many([(one, one, one, one)] * 2, z, dims)
         merge_into((one, one, one, one), (one, one, one, one), f, dims, _columns4(4), 0)
         join((one, one, one, one), (one, one, one, one), dims)
-        for n in (1, 5, 9):
-            join_fused((one, one, one, one), [(one, one, one, one)] * n, dims)
+        join_fused((one, one, one, one), [(one, one, one, one)] * 2, dims)
         beyond_all(one, f, dims, T.field_bits(dims))
         split_beyond(one, one, one, f, dims, T.field_bits(dims))
         within(one, 0, 2)
@@ -1963,14 +1935,11 @@ def warm_up() -> None:
         gather(np.array([1], I64), [(one, one, one, one)])
         q, so, st = seed_csr(one, one)
         io, ins = gather_runs(q, [(one, one, one, one)])
+        runs = [(one, one, one, one)] * 2
         for mode in (DISTINCT, COUNT):
             reduce_compiled(q, io, ins, io, ins, so, st, f, mode, 1, dims)
-            for n_in in (1, 5, 9):
-                reduce_fused(q, st, [(one, one, one, one)] * n_in, [], z, z, f, mode, 1, dims)
-                if mode == DISTINCT:  # a hydration's large rounds
-                    runs4 = padded([(one, one, one, one)] * n_in)
-                    nf = padded([], NO_FILTER, len(runs4))
-                    _reduce_fused_distinct(q, st, runs4, n_in, nf, padded([], _NO_RUN, len(runs4)),
-                                           0, nf, z, z, f, 1, dims, T.field_bits(dims), 0.0)
-                runs = [(one, one, one, one)] * n_in
-                reduce_whole(one, one, z, z, runs, [], f, mode, 1, dims, [NO_FILTER] * n_in, [])
+            reduce_fused(q, st, runs, [], z, z, f, mode, 1, dims)
+            if mode == DISTINCT:  # a hydration's large rounds
+                _reduce_fused_distinct(q, st, RT.table(runs), RT.table([]), z, z, f, 1, dims,
+                                       T.field_bits(dims), 0.0)
+            reduce_whole(one, one, z, z, runs, [], f, mode, 1, dims, [NO_FILTER] * 2, [])

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.columnar import kernels
+from engine.columnar import kernels, run_table
 from engine.columnar.times import pack_many, unpack_many
 from engine.lattice import Antichain, Time
 
@@ -31,7 +31,7 @@ class Run:
     """A sorted, consolidated run of `(key, val, time, diff)` updates (see the module docstring)."""
 
     __slots__ = ("keys", "vals", "times", "diffs", "dims", "lower", "upper", "since", "seq", "records",
-                 "_filter")
+                 "_filter", "_row")
 
     def __init__(
         self,
@@ -58,6 +58,7 @@ class Run:
         # property over the array.
         self.records = int(keys.shape[0])
         self._filter: np.ndarray | None = None
+        self._row: tuple[int, ...] | None = None
 
     def __len__(self) -> int:
         return self.records
@@ -68,6 +69,19 @@ class Run:
         if self._filter is None:
             self._filter = kernels.key_filter(self.keys)
         return self._filter
+
+    def address_row(self) -> tuple[int, ...]:
+        """The run's row of a kernel's run table (`run_table.address_row`), computed on first
+        use: a loop round passes the same runs to several kernels, and the addresses cost
+        about a microsecond a column to read. A column that is not C-contiguous int64 (a view
+        of an Arrow buffer may be read-only, never strided) is copied once to be one."""
+        if self._row is None:
+            for name in ("keys", "vals", "times", "diffs"):
+                a = getattr(self, name)
+                if a.dtype != np.int64 or not a.flags.c_contiguous:
+                    setattr(self, name, np.ascontiguousarray(a, dtype=np.int64))
+            self._row = run_table.address_row((self.keys, self.vals, self.times, self.diffs))
+        return self._row
 
     @classmethod
     def empty(cls, dims: int) -> Run:

@@ -433,17 +433,9 @@ class ColumnarExecutor(InProcessExecutor):
         self, new: Run, others: list[Run], f: Callable[[Any, Any, Any], Any], new_is_left: bool,
         budget: Any = None,
     ) -> UpdateColumns:
-        runs = [_arrays(o) for o in others if o.records] if new.records else []
-        if len(runs) <= K.FUSED_RUNS:
-            # One compiled call finds the pairs in every run and makes their columns.
-            cols = list(K.join_fused(_arrays(new), runs, new.dims)) if runs else []
-        else:
-            parts = []
-            for o in runs:
-                ni, oi, t, d = K.join(_arrays(new), o, new.dims)
-                if ni.shape[0]:
-                    parts.append((new.keys[ni], new.vals[ni], o[1][oi], t, d))
-            cols = [np.concatenate([p[i] for p in parts]) for i in range(5)] if parts else []
+        runs = [o for o in others if o.records] if new.records else []
+        # One compiled call finds the pairs in every run and makes their columns.
+        cols = list(K.join_fused(_arrays(new), runs, new.dims)) if runs else []
         if not cols or not cols[0].shape[0]:
             z = np.zeros(0, I64)
             return UpdateColumns(z, z, z, new.dims)
@@ -509,14 +501,12 @@ class ColumnarExecutor(InProcessExecutor):
         packed = isinstance(pending, PackedPending)
         pend_k = pending.keys if packed else _EMPTY
         seeds = sum(r.records for r in new) + pend_k.shape[0]
-        if (WHOLE_ROUND and mode is not None and len(new) <= 1 and seeds < parallel.MIN_KEYS
-                and len(inputs) <= K.FUSED_RUNS and len(outputs) <= K.FUSED_RUNS):
+        if WHOLE_ROUND and mode is not None and len(new) <= 1 and seeds < parallel.MIN_KEYS:
             # A round too small to split over two cores (a loop round of a few updates): the
             # pending pairs, the seeds and the reduce in one compiled call.
             corr, pk, pt, mins = K.reduce_whole(
                 new[0].keys if new else _EMPTY, new[0].times if new else _EMPTY,
-                pend_k, pending.times if packed else _EMPTY,
-                [_arrays(r) for r in inputs], [_arrays(r) for r in outputs], pupper, mode,
+                pend_k, pending.times if packed else _EMPTY, inputs, outputs, pupper, mode,
                 self.unit, dims, [_key_filter(r, seeds) for r in inputs],
                 [_key_filter(r, seeds) for r in outputs],
             )
@@ -537,17 +527,16 @@ class ColumnarExecutor(InProcessExecutor):
         if keys.shape[0] == 0:
             return None, PackedPending(left_k, left_t, dims)
         since = Antichain([(0,) * dims])
-        if mode is not None and len(inputs) <= K.FUSED_RUNS and len(outputs) <= K.FUSED_RUNS:
+        if mode is not None:
             # distinct and count: the whole round is one compiled call, no Python per key; a
             # round of many keys is two calls on two cores, one per half of the keys.
-            ins, outs = [_arrays(r) for r in inputs], [_arrays(r) for r in outputs]
             n_keys = keys.shape[0]
             in_f = [_key_filter(r, n_keys) for r in inputs]
             out_f = [_key_filter(r, n_keys) for r in outputs]
 
             def part(lo: int, hi: int, left_lo: int, left_hi: int) -> tuple[K.Arrays, np.ndarray, np.ndarray]:
                 return K.reduce_fused(
-                    keys[lo:hi], times[lo:hi], ins, outs, left_k[left_lo:left_hi],
+                    keys[lo:hi], times[lo:hi], inputs, outputs, left_k[left_lo:left_hi],
                     left_t[left_lo:left_hi], pupper, mode, self.unit, dims, in_f, out_f,
                 )
 
@@ -567,19 +556,12 @@ class ColumnarExecutor(InProcessExecutor):
                 return None, left
             return self._corrections_run(corr, mode, dims, lower, upper), left
         qkeys, seed_off, times = K.seed_csr(keys, times)
-        in_off, ins = K.gather_runs(qkeys, [_arrays(r) for r in inputs])
-        out_off, outs = K.gather_runs(qkeys, [_arrays(r) for r in outputs])
+        in_off, ins = K.gather_runs(qkeys, inputs)
+        out_off, outs = K.gather_runs(qkeys, outputs)
         corr: K.Arrays | None = None
         extra_k: list[np.ndarray] = [left_k]
         extra_t: list[np.ndarray] = [left_t]
-        if mode is not None:
-            # A spine longer than `reduce_fused` takes: the same kernel, histories gathered here.
-            corr, dk, dt = K.reduce_compiled(
-                qkeys, in_off, ins, out_off, outs, seed_off, times, pupper, mode, self.unit, dims
-            )
-            extra_k.append(dk)
-            extra_t.append(dt)
-        wanted = self._counting(logic) if corr is None else None
+        wanted = self._counting(logic)
         if wanted is not None:
             try:
                 (ck, cv, ct, cd), d_off, d_t = K.reduce_counting(
