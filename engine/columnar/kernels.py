@@ -1907,6 +1907,8 @@ def warm_up() -> None:
     frozen = np.ones(2, I64)
     frozen.flags.writeable = False
     within(frozen, 0, 2)
+    # A run table's addresses, with a key filter.
+    RT.table([(one, one, one, one)], [key_filter(one)])
     for dims in (1, 2, 3):
         f = np.zeros(1, I64)
         consolidate(one, one, one, one)

@@ -126,7 +126,11 @@ class Run:
 
     def with_upper(self, upper: Antichain, seq: int) -> Run:
         """The same updates with a description extended to `upper` (absorbing an empty batch)."""
-        return Run(self.keys, self.vals, self.times, self.diffs, self.dims, self.lower, upper, self.since, seq)
+        run = Run(self.keys, self.vals, self.times, self.diffs, self.dims, self.lower, upper, self.since, seq)
+        # The same columns: what is derived from them carries over (a loop round's empty
+        # batches extend their predecessor's description every round).
+        run._filter, run._row = self._filter, self._row
+        return run
 
     def approx_bytes(self) -> int:
         return self.nbytes()

@@ -63,17 +63,34 @@ def key_filter(table, j):  # type: ignore[no-untyped-def]
     return numba.carray(_pointer(table[j, FILTER]), table[j, FILTER_WORDS], U64)
 
 
-def _address(a: np.ndarray, dtype: Any) -> int:
-    if a.dtype != dtype or not a.flags.c_contiguous:
-        raise ValueError(f"a run table's column must be C-contiguous {np.dtype(dtype)}, not {a.dtype}")
-    return int(a.__array_interface__["data"][0])
+_KINDS = {I64: "i", U64: "u"}
+
+
+def _check(a: np.ndarray, dtype: Any) -> None:
+    # Kind and width, not `a.dtype == dtype`: an equality test of dtypes costs more than the
+    # addresses (and arrays made by compiled code need not hold NumPy's own dtype instance).
+    if a.dtype.kind != _KINDS[dtype] or a.itemsize != 8 or not a.flags.c_contiguous:
+        raise ValueError(f"a run table's column must be C-contiguous {np.dtype(dtype)}, not {a.dtype}"
+                         f"{'' if a.flags.c_contiguous else ' (strided)'}")
+
+
+@numba.njit(cache=True)
+def _addresses(k, v, t, d):  # type: ignore[no-untyped-def]
+    return k.ctypes.data, v.ctypes.data, t.ctypes.data, d.ctypes.data, k.shape[0], 0, 0
+
+
+@numba.njit(cache=True)
+def _address(f):  # type: ignore[no-untyped-def]
+    return f.ctypes.data
 
 
 def address_row(columns: Sequence[np.ndarray]) -> tuple[int, ...]:
     """A run's row of a table, from its four columns: their addresses, the record count, and
-    no key filter."""
-    k, v, t, d = columns
-    return _address(k, I64), _address(v, I64), _address(t, I64), _address(d, I64), int(k.shape[0]), 0, 0
+    no key filter. The addresses are read in a compiled call: NumPy's `__array_interface__`
+    builds a dict per array, and four of them cost ten times as much."""
+    for a in columns:
+        _check(a, I64)
+    return _addresses(*columns)  # type: ignore[no-any-return]
 
 
 class Addressed(Protocol):
@@ -94,6 +111,7 @@ def table(runs: Sequence[Sequence[np.ndarray] | Addressed],
     if filters is not None:
         for j, f in enumerate(filters):
             if f.shape[0]:
-                out[j, FILTER] = _address(f, U64)
+                _check(f, U64)
+                out[j, FILTER] = _address(f)
                 out[j, FILTER_WORDS] = f.shape[0]
     return out
