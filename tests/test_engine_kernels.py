@@ -787,7 +787,7 @@ def test_whole_round_equals_its_steps(dims: int, seed: int) -> None:
     for mode in (K.DISTINCT, K.COUNT):
         ins, outs = [arrays(r) for r in inputs], [arrays(r) for r in outputs]
         corr, pk, pt, mins = K.reduce_whole(
-            new.keys, new.times, pend_k, pend_t, ins, outs, upper, mode, 1, dims,
+            [new], pend_k, pend_t, ins, outs, upper, mode, 1, dims,
             [K.NO_FILTER] * len(ins), [K.NO_FILTER] * len(outs),
         )
         later = K.beyond_all(pend_t, upper, dims, bits)
@@ -920,3 +920,28 @@ def test_run_table_views_the_runs_in_place() -> None:
     assert [c.tolist() for c in cols] == [c.tolist() for c in ref]
     with pytest.raises(ValueError, match="C-contiguous int64"):
         RT.table([(keys.astype(np.int32),) * 4])
+
+
+@pytest.mark.parametrize("dims", DIMS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_round_seeds_equal_the_steps_they_replace(dims: int, seed: int) -> None:
+    """`round_seeds` over 0 to 3 new runs (keys repeated within and across runs, as a batch's
+    values make them) and the pending pairs gives the pending pairs not beyond `upper` united
+    with the runs' pairs (`union_pairs`), and those beyond it left pending."""
+    rng = random.Random(seed * 13 + dims)
+    new = [Run.from_updates(rand_updates(rng, rng.randint(0, 15), dims, keys=6), dims)
+           for _ in range(rng.randint(0, 3))]
+    pend = rand_updates(rng, rng.randint(0, 10), dims, keys=9)
+    pend_k, pend_t = K.dedup_pairs(
+        np.array([k for k, _, _, _ in pend], np.int64),
+        np.array([T.pack(rand_time(rng, dims, 6), dims) for _ in pend], np.int64),
+    )
+    upper = T.pack_frontier(rand_frontier(rng, dims), dims)
+    keys, times, left_k, left_t = K.round_seeds(new, pend_k, pend_t, upper, dims)
+    later = K.beyond_all(pend_t, upper, dims, T.field_bits(dims))
+    wk, wt = K.union_pairs([(r.keys, r.times) for r in new] + [(pend_k[~later], pend_t[~later])])
+    assert (keys.tolist(), times.tolist()) == (wk.tolist(), wt.tolist())
+    assert (left_k.tolist(), left_t.tolist()) == (pend_k[later].tolist(), pend_t[later].tolist())
+    want = sorted({(k, T.pack(t, dims)) for r in new for k, _, t, _ in r.updates()}
+                  | {(k, t) for k, t in zip(pend_k[~later].tolist(), pend_t[~later].tolist(), strict=True)})
+    assert list(zip(keys.tolist(), times.tolist(), strict=True)) == want

@@ -500,30 +500,20 @@ class ColumnarExecutor(InProcessExecutor):
         mode = _COMPILED.get(id(logic))
         packed = isinstance(pending, PackedPending)
         pend_k = pending.keys if packed else _EMPTY
+        pend_t = pending.times if packed else _EMPTY
         seeds = sum(r.records for r in new) + pend_k.shape[0]
-        if WHOLE_ROUND and mode is not None and len(new) <= 1 and seeds < parallel.MIN_KEYS:
+        if WHOLE_ROUND and mode is not None and seeds < parallel.MIN_KEYS:
             # A round too small to split over two cores (a loop round of a few updates): the
             # pending pairs, the seeds and the reduce in one compiled call.
             corr, pk, pt, mins = K.reduce_whole(
-                new[0].keys if new else _EMPTY, new[0].times if new else _EMPTY,
-                pend_k, pending.times if packed else _EMPTY, inputs, outputs, pupper, mode,
-                self.unit, dims, [_key_filter(r, seeds) for r in inputs],
-                [_key_filter(r, seeds) for r in outputs],
+                new, pend_k, pend_t, inputs, outputs, pupper, mode, self.unit, dims,
+                [_key_filter(r, seeds) for r in inputs], [_key_filter(r, seeds) for r in outputs],
             )
             left = PackedPending(pk, pt, dims, mins)
             if corr[0].shape[0] == 0:
                 return None, left
             return self._corrections_run(corr, mode, dims, lower, upper), left
-        sk = [r.keys for r in new]
-        st = [r.times for r in new]
-        left_k = np.zeros(0, I64)
-        left_t = np.zeros(0, I64)
-        if isinstance(pending, PackedPending) and pending.keys.shape[0]:
-            later = K.beyond_all(pending.times, pupper, dims, bits)
-            sk.append(pending.keys[~later])
-            st.append(pending.times[~later])
-            left_k, left_t = pending.keys[later], pending.times[later]
-        keys, times = K.union_pairs(list(zip(sk, st, strict=True)))
+        keys, times, left_k, left_t = K.round_seeds(new, pend_k, pend_t, pupper, dims)
         if keys.shape[0] == 0:
             return None, PackedPending(left_k, left_t, dims)
         since = Antichain([(0,) * dims])
@@ -534,24 +524,28 @@ class ColumnarExecutor(InProcessExecutor):
             in_f = [_key_filter(r, n_keys) for r in inputs]
             out_f = [_key_filter(r, n_keys) for r in outputs]
 
-            def part(lo: int, hi: int, left_lo: int, left_hi: int) -> tuple[K.Arrays, np.ndarray, np.ndarray]:
-                return K.reduce_fused(
+            def part(lo: int, hi: int, left_lo: int, left_hi: int) -> tuple[K.Arrays, np.ndarray, np.ndarray, np.ndarray]:
+                corr, pk, pt = K.reduce_fused(
                     keys[lo:hi], times[lo:hi], inputs, outputs, left_k[left_lo:left_hi],
                     left_t[left_lo:left_hi], pupper, mode, self.unit, dims, in_f, out_f,
                 )
+                # Each half's minimal pending times on its own core: the antichain of all of
+                # them is the minimal elements of the two halves' antichains.
+                return corr, pk, pt, K.minimal_times(pt, dims, bits)
 
             n, n_left = keys.shape[0], left_k.shape[0]
             cut = parallel.key_cut(keys)
             if cut:
                 left_cut = int(np.searchsorted(left_k, keys[cut], "left"))
-                (c1, pk1, pt1), (c2, pk2, pt2) = parallel.both(
+                (c1, pk1, pt1, m1), (c2, pk2, pt2, m2) = parallel.both(
                     lambda: part(0, cut, 0, left_cut), lambda: part(cut, n, left_cut, n_left)
                 )
                 corr = tuple(np.concatenate(pair) for pair in zip(c1, c2, strict=True))  # type: ignore[assignment]
                 pk, pt = np.concatenate((pk1, pk2)), np.concatenate((pt1, pt2))
+                mins = K.minimal_times(np.concatenate((m1, m2)), dims, bits)
             else:
-                corr, pk, pt = part(0, n, 0, n_left)
-            left = PackedPending(pk, pt, dims)
+                corr, pk, pt, mins = part(0, n, 0, n_left)
+            left = PackedPending(pk, pt, dims, mins)
             if corr[0].shape[0] == 0:
                 return None, left
             return self._corrections_run(corr, mode, dims, lower, upper), left
