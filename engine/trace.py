@@ -8,7 +8,8 @@ not beyond `since` may have been advanced). Consecutive batches tile time.
 A `Trace` is a spine of batches that merges geometrically (a new batch merges with its
 predecessor while it is at least half its size), so it holds O(log n) batches. With a `fold`
 (the columnar executor's), batches below `fold` records instead wait in a small tail of at most
-FOLD_BATCHES batches and then merge all at once. Merging is where
+FOLD_BATCHES batches and then merge at once (all but its older batches more than twice the
+newer ones together). Merging is where
 compaction happens: every time is advanced by the trace's logical compaction frontier, which is
 the meet of all its readers' frontiers, and equal `(key, val, time)` entries are consolidated.
 
@@ -416,8 +417,12 @@ class Trace:
         return 0
 
     def _small_tail(self) -> int:
-        """Where the spine's tail of batches below `fold` starts when it holds more than
-        FOLD_BATCHES of them (none in a merge in progress); -1 otherwise."""
+        """Where the merge of the spine's small tail starts when the tail (its batches below
+        `fold`, none in a merge in progress) holds more than FOLD_BATCHES of them; -1
+        otherwise. The merge leaves out the tail's older batches that are more than twice
+        the size of all the newer ones together, as the spine's own rule does: the tail's
+        first batch grows towards `fold`, and merged with every FOLD_BATCHES new batches it
+        was merged again about fold / (2 * FOLD_BATCHES) times."""
         spine = self.spine
         busy = self.merging
         i = len(spine)
@@ -427,6 +432,10 @@ class Trace:
             i -= 1
         if len(spine) - i <= max(1, FOLD_BATCHES):  # one batch alone is no merge
             return -1
+        newer = sum(b.records for b in spine[i + 1 :])
+        while i < len(spine) - 2 and spine[i].records > 2 * newer:
+            i += 1
+            newer -= spine[i].records
         return i
 
     def _settle(self, frontier: Antichain) -> None:

@@ -758,15 +758,31 @@ def _merge_all(k, v, t, d, starts, frontier, dims, bits):  # type: ignore[no-unt
             return trimmed(src[0], src[1], src[2], src[3], w)
 
 
-def merge_many(runs: list[Arrays], frontier: np.ndarray, dims: int) -> Arrays:
-    """Several sorted runs (a trace's small tail) merged into one, every time advanced by
-    `frontier` (packed; may be empty), in one call: merged in pairs, pass after pass, inside
-    it. Sorting their concatenation instead cost 170 ns a record at the reachability loop's
-    batch 100 (a comparison sort: the packed columns are too wide for a word)."""
-    cols = [np.concatenate([r[c] for r in runs]) for c in range(4)]
-    starts = np.zeros(len(runs) + 1, I64)
-    np.cumsum([r[0].shape[0] for r in runs], out=starts[1:])
-    return _merge_all(*cols, starts, frontier, dims, T.field_bits(dims))  # type: ignore[no-any-return]
+@numba.njit(cache=True)
+def _merge_table(runs, frontier, dims, bits):  # type: ignore[no-untyped-def]
+    """`_merge_all` of the runs of a table, copied into one set of columns first (advancing
+    rewrites their times, and the merge passes need a second set anyway)."""
+    n_runs = runs.shape[0]
+    starts = np.zeros(n_runs + 1, I64)
+    for r in range(n_runs):
+        starts[r + 1] = starts[r] + runs[r, RT.RECORDS]
+    k, v, t, d = _columns4(starts[n_runs])
+    for r in range(n_runs):
+        rk, rv, rt, rd = RT.run(runs, r)
+        lo = starts[r]
+        for x in range(rk.shape[0]):
+            k[lo + x], v[lo + x], t[lo + x], d[lo + x] = rk[x], rv[x], rt[x], rd[x]
+    return _merge_all(k, v, t, d, starts, frontier, dims, bits)
+
+
+def merge_many(runs: list[Any], frontier: np.ndarray, dims: int) -> Arrays:
+    """Several sorted runs (a trace's small tail: their columns, or runs that keep their
+    `address_row`) merged into one, every time advanced by `frontier` (packed; may be empty),
+    in one call: merged in pairs, pass after pass, inside it. Sorting their concatenation
+    instead cost 170 ns a record at the reachability loop's batch 100 (a comparison sort: the
+    packed columns are too wide for a word); concatenating them in NumPy first cost about as
+    much as the kernel at batch 1."""
+    return _merge_table(RT.table(runs), frontier, dims, T.field_bits(dims))  # type: ignore[no-any-return]
 
 
 # -- join -------------------------------------------------------------------------------------

@@ -357,7 +357,7 @@ class ColumnarExecutor(InProcessExecutor):
             since = since.join(r.since)
         since = since.join(frontier) if frontier.elements else since
         dims = runs[0].dims
-        k, v, t, d = K.merge_many([_arrays(r) for r in runs], self._packed_frontier(since, dims), dims)
+        k, v, t, d = K.merge_many(runs, self._packed_frontier(since, dims), dims)
         return Run(k, v, t, d, dims, runs[0].lower, runs[-1].upper, since, max(r.seq for r in runs))
 
     def merge_steps(
