@@ -99,14 +99,15 @@ class Addressed(Protocol):
     def address_row(self) -> tuple[int, ...]: ...
 
 
-def table(runs: Sequence[Sequence[np.ndarray] | Addressed],
+def table(runs: Sequence[tuple[np.ndarray, ...] | Addressed],
           filters: Sequence[np.ndarray] | None = None) -> np.ndarray:
-    """The table of `runs` (each its four columns, or a run that keeps its address row), with a
-    key filter per run where `filters` gives one (an empty filter: none).
+    """The table of `runs` (each a tuple of its four columns, or a run that keeps its address
+    row), with a key filter per run where `filters` gives one (an empty filter: none).
 
     Built from the rows in one `np.fromiter` (a loop round builds several tables, and a
     Python loop over the rows' fields cost twice as much)."""
-    rows = [address_row(r) if isinstance(r, tuple | list) else r.address_row() for r in runs]  # type: ignore[union-attr]
+    # (a class test, not `isinstance`: this runs for every run of every table)
+    rows = [address_row(r) if r.__class__ is tuple else r.address_row() for r in runs]  # type: ignore[union-attr]
     out = np.fromiter(chain.from_iterable(rows), I64, COLUMNS * len(rows)).reshape(len(rows), COLUMNS)
     if filters is not None:
         for j, f in enumerate(filters):
