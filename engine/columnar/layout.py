@@ -17,6 +17,7 @@ packed int64 with `dims` in the schema metadata.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -25,6 +26,8 @@ import numpy as np
 from engine.columnar import kernels, run_table
 from engine.columnar.times import pack_many, unpack_many
 from engine.lattice import Antichain, Time
+
+_COPYING = threading.Lock()
 
 
 class Run:
@@ -76,11 +79,18 @@ class Run:
         about a microsecond a column to read. A column that is not C-contiguous int64 (a view
         of an Arrow buffer may be read-only, never strided) is copied once to be one."""
         if self._row is None:
-            for name in ("keys", "vals", "times", "diffs"):
-                a = getattr(self, name)
-                if a.dtype != np.int64 or not a.flags.c_contiguous:
-                    setattr(self, name, np.ascontiguousarray(a, dtype=np.int64))
-            self._row = run_table.address_row((self.keys, self.vals, self.times, self.diffs))
+            cols = (self.keys, self.vals, self.times, self.diffs)
+            if all(c.dtype == np.int64 and c.flags.c_contiguous for c in cols):
+                self._row = run_table.address_row(cols)
+            else:
+                # The two halves of a reduce round build their tables on two threads: a copy
+                # made by one and replaced by the other's would be freed under the first
+                # one's kernel. One copy, under the lock, and the row with it.
+                with _COPYING:
+                    if self._row is None:
+                        for name in ("keys", "vals", "times", "diffs"):
+                            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))
+                        self._row = run_table.address_row((self.keys, self.vals, self.times, self.diffs))
         return self._row
 
     @classmethod
