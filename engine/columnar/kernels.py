@@ -943,9 +943,9 @@ def _join_fused(nk, nv, nt, nd, others, dims, bits):  # type: ignore[no-untyped-
 def join_fused(
     new: Arrays, others: list[Any], dims: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """`join` of `new` with each of `others` (their columns, or runs that keep
-    their `address_row`) in one call, matched pairs made into columns:
-    `(key, new val, other val, join(t1, t2), d1 * d2)`, run by run in order."""
+    """`join` of `new` with each of `others` (their columns, or runs that keep their
+    `address_row`) in one call, matched pairs made into columns: `(key, new val, other val,
+    join(t1, t2), d1 * d2)`, run by run in order."""
     return _join_fused(*new, RT.table(others), dims, T.field_bits(dims))  # type: ignore[no-any-return]
 
 
@@ -1147,11 +1147,11 @@ def _gather_into(qkeys, runs, ok, ov, ot, od, w):  # type: ignore[no-untyped-def
     """Append the updates of the runs of the table `runs` whose keys are in `qkeys` to the
     buffers from `w`, in run order, growing them when full. Returns `(w, ok, ov, ot, od)`.
 
-    A run with a key filter (see `key_filter`) is searched only for
-    the query keys that pass it. A large run with many records per query key is searched in
-    lockstep (`_lower_bounds`); any other is merged with the query keys (`_gather_from`). The
-    search loops themselves never reallocate: they stop when full and resume (reassigning the
-    buffers inside them made every round slower)."""
+    A run with a key filter (see `key_filter`) is searched only for the query keys that pass
+    it. A large run with many records per query key is searched in lockstep (`_lower_bounds`);
+    any other is merged with the query keys (`_gather_from`). The search loops themselves
+    never reallocate: they stop when full and resume (reassigning the buffers inside them made
+    every round slower)."""
     lb = np.empty(0, I64)
     for j in range(runs.shape[0]):
         r = RT.run(runs, j)
@@ -1634,8 +1634,8 @@ def _gather_tuple(qkeys, runs):  # type: ignore[no-untyped-def]
 @numba.njit(cache=True)
 def _history_sums(qkeys, seed_off, seed_t, runs, sums, general, unit, outputs, dims, bits):  # type: ignore[no-untyped-def]
     """For each query key not yet `general`: add the diffs of its updates in the runs of the
-    table `runs` to `sums`, or mark it `general` when one of them is at a time not `<=` its seed (or,
-    in `outputs`, has a value other than `unit`). Runs are searched as `_gather_into` does:
+    table `runs` to `sums`, or mark it `general` when one of them is at a time not `<=` its
+    seed (or, in `outputs`, has a value other than `unit`). Runs are searched as `_gather_into` does:
     only for the keys that pass a run's key filter, in lockstep in a large run with many
     records per key, by galloping from the last match otherwise."""
     lb = np.empty(0, I64)
@@ -1840,8 +1840,9 @@ def reduce_whole(
     out_filters: list[np.ndarray],
 ) -> tuple[Arrays, np.ndarray, np.ndarray, np.ndarray]:
     """A whole round of a compiled reduce in one call, from what the operator holds: the new
-    runs and the pending pairs, made seeds as `round_seeds` makes them, then `reduce_fused`. Returns the corrections, the pending pairs after the round (sorted
-    distinct) and their minimal times (the operator's capabilities). At the reachability
+    runs and the pending pairs, made seeds as `round_seeds` makes them, then `reduce_fused`.
+    Returns the corrections, the pending pairs after the round (sorted distinct) and their
+    minimal times (the operator's capabilities). At the reachability
     loop's batch 1 the glue this replaces (splitting the pending pairs, uniting the seeds,
     the antichain of what stays pending: five calls and their NumPy) cost a third as much
     as the kernel."""
