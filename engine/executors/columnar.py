@@ -666,7 +666,8 @@ def _pair_ids(table: Any) -> np.ndarray | None:
     return pair_ids(halves[0], halves[1])
 
 
-# The reducers whose logic `kernels.reduce_compiled` evaluates itself.
+# The reducers whose logic the compiled reduce (`kernels.reduce_fused`, `reduce_whole`) evaluates
+# itself.
 _COMPILED = {id(reducers.distinct): K.DISTINCT, id(reducers.count): K.COUNT}
 
 
