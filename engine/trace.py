@@ -559,3 +559,60 @@ def _deep(x: Any) -> int:
         return sys.getsizeof(x) + sum(_deep(y) for y in x)
     return sys.getsizeof(x)
 
+
+
+def _key(key: Any, _val: Any) -> Any:
+    return key
+
+
+class Snapshot:
+    """A trace's batches as they were at one moment, readable by any thread for as long as it
+    is held.
+
+    Taken by the trace's writer while the trace is at rest (no dataflow running), it denotes
+    the accumulation of every update in those batches: the arrangement's contents at any time
+    that no update in it is beyond (a time it is complete through). Batches never change what
+    they denote once sealed (a layout may build an index or its dict form lazily, never other
+    updates), and merges and compaction make new batches, so what later runs do to the trace
+    leaves a snapshot's answer as it was, without a lock. Each update's datum is
+    `data(key, val)`, as `as_collection` would give it, or with `data` None the key itself
+    (an arrangement by self, whose keys are its data); the executor that sealed the batches
+    reads them.
+    """
+
+    __slots__ = ("batches", "executor", "data")
+
+    def __init__(self, batches: list[Any], executor: Any,
+                 data: Callable[[Any, Any], Any] | None = None) -> None:
+        self.batches = batches
+        self.executor = executor
+        self.data = data
+
+    def items(self) -> list[tuple[Any, int]]:
+        """Every datum with its non-zero count (the batches' diffs summed, times ignored)."""
+        batches = [b for b in self.batches if b.records]
+        if self.data is None and len(batches) == 1 and type(batches[0]) is Batch:
+            # One in-process batch by self (a view that merged into one): a key's entries are
+            # its datum's, at distinct times, so each key is summed alone, with no dict.
+            out = []
+            for k, es in batches[0].updates.items():
+                if len(es) == 1:
+                    out.append((k, es[0][2]))
+                elif n := sum(e[2] for e in es):
+                    out.append((k, n))
+            return out
+        ex = self.executor
+        f = _key if self.data is None else self.data
+        acc: dict[Any, int] = {}
+        get = acc.get
+        for b in batches:
+            if type(b) is Batch:
+                # the in-process batch's own entries: no list of triples made first
+                for k, es in b.updates.items():
+                    for v, _, r in es:
+                        d = f(k, v)
+                        acc[d] = get(d, 0) + r
+                continue
+            for d, _, r in ex.collect(ex.unarrange(b, f)):
+                acc[d] = get(d, 0) + r
+        return [(d, n) for d, n in acc.items() if n]

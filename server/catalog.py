@@ -290,7 +290,7 @@ def _view_info(state: ServerState, name: str) -> dict[str, Any]:
         "created_timestamp": v.created_ts,
         "complete_through": v.complete_ts,
         "history_since": v.base_ts,
-        "row_count": sum(v.contents.values()) if v.running else None,
+        "row_count": v.row_count if v.running else None,
         "arrangements": _arrangements(state, v),
     }
 

@@ -56,7 +56,8 @@ def view_items(
     state: ServerState, name: str, as_of: int | None
 ) -> tuple[list[str], int, list[tuple[Row, int]]]:
     """A view's column names, timestamp and (row, count) items as of `as_of` (default:
-    complete). Only copies under the state lock: callers sort and encode outside it."""
+    complete), read from its output arrangement's snapshot outside the state lock (an
+    earlier `as_of` subtracts retained history under it); callers sort and encode outside it."""
     if name in state.views:
         state.require_ready()
     with state.state_lock:
@@ -71,8 +72,12 @@ def view_items(
                 f"view {name!r} has history only from timestamp {v.base_ts} "
                 f"(created at {v.created_ts}); as_of={ts} is not available"
             )
-        contents = v.contents if ts == v.complete_ts else v.contents_at(ts)
-        return [c["name"] for c in v.columns], ts, list(contents.items())
+        columns = [c["name"] for c in v.columns]
+        if ts != v.complete_ts:
+            return columns, ts, list(v.contents_at(ts).items())
+        snap = v.snapshot
+    # The snapshot's batches never change (`engine.trace.Snapshot`): read outside the lock.
+    return columns, ts, [] if snap is None else snap.items()
 
 
 def subscribe(
@@ -112,10 +117,7 @@ def subscribe(
                     f"retained; cannot resume after {since}: resubscribe with snapshot=true"
                 )
         elif snapshot:
-            contents = v.contents
-            msgs.append(
-                state.hub.snapshot(name, (v.created_ts, now), lambda: list(contents.items()))
-            )
+            msgs.append(state.hub.snapshot(name, (v.created_ts, now), v.items))
         if since is None or since <= now:
             msgs.append(progress_message(now))
         sub = state.hub.add(name, loop)

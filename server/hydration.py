@@ -49,10 +49,8 @@ def post_contents(
         if name not in trial:
             trial[name] = Counter(Store.read_table(state.store.conn, name))
         return trial[name]
-    if name in w.hydrated:
-        return w.hydrated[name].contents
     if name in trial:
-        return trial[name]
+        return trial[name]  # a table or view read before, or a view this request creates
     rec = w.views[name]
     if name in w.new_views:
         compiled = w.new_views[name]
@@ -61,7 +59,8 @@ def post_contents(
         if not existing.running:
             raise Conflict(f"view {name!r} has failed: {existing.error}", code="view_failed")
         if not affected(w, name):
-            return existing.contents  # the writer is the only mutator; no copy needed
+            trial[name] = Counter(dict(existing.items()))
+            return trial[name]
         compiled = existing.compiled
     tmp = MaintainedView(
         name, rec.sql, rec.columns, rec.dependencies, w.ts, rec.seq, compiled=compiled
@@ -120,7 +119,10 @@ def _hydrate_new_views(state: ServerState, w: Write) -> None:
             complete_ts=w.ts,
         )
         try:
-            view.contents = hydrate_one(state, w, view, w.trial)
+            # Its rows stay with this request's trial contents, which later statements of
+            # the request read (`post_contents`); the view's own copy is its arrangement.
+            w.trial[name] = contents = hydrate_one(state, w, view, w.trial)
+            view.install(sum(contents.values()))
         except ApiError:
             view.release()
             raise

@@ -21,7 +21,8 @@ Invariants:
 - views this write does not touch are marked complete through `ts` before any dataflow runs,
   so reads of them do not wait for the others;
 - readers see a timestamp's results all at once: everything is installed in one critical
-  section of the state lock.
+  section of the state lock, a view's contents as a snapshot of its output arrangement
+  (`MaintainedView.install`), taken while no dataflow runs.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ from server.hydration import imports_of
 from server.sqltext import parse_statement
 from server.state import ServerState
 from server.statistics import TableStatistics
-from server.store import Row, Store
+from server.store import Store
 from server.transaction import Write, table_input
-from server.views import Batch, Input, MaintainedView, TableChange, apply_batch, consolidate
+from server.views import Batch, Input, MaintainedView, TableChange, consolidate
 
 log = logging.getLogger("diffsql.server")
 
@@ -230,11 +231,12 @@ def _install(state: ServerState, ws: list[Write], outcome: _Outcome) -> None:
             if name not in w.new_views:
                 log.info("view %s is running again from timestamp %d", name, ts)
             state.views[name] = view
+        added: dict[str, int] = {}
         for name, batches in outcome.view_batches.items():
             view = state.views[name]
             for t, batch in batches:
-                apply_batch(view.contents, batch)
                 view.history.append((t, batch))
+            added[name] = sum(d for _, b in batches for _, d in b)
         for name, err in outcome.failed.items():
             view = state.views[name]
             was_running = view.running
@@ -247,6 +249,7 @@ def _install(state: ServerState, ws: list[Write], outcome: _Outcome) -> None:
                 view.complete_ts = ts
                 if name in outcome.ran:
                     view.pin_at(ts)
+                    view.install(view.row_count + added.get(name, 0))
             if trimmed > view.base_ts:
                 view.trim(trimmed)
         state.history_since = trimmed
@@ -303,9 +306,6 @@ def rebuild(
     except BaseException:
         view.release()
         raise
-    acc: Counter[Row] = Counter()
-    for b in out.values():
-        apply_batch(acc, b)
-    view.contents = acc
+    view.install(sum(d for b in out.values() for _, d in b))
     old.release()
     return view

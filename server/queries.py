@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import closing, contextmanager
 from operator import itemgetter
 from typing import Any
@@ -32,13 +32,13 @@ from server.values import quote_ident, row_to_json
 ARROW_VIEW_ROWS = 256
 
 
-def view_relation(columns: list[dict[str, Any]], contents: Counter[Row]) -> Relation:
+def view_relation(columns: list[dict[str, Any]], items: Iterable[tuple[Row, int]]) -> Relation:
     """A view's contents as a relation for the sandbox (untyped columns typed by value): as
     Arrow columns, which the sandbox scans in place, when every column's type holds its
     values exactly (`server.store.exact_arrow`) and the view has `ARROW_VIEW_ROWS` rows or
     more; else as Python rows, which it inserts into a table (a 900,000-row view took 2.0 s
     that way, as Arrow 0.2 s)."""
-    rows = list(contents.elements())
+    rows = [r for r, n in items for _ in range(n)]
     cols = []
     for i, c in enumerate(columns):
         t = c["type"] or infer_type([r[i] for r in rows])
@@ -102,6 +102,7 @@ def snapshot(state: ServerState, names: list[str], streamed: Collection[str] = (
         with state.write_lock:
             ts = state.completed_ts
             rels: dict[str, Relation] = {}
+            snapshots = {}
             with state.state_lock:
                 for n in names:
                     view = state.views.get(n)
@@ -111,8 +112,11 @@ def snapshot(state: ServerState, names: list[str], streamed: Collection[str] = (
                         raise Conflict(
                             f"view {n!r} has failed: {view.error}", code="view_failed"
                         )
-                    rels[n] = view_relation(view.columns, view.contents)
+                    snapshots[n] = (view.columns, view.snapshot)
                 tables = {n: state.tables[n] for n in names if n in state.tables}
+            # Under the write lock only: the views stay at `ts` (their snapshots never change)
+            for n, (columns, snap) in snapshots.items():
+                rels[n] = view_relation(columns, [] if snap is None else snap.items())
             shared = pinned() if any(n not in streamed for n in tables) else None
             opened = {n: pinned() if n in streamed else shared for n in tables}
         for n, rec in tables.items():

@@ -30,7 +30,7 @@ from server.hydration import imports_of
 from server.state import ServerState
 from server.statistics import TableStatistics
 from server.store import Row, Store, ViewRecord
-from server.views import Batch, Input, MaintainedView, TableChange, apply_batch
+from server.views import Batch, Input, MaintainedView, TableChange
 
 log = logging.getLogger("diffsql.server")
 
@@ -236,7 +236,6 @@ def _recover_history(
     # The output trace keeps its times from `start` on until recovery is over, so views
     # over this one, built after it ran, still see its history timestamp by timestamp.
     out = view.run_schedule(sorted(schedule.items()), t_now, pin_ts=start)
-    acc: Counter[Row] = Counter()
     history: list[tuple[int, Batch]] = []
     if saved is not None:
         view.base_ts = max(saved[0], state.history_since)
@@ -244,11 +243,10 @@ def _recover_history(
     else:  # no history of it is saved: it starts at `start` (or at its creation, later)
         view.base_ts = max(view.base_ts, start)
     for ts, b in sorted(out.items()):
-        apply_batch(acc, b)
         if ts > max(view.base_ts, start):
             history.append((ts, b))
     view.history = history
-    view.contents = acc
+    view.install(sum(d for b in out.values() for _, d in b))
 
 
 def _recover_current(
@@ -257,10 +255,7 @@ def _recover_current(
     view.build(state.executor.new_dataflow(), t_now, imports_of(view, state.views))
     inputs = {d: current[d] for d in view.handles}
     out = view.run_schedule([(t_now, inputs)], t_now)
-    acc: Counter[Row] = Counter()
-    for b in out.values():
-        apply_batch(acc, b)
-    view.contents = acc
+    view.install(sum(d for b in out.values() for _, d in b))
     view.history = []
     view.base_ts = max(t_now, view.created_ts)
 

@@ -531,5 +531,5 @@ def select_in_write(state: ServerState, w: Write, s: Statement) -> dict[str, Any
             cols = [(c["name"], c["type"]) for c in w.tables[u].columns]
             rels[u] = Relation(cols, Store.read_table(state.store.conn, u))
         else:
-            rels[u] = view_relation(w.views[u].columns, post_contents(state, w, u, w.trial))
+            rels[u] = view_relation(w.views[u].columns, post_contents(state, w, u, w.trial).items())
     return run_select(state, s, rels)

@@ -19,7 +19,9 @@ Engine invariants (owned by the writer):
   importing it would see the upstream's contents at a timestamp that is not complete yet.
 
 State invariants (between writes, under the server's state lock):
-- `contents` is the view's multiset at `complete_ts` (no zero or negative counts);
+- the view's multiset at `complete_ts` is its output arrangement as `snapshot` holds it (the
+  trace's batches when the writer installed `complete_ts`: `items()`), and `row_count` is its
+  size; the server keeps no other copy of a view's rows;
 - `history` holds, in timestamp order, the consolidated, non-empty update batches at every
   timestamp in (`base_ts`, `complete_ts`]; contents at T >= base_ts is `contents` minus the
   batches after T;
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.sources import FileSource, null_unread
+from engine.trace import Snapshot
 
 Row = tuple[Any, ...]
 Batch = list[tuple[Row, int]]
@@ -99,7 +102,9 @@ class MaintainedView:
     compiled: Any = None
     status: str = "running"
     error: str | None = None
-    contents: Counter[Row] = field(default_factory=Counter)
+    # The output arrangement's batches at `complete_ts` (`install`): read by any thread.
+    snapshot: Snapshot | None = None
+    row_count: int = 0
     history: list[tuple[int, Batch]] = field(default_factory=list)
     base_ts: int = 0
     complete_ts: int = 0
@@ -150,7 +155,8 @@ class MaintainedView:
         out = self.compiled.build(dataflow, sources)
         self.read = self.compiled.columns_read()
         self.arranged = out.arrange_by_self(f"view:{self.name}")
-        # The view keeps its own history and contents; the capture need not.
+        # The view keeps its own history (its contents are the arrangement): the capture
+        # keeps neither.
         self.capture = self.arranged.as_collection(_row).capture(history=False, current=False)
         self.pin = self.arranged.trace.new_reader("server")
 
@@ -213,6 +219,18 @@ class MaintainedView:
         self.pin.set_logical_compaction(Antichain([(ts,) + (0,) * (trace.dims - 1)]))
         self.pin.acked = trace.next_seq - 1
 
+    def install(self, row_count: int) -> None:
+        """Make what the output trace holds now the view's contents (`snapshot`), of
+        `row_count` rows. Called by the writer, with the dataflow at rest, under the state
+        lock together with `complete_ts` (or before the view is readable)."""
+        self.snapshot = None if self.arranged is None else self.arranged.snapshot()
+        self.row_count = row_count
+
+    def items(self) -> list[tuple[Row, int]]:
+        """The view's rows at `complete_ts` with their counts (from `snapshot`: any thread)."""
+        snap = self.snapshot
+        return [] if snap is None else snap.items()
+
     def release(self) -> None:
         """Drop the engine side: the dataflow's readers of imported traces are released, so a
         discarded dataflow never holds back an upstream's compaction."""
@@ -229,6 +247,7 @@ class MaintainedView:
         self.arranged = None
         self.pin = None
         self.imports = []
+        self.snapshot = None
 
     def refresh_stats(self) -> None:
         """Count the arrangements' statistics (the writer's, or under the write lock: the
@@ -248,7 +267,7 @@ class MaintainedView:
 
     def contents_at(self, ts: int) -> Counter[Row]:
         """The multiset at `ts`; requires base_ts <= ts <= complete_ts."""
-        acc = Counter(self.contents)
+        acc = Counter(dict(self.items()))
         for t, batch in reversed(self.history):
             if t <= ts:
                 break

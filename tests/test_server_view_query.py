@@ -59,7 +59,7 @@ def test_query_over_views_equals_duckdb() -> None:
             cols = ", ".join(f"typeof({c})" for c in got["columns"])
             assert db.query(f"SELECT DISTINCT {cols} FROM {name}")["rows"] == \
                 db.query(f"SELECT DISTINCT {cols} FROM ({sql}) q")["rows"], name
-        arrow = {n: view_relation(v.columns, v.contents).arrow is not None
+        arrow = {n: view_relation(v.columns, v.items()).arrow is not None
                  for n, v in db.views.items()}
         assert arrow == {"exact": True, "decimal": False, "small": False, "projected": True}
     finally:

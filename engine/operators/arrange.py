@@ -20,7 +20,7 @@ from typing import Any
 from engine.dataflow import Operator, Scope
 from engine.lattice import Antichain, Time
 from engine.operators.buffer import split_buffer
-from engine.trace import Trace
+from engine.trace import Snapshot, Trace
 
 
 class ArrangeOp(Operator):
@@ -82,6 +82,12 @@ class Arrangement:
 
     def stats(self) -> dict[str, Any]:
         return self.trace.stats()
+
+    def snapshot(self, data: Callable[[Any, Any], Any] | None = None) -> Snapshot:
+        """The trace's batches now, for reading from another thread (`trace.Snapshot`; `data`
+        None: the keys are the data, as in an arrangement by self): take it between runs,
+        from the thread that runs the dataflow."""
+        return Snapshot(self.trace.existing_batches(), self.op.dataflow.executor, data)
 
 
 class AsCollectionOp(Operator):
