@@ -2,8 +2,9 @@
 
 Without it the first such view a process hydrates pays about a second and a half once (more
 than many views' whole hydration): numba and the compiled kernels from their on-disk cache
-(`planner.float_sums`, `engine.counting_sort`), the columnar build modules, and the pandas
-module that pyarrow imports at its first conversion of Python values. The server starts `preload_in_background()`
+(`planner.float_sums`, `engine.counting_sort`), the columnar build modules, the pandas
+module that pyarrow imports at its first conversion of Python values, and pyarrow's compute
+functions, set up at their first call. The server starts `preload_in_background()`
 after a write that bulk-loads at least `PRELOAD_ROWS` rows (a table that large is hydrated
 with the compiled kernels), so the CREATE VIEW that usually follows finds them loaded; a
 small database never loads numba (about 125 MB). A benchmark of hydration runs `preload()`
@@ -36,6 +37,9 @@ def preload() -> None:
     import planner.topk_columns  # noqa: F401 - a top-k reduce's columnar build, imported lazily
 
     pa.array([0])  # pyarrow imports pandas at its first conversion of Python values
+    # pyarrow's first compute call sets up its function registry: 0.2-0.3 s here, paid by the
+    # first vectorised Mfp (`planner.mfp_columns`) otherwise
+    pyarrow.compute.subtract(pa.scalar(1.0), pa.array([0.0]))
     from engine.counting_sort import counting_bounds, counting_order, counting_scatter
     from planner.float_sums import group_sums, group_sums_by_code
     from planner.group_parts import sort_parts
@@ -46,13 +50,21 @@ def preload() -> None:
 
     # Each kernel for writable arrays and for read-only ones (NumPy views of Arrow buffers, as
     # a hydration mostly passes): numba compiles, or loads, one version per kind.
-    for writable in (True, False):
+    # A sum's values are Arrow's or our own, its group codes and starts our own (or, taken
+    # whole from a column, Arrow's), its validity either: each mix is a version.
+    for writable, ours in ((True, True), (False, False), (False, True)):
         vals, starts, codes = np.array([0.5, 0.25]), np.zeros(1, np.int64), np.zeros(2, np.int64)
-        for a in (vals, starts, codes):
+        valid = np.ones(2, np.bool_)  # a column with NULLs
+        for a in (vals, valid):
             a.flags.writeable = writable
+        for a in (starts, codes):
+            a.flags.writeable = ours
         # not integers: both compiled passes (`_counts`, then `_terms`) load, in both forms
-        group_sums(vals, None, starts)
-        group_sums_by_code(vals, None, codes, 1)
+        for v in (None, valid):
+            group_sums(vals, v, starts)
+            group_sums_by_code(vals, v, codes, 1)
+        if ours != writable:
+            continue  # the kernels below were loaded for both forms already
         counting_order(codes, 1)
         # a GROUP BY's scatter (planner.aggregate_columns): its codes are its own array, the
         # chunks (doubles, dates as int32 days, ints, validity) mostly Arrow's
