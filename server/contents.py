@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from engine.trace import Snapshot
 from server.errors import BadRequest, Conflict, Gone, NotFound, Timeout
 from server.feeds import Message, Subscription, progress_message, update_message
 from server.state import ServerState
 from server.store import Row
 from server.values import row_to_json, sort_key
+from server.views import Batch, undo
 
 
 async def wait_complete(state: ServerState, name: str, ts: int, timeout: float) -> None:
@@ -56,8 +58,8 @@ def view_items(
     state: ServerState, name: str, as_of: int | None
 ) -> tuple[list[str], int, list[tuple[Row, int]]]:
     """A view's column names, timestamp and (row, count) items as of `as_of` (default:
-    complete), read from its output arrangement's snapshot outside the state lock (an
-    earlier `as_of` subtracts retained history under it); callers sort and encode outside it."""
+    complete): its output arrangement's snapshot, less the retained history after `as_of`,
+    both taken under the state lock and read outside it (neither ever changes)."""
     if name in state.views:
         state.require_ready()
     with state.state_lock:
@@ -73,18 +75,30 @@ def view_items(
                 f"(created at {v.created_ts}); as_of={ts} is not available"
             )
         columns = [c["name"] for c in v.columns]
-        if ts != v.complete_ts:
-            return columns, ts, list(v.contents_at(ts).items())
         snap = v.snapshot
-    # The snapshot's batches never change (`engine.trace.Snapshot`): read outside the lock.
-    return columns, ts, [] if snap is None else snap.items()
+        later = [b for t, b in v.updates_after(ts)]
+    items = [] if snap is None else snap.items()
+    return columns, ts, list(undo(items, later).items()) if later else items
 
 
 def subscribe(
     state: ServerState, name: str, snapshot: bool, since: int | None, loop: asyncio.AbstractEventLoop
 ) -> tuple[Subscription, list[Message]]:
-    """Register a subscriber (see `server.feeds`). Called on the event loop, so it never
-    waits: while the server is hydrating it is 503 `hydrating` (`wait_ready` first)."""
+    """Register a subscriber (see `server.feeds`). It never waits: while the server is
+    hydrating it is 503 `hydrating` (`wait_ready` first). A snapshot's rows are read from the
+    view's arrangement before the state lock is taken to register (the writer would wait on
+    a large view's read), and used if the view is still at that snapshot then."""
+    early: tuple[tuple[int, int], Snapshot] | None = None
+    early_rows: Batch = []
+    if snapshot and since is None:
+        with state.state_lock:
+            v = state.views.get(name)
+            if v is not None and v.snapshot is not None:
+                key = (v.created_ts, v.complete_ts)
+                if not state.hub.has_snapshot(name, key):
+                    early = (key, v.snapshot)
+        if early is not None:
+            early_rows = early[1].items()
     with state.state_lock:
         v = state.views.get(name)
         if v is None:
@@ -117,7 +131,11 @@ def subscribe(
                     f"retained; cannot resume after {since}: resubscribe with snapshot=true"
                 )
         elif snapshot:
-            msgs.append(state.hub.snapshot(name, (v.created_ts, now), v.items))
+            key = (v.created_ts, now)
+            rows = v.items
+            if early is not None and early[0] == key and early[1] is v.snapshot:
+                rows = lambda: early_rows  # noqa: E731 - read before the lock
+            msgs.append(state.hub.snapshot(name, key, rows))
         if since is None or since <= now:
             msgs.append(progress_message(now))
         sub = state.hub.add(name, loop)

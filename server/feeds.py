@@ -275,6 +275,11 @@ class Hub:
             if not self._down:
                 self._encoder.submit(job)
 
+    def has_snapshot(self, view: str, key: tuple[int, int]) -> bool:
+        """Whether `snapshot(view, key, ...)` would answer its cached frame."""
+        cached = self._snapshots.get(view)
+        return cached is not None and cached[0] == key
+
     def snapshot(self, view: str, key: tuple[int, int], rows: Callable[[], Batch]) -> Frame:
         """The snapshot update of `view` at `key` = (created_ts, complete_ts): one shared
         frame for every subscriber that arrives while the view is unchanged, so a crowd of

@@ -91,6 +91,15 @@ def apply_batch(contents: Counter[Row], batch: Iterable[tuple[Row, int]]) -> Non
             del contents[row]
 
 
+def undo(items: Iterable[tuple[Row, int]], later: list[Batch]) -> Counter[Row]:
+    """The multiset of `items` with the update batches `later` (in timestamp order) taken
+    back: a view's contents at an earlier timestamp than its snapshot's."""
+    acc = Counter(dict(items))
+    for batch in reversed(later):
+        apply_batch(acc, ((row, -d) for row, d in batch))
+    return acc
+
+
 @dataclass
 class MaintainedView:
     name: str
@@ -267,12 +276,7 @@ class MaintainedView:
 
     def contents_at(self, ts: int) -> Counter[Row]:
         """The multiset at `ts`; requires base_ts <= ts <= complete_ts."""
-        acc = Counter(dict(self.items()))
-        for t, batch in reversed(self.history):
-            if t <= ts:
-                break
-            apply_batch(acc, ((row, -d) for row, d in batch))
-        return acc
+        return undo(self.items(), [b for t, b in self.history if t > ts])
 
     def updates_after(self, since: int) -> list[tuple[int, Batch]]:
         """History batches with timestamp > `since` (requires since >= base_ts)."""
