@@ -25,6 +25,14 @@ def _row(key, _val):  # type: ignore[no-untyped-def]
     return key
 
 
+def _counts(items: list[tuple[object, int]]) -> dict[object, int]:
+    """`items` as a dict, each datum once and with a non-zero count."""
+    got = dict(items)
+    assert len(got) == len(items), "a datum listed twice"
+    assert 0 not in got.values()
+    return got
+
+
 def _executor(name: str):  # type: ignore[no-untyped-def]
     return InProcessExecutor() if name == "inprocess" else ColumnarExecutor()
 
@@ -64,11 +72,11 @@ def test_a_snapshot_answers_its_moment_after_later_runs(executor: str, seed: int
         if epoch % 7 == 0:
             taken.append((arranged.snapshot(data), +live))
         for snap, want in taken:
-            assert dict(snap.items()) == want, epoch  # type: ignore[attr-defined]
+            assert _counts(snap.items()) == want, epoch  # type: ignore[attr-defined]
     arranged.trace.compact_all()
     for snap, want in taken:
-        assert dict(snap.items()) == want  # type: ignore[attr-defined]
-    assert dict(arranged.snapshot(data).items()) == +live
+        assert _counts(snap.items()) == want  # type: ignore[attr-defined]
+    assert _counts(arranged.snapshot(data).items()) == +live
 
 
 def test_a_snapshot_reads_from_another_thread_while_the_writer_runs() -> None:
@@ -91,7 +99,7 @@ def test_a_snapshot_reads_from_another_thread_while_the_writer_runs() -> None:
         while not done.is_set():
             with lock:
                 snap, want = current[0]
-            if dict(snap.items()) != want:  # type: ignore[attr-defined]
+            if _counts(snap.items()) != want:  # type: ignore[attr-defined]
                 errors.append("a snapshot changed under its reader")
                 return
 
@@ -115,7 +123,7 @@ def test_a_snapshot_reads_from_another_thread_while_the_writer_runs() -> None:
         done.set()
         t.join()
     assert errors == []
-    assert dict(current[0][0].items()) == +live  # type: ignore[attr-defined]
+    assert _counts(current[0][0].items()) == +live  # type: ignore[attr-defined]
 
 
 def test_a_server_view_holds_its_rows_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -149,7 +157,7 @@ def test_a_server_view_holds_its_rows_once(tmp_path) -> None:  # type: ignore[no
             trace = v.arranged.trace.existing_batches()
             assert [id(b) for b in v.snapshot.batches] == [id(b) for b in trace]
             want = Counter(oracle.execute("SELECT a % 7, b FROM t WHERE a > 3").fetchall())
-            assert dict(v.items()) == want, i
+            assert _counts(v.items()) == want, i
             assert v.row_count == sum(want.values())
     finally:
         db.close()
@@ -182,4 +190,4 @@ def test_a_snapshot_of_one_batch_sums_each_key_over_its_times(executor: str) -> 
     batches = [b for b in arranged.trace.existing_batches() if b.records]
     assert len(batches) == 1 and batches[0].records > len(+live)  # keys at several times
     for data in (None, _row):
-        assert dict(arranged.snapshot(data).items()) == +live
+        assert _counts(arranged.snapshot(data).items()) == +live
