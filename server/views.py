@@ -23,8 +23,8 @@ State invariants (between writes, under the server's state lock):
   trace's batches when the writer installed `complete_ts`: `items()`), and `row_count` is its
   size; the server keeps no other copy of a view's rows;
 - `history` holds, in timestamp order, the consolidated, non-empty update batches at every
-  timestamp in (`base_ts`, `complete_ts`]; contents at T >= base_ts is `contents` minus the
-  batches after T;
+  timestamp in (`base_ts`, `complete_ts`]; contents at T >= base_ts is the snapshot's minus
+  the batches after T (`undo`);
 - `base_ts` >= `created_ts`; while `base_ts == created_ts` ("intact") the view's whole life is
   retained, so a subscriber from before its creation gets its contents at creation as one update.
 """
