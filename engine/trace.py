@@ -289,6 +289,11 @@ class TraceReader:
         """The trace through the batches this reader has accepted."""
         return self.trace.batches_through(self.acked)
 
+    def unaccepted(self) -> list[Batch]:
+        """The batches sealed since this reader last accepted one, in order (none of them can
+        have merged: a batch merges only once every reader has accepted it)."""
+        return [b for b in self.trace.existing_batches() if b.seq > self.acked]
+
     def drop(self) -> None:
         """Release this reader: it no longer holds back compaction."""
         self.dropped = True
@@ -608,6 +613,38 @@ class Snapshot:
             for d, _, r in ex.collect(ex.unarrange(b, f)):
                 acc[d] = get(d, 0) + r
         return [(d, n) for d, n in acc.items() if n]
+
+    def by_time(self) -> dict[Time, list[tuple[Any, int]]]:
+        """The updates as `{time: [(datum, diff)]}`, each time's consolidated and in the
+        batches' order, for batches that each hold a time alone (consecutive batches of one
+        trace, which tile time: a reader's `unaccepted` batches, what a run sealed)."""
+        batches = [b for b in self.batches if b.records]
+        if self.data is None and all(type(b) is Batch for b in batches):
+            return _by_self_by_time(batches)
+        ex = self.executor
+        f = _key if self.data is None else self.data
+        out: dict[Time, dict[Any, int]] = {}
+        for b in batches:
+            for d, t, r in ex.collect(ex.unarrange(b, f)):
+                m = out.setdefault(t, {})
+                m[d] = m.get(d, 0) + r
+        return {t: [(d, r) for d, r in m.items() if r] for t, m in out.items()}
+
+
+def _by_self_by_time(batches: list[Batch]) -> dict[Time, list[tuple[Any, int]]]:
+    """`Snapshot.by_time` of in-process batches by self: each batch's entries as they are
+    (a key's entries are at distinct times, and batches tile time)."""
+    out: dict[Time, list[tuple[Any, int]]] = {}
+    cur_t: Any = None
+    cur: list[tuple[Any, int]] = []
+    for b in batches:
+        for k, es in b.updates.items():
+            for _, t, r in es:
+                if t != cur_t:
+                    cur = out.setdefault(t, [])
+                    cur_t = t
+                cur.append((k, r))
+    return out
 
 
 def _by_self_items(batches: list[Batch]) -> list[tuple[Any, int]]:

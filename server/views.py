@@ -5,8 +5,8 @@ disturbs another, and its arrangement statistics are exactly its own traces. The
 the tables it uses through input handles, and the views it uses by importing their output
 arrangements (`Arranged.import_into`): a view over a view reads the upstream's trace without a
 copy. The view's own output is arranged (trace `view:<name>`) so that views over it can do the
-same; its captured output is read from that arrangement. Engine epochs are the server's
-timestamps. A table's input at a timestamp is a batch of rows, or (for a bulk load) Parquet
+same; each run's output is the batches it sealed into that arrangement. Engine epochs are the
+server's timestamps. A table's input at a timestamp is a batch of rows, or (for a bulk load) Parquet
 files that the executor reads itself (`TableChange`): on Spark the rows of a load never pass
 through the server's Python process.
 
@@ -124,7 +124,6 @@ class MaintainedView:
     # Engine side (owned by the writer).
     df: Any = None
     handles: dict[str, Any] = field(default_factory=dict)
-    capture: Any = None
     arranged: Any = None  # the output arrangement, imported by views over this one
     pin: Any = None  # the server's reader on the output trace (see the module docstring)
     imports: list[str] = field(default_factory=list)  # views whose arrangements df imports
@@ -164,9 +163,8 @@ class MaintainedView:
         out = self.compiled.build(dataflow, sources)
         self.read = self.compiled.columns_read()
         self.arranged = out.arrange_by_self(f"view:{self.name}")
-        # The view keeps its own history (its contents are the arrangement): the capture
-        # keeps neither.
-        self.capture = self.arranged.as_collection(_row).capture(history=False, current=False)
+        # The server's reader: what a run sealed is its output (`run_schedule`), and what the
+        # trace holds is the view's contents (`install`); nothing else reads the output.
         self.pin = self.arranged.trace.new_reader("server")
 
     def run_schedule(
@@ -207,12 +205,14 @@ class MaintainedView:
             if handle.epoch < upto + 1:
                 handle.advance_to(upto + 1)
         self.df.run()
-        # Each output time's updates are consolidated already (`drain_by_time`); only times
-        # that share an epoch (none in an output scope of one coordinate) are merged here.
+        # The output is the batches the run sealed into the output trace, which stay unmerged
+        # until the server's reader accepts them (`pin_at`). Each time's updates there are
+        # consolidated; only times that share an epoch (none in an output scope of one
+        # coordinate) are merged here.
+        sealed = Snapshot(self.pin.unaccepted(), self.df.executor)
         out: dict[int, list[tuple[Row, int]]] = {}
-        for time, updates in self.capture.drain_by_time().items():
+        for time, batch in sealed.by_time().items():
             t = time[0] if isinstance(time, tuple) else int(time)
-            batch = list(updates.items())  # a view's rows are tuples already
             out[t] = consolidate(out[t] + batch) if t in out else batch
         self.pin_at(upto if pin_ts is None else pin_ts)
         self.stats_stale = True
@@ -252,7 +252,6 @@ class MaintainedView:
             self.pin.drop()
         self.df = None
         self.handles = {}
-        self.capture = None
         self.arranged = None
         self.pin = None
         self.imports = []

@@ -191,3 +191,43 @@ def test_a_snapshot_of_one_batch_sums_each_key_over_its_times(executor: str) -> 
     assert len(batches) == 1 and batches[0].records > len(+live)  # keys at several times
     for data in (None, _row):
         assert _counts(arranged.snapshot(data).items()) == +live
+
+
+@pytest.mark.parametrize("executor", ["inprocess", "columnar"])
+@pytest.mark.parametrize("data", [None, _row], ids=["by_self", "data"])
+def test_what_a_run_sealed_is_its_changes_by_time(executor: str, data) -> None:  # type: ignore[no-untyped-def]
+    """A reader's unaccepted batches after a run are exactly the run's changes, time by time,
+    consolidated (the server's view output and feed updates), with several epochs a run."""
+    from engine.trace import Snapshot
+
+    rng = random.Random(13)
+    df = Dataflow(executor=_executor(executor))
+    handle, rows = df.new_input("rows")
+    arranged = rows.arrange_by_self("view:v")
+    reader = arranged.trace.new_reader("server")
+    live: Counter[tuple[int, int]] = Counter()
+    epoch = 0
+    for run in range(40):
+        want: dict[tuple[int, ...], Counter[tuple[int, int]]] = {}
+        for _ in range(rng.randrange(1, 4)):  # epochs in this run
+            changes: Counter[tuple[int, int]] = Counter()
+            for _ in range(rng.randrange(0, 15)):
+                r = (rng.randrange(12), rng.randrange(2))
+                if live[r] and rng.random() < 0.5:
+                    handle.remove(r)
+                    live[r] -= 1
+                    changes[r] -= 1
+                else:
+                    handle.insert(r)
+                    live[r] += 1
+                    changes[r] += 1
+            if +changes or -changes:
+                want[(epoch,)] = Counter({r: n for r, n in changes.items() if n})
+            epoch += 1
+            handle.advance_to(epoch)
+        df.run()
+        got = Snapshot(reader.unaccepted(), df.executor, data).by_time()
+        assert {t: _counts(b) for t, b in got.items()} == want, run
+        reader.set_logical_compaction(Antichain([(epoch - 1,)]))
+        reader.acked = arranged.trace.next_seq - 1
+    assert _counts(arranged.snapshot(data).items()) == +live
