@@ -22,9 +22,9 @@ from server import heap
 from server.errors import ApiError, Conflict, SqlError
 from server.failures import failure
 from server.state import ServerState
-from server.store import Row, Store
+from server.store import Store
 from server.transaction import Write, table_input
-from server.views import Input, MaintainedView, apply_batch
+from server.views import Contents, Input, MaintainedView
 
 
 def imports_of(view: MaintainedView, views: dict[str, MaintainedView]) -> dict[str, Any]:
@@ -41,8 +41,8 @@ def affected(w: Write, name: str) -> bool:
 
 
 def post_contents(
-    state: ServerState, w: Write, name: str, trial: dict[str, Counter[Row]]
-) -> Counter[Row]:
+    state: ServerState, w: Write, name: str, trial: dict[str, Contents]
+) -> Contents:
     """Contents of `name` after this request's statements so far (inside the
     transaction). Views this request changes are computed in throw-away dataflows."""
     if name in w.tables:
@@ -59,7 +59,8 @@ def post_contents(
         if not existing.running:
             raise Conflict(f"view {name!r} has failed: {existing.error}", code="view_failed")
         if not affected(w, name):
-            trial[name] = Counter(dict(existing.items()))
+            # its output arrangement as installed: the snapshot is read, never copied
+            trial[name] = existing.snapshot if existing.snapshot is not None else Counter()
             return trial[name]
         compiled = existing.compiled
     tmp = MaintainedView(
@@ -77,10 +78,12 @@ def post_contents(
 
 
 def hydrate_one(
-    state: ServerState, w: Write, view: MaintainedView, trial: dict[str, Counter[Row]]
-) -> Counter[Row]:
+    state: ServerState, w: Write, view: MaintainedView, trial: dict[str, Contents]
+) -> Contents:
     """Compute `view` from the post-statement contents of what it reads, in a dataflow fed
-    through input handles only (it imports nothing, so it can be discarded freely)."""
+    through input handles only (it imports nothing, so it can be discarded freely); its
+    contents are its output arrangement's snapshot (`MaintainedView.install`), which stays
+    readable after the dataflow is released."""
     read = view.compiled.columns_read()
     inputs: dict[str, Input] = {
         d: table_input(
@@ -90,10 +93,9 @@ def hydrate_one(
     }
     view.build(state.executor.new_dataflow(), w.ts)
     out = view.run_schedule([(w.ts, inputs)], w.ts)
-    acc: Counter[Row] = Counter()
-    for _, b in out.items():
-        apply_batch(acc, b)
-    return acc
+    view.install(sum(d for b in out.values() for _, d in b))
+    assert view.snapshot is not None  # built: it has an output arrangement
+    return view.snapshot
 
 
 def hydrate_new_views(state: ServerState, w: Write) -> None:
@@ -119,10 +121,8 @@ def _hydrate_new_views(state: ServerState, w: Write) -> None:
             complete_ts=w.ts,
         )
         try:
-            # Its rows stay with this request's trial contents, which later statements of
-            # the request read (`post_contents`); the view's own copy is its arrangement.
-            w.trial[name] = contents = hydrate_one(state, w, view, w.trial)
-            view.install(sum(contents.values()))
+            # later statements of the request read it as trial contents (`post_contents`)
+            w.trial[name] = hydrate_one(state, w, view, w.trial)
         except ApiError:
             view.release()
             raise

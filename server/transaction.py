@@ -20,7 +20,7 @@ from engine.sources import FileSource
 from server.catalog import record
 from server.state import ServerState
 from server.store import Row, TableRecord, ViewRecord
-from server.views import Batch, Input, MaintainedView, TableChange
+from server.views import Batch, Contents, Input, MaintainedView, TableChange
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Write:
     logged: set[str] = field(default_factory=set)
     # Contents after the statements so far (tables read in the transaction, views computed in
     # throw-away dataflows); reset by every write statement.
-    trial: dict[str, Counter[Row]] = field(default_factory=dict)
+    trial: dict[str, Contents] = field(default_factory=dict)
     # New views whose hydration dataflow becomes their permanent one (they read only tables
     # and no other new view reads them); the others are built again after COMMIT.
     reusable: set[str] = field(default_factory=set)

@@ -41,6 +41,9 @@ from engine.trace import Snapshot
 
 Row = tuple[Any, ...]
 Batch = list[tuple[Row, int]]
+# A relation's rows with their counts, as `items()`: a Counter (a table read in a write), or a
+# view's output arrangement (`Snapshot`).
+Contents = Counter[Row] | Snapshot
 
 
 @dataclass(frozen=True)
