@@ -33,6 +33,16 @@ def _counts(items: list[tuple[object, int]]) -> dict[object, int]:
     return got
 
 
+def _change(handle, live: Counter, rng: random.Random, r: tuple[int, int],  # type: ignore[no-untyped-def]
+            remove: float = 0.5) -> int:
+    """Remove `r` (with probability `remove`, if present) or insert it, into the input and
+    into `live`; the diff sent."""
+    diff = -1 if live[r] and rng.random() < remove else 1
+    handle.insert(r, diff)
+    live[r] += diff
+    return diff
+
+
 def _executor(name: str):  # type: ignore[no-untyped-def]
     return InProcessExecutor() if name == "inprocess" else ColumnarExecutor()
 
@@ -57,13 +67,7 @@ def test_a_snapshot_answers_its_moment_after_later_runs(executor: str, seed: int
     taken: list[tuple[object, Counter[tuple[int, int]]]] = []
     for epoch in range(1, 60):
         for _ in range(rng.randrange(1, 12)):
-            r = (rng.randrange(50), rng.randrange(4))
-            if live[r] and rng.random() < 0.5:
-                handle.remove(r)
-                live[r] -= 1
-            else:
-                handle.insert(r)
-                live[r] += 1
+            _change(handle, live, rng, (rng.randrange(50), rng.randrange(4)))
         handle.advance_to(epoch + 1)
         df.run()
         # the server's pin: the trace may compact up to the epoch just completed
@@ -108,13 +112,7 @@ def test_a_snapshot_reads_from_another_thread_while_the_writer_runs() -> None:
     try:
         for epoch in range(1, 120):
             for _ in range(40):
-                r = (rng.randrange(2500), rng.randrange(3))
-                if live[r] and rng.random() < 0.6:
-                    handle.remove(r)
-                    live[r] -= 1
-                else:
-                    handle.insert(r)
-                    live[r] += 1
+                _change(handle, live, rng, (rng.randrange(2500), rng.randrange(3)), 0.6)
             handle.advance_to(epoch + 1)
             df.run()
             with lock:
@@ -176,13 +174,7 @@ def test_a_snapshot_of_one_batch_sums_each_key_over_its_times(executor: str) -> 
     live: Counter[tuple[int, int]] = Counter()
     for epoch in range(40):
         for _ in range(6):
-            r = (rng.randrange(8), 0)
-            if live[r] and rng.random() < 0.5:
-                handle.remove(r)
-                live[r] -= 1
-            else:
-                handle.insert(r)
-                live[r] += 1
+            _change(handle, live, rng, (rng.randrange(8), 0))
         handle.advance_to(epoch + 1)
         df.run()
         pin.acked = arranged.trace.next_seq - 1  # accepted, so its batches may merge
@@ -213,14 +205,7 @@ def test_what_a_run_sealed_is_its_changes_by_time(executor: str, data) -> None: 
             changes: Counter[tuple[int, int]] = Counter()
             for _ in range(rng.randrange(0, 15)):
                 r = (rng.randrange(12), rng.randrange(2))
-                if live[r] and rng.random() < 0.5:
-                    handle.remove(r)
-                    live[r] -= 1
-                    changes[r] -= 1
-                else:
-                    handle.insert(r)
-                    live[r] += 1
-                    changes[r] += 1
+                changes[r] += _change(handle, live, rng, r)
             if +changes or -changes:
                 want[(epoch,)] = Counter({r: n for r, n in changes.items() if n})
             epoch += 1
