@@ -801,7 +801,15 @@ def _codes(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, int, list[_Dec
             if radix * size >= 2 ** 62:
                 return None
         radix *= size
-        codes = codes * size + part if decoders else part
+        if not decoders:
+            codes = part
+        elif codes.flags.owndata and codes.flags.writeable:
+            # the codes so far are this loop's own array: combined in place, no new column
+            # (each is the column's length in fresh pages, see `planner.byte_codes`)
+            codes *= size
+            codes += part
+        else:
+            codes = codes * size + part
         decoders.append((size, lo, values, 1))
     return codes, radix, decoders
 
@@ -884,10 +892,22 @@ def _dictionary(col: Any) -> tuple[np.ndarray, list[Any]]:
 
 def _fixed_width_codes(col: Any) -> tuple[np.ndarray, list[Any]] | None:
     """`_dictionary` of a string column without NULL whose every value is 1 or 2 bytes long
-    (flags and status codes: l_returnflag, o_orderstatus), read from its buffers: each
-    value's bytes are its number below 256**width, counted in a table of that size, so the
-    distinct values come out in byte order, which is their code points' order. About 6x
-    Arrow's hash encoding; None for any other column."""
+    (flags and status codes: l_returnflag, o_orderstatus), read from its buffers; None for any
+    other column. A large column takes the compiled passes (`planner.byte_codes`, where
+    `COMPILED_FLOAT_SUMS` rows would take the float sums' kernels), others
+    `_fixed_width_codes_reference`: the two are equal."""
+    loaded = "numba" in sys.modules
+    if len(col) >= (COMPILED_FLOAT_SUMS if loaded else FIRST_COMPILED_FLOAT_SUMS):
+        from planner.byte_codes import byte_codes
+
+        return byte_codes(col)
+    return _fixed_width_codes_reference(col)
+
+
+def _fixed_width_codes_reference(col: Any) -> tuple[np.ndarray, list[Any]] | None:
+    """`_fixed_width_codes` by NumPy: each value's bytes are its number below 256**width,
+    counted in a table of that size, so the distinct values come out in byte order, which is
+    their code points' order. About 6x Arrow's hash encoding."""
     import pyarrow as pa
 
     t = col.type

@@ -2,14 +2,14 @@
 
 Without it the first such view a process hydrates pays about a second and a half once (more
 than many views' whole hydration): numba and the compiled kernels from their on-disk cache
-(`planner.float_sums`, `engine.counting_sort`), the columnar build modules, the pandas
-module that pyarrow imports at its first conversion of Python values, and pyarrow's compute
-functions, set up at their first call. The server starts `preload_in_background()`
-after a write that bulk-loads at least `PRELOAD_ROWS` rows (a table that large is hydrated
-with the compiled kernels), so the CREATE VIEW that usually follows finds them loaded; a
-small database never loads numba (about 125 MB). A benchmark of hydration runs `preload()`
-first, as such a server has. Invariant: it changes no state a result depends on: it imports
-modules and runs each kernel on a tiny input.
+(`planner.float_sums`, `engine.counting_sort`, `planner.byte_codes`), the columnar build
+modules, the pandas module that pyarrow imports at its first conversion of Python values,
+and pyarrow's compute functions, set up at their first call. The server starts
+`preload_in_background()` after a write that bulk-loads at least `PRELOAD_ROWS` rows (a
+table that large is hydrated with the compiled kernels), so the CREATE VIEW that usually
+follows finds them loaded; a small database never loads numba (about 125 MB). A benchmark
+of hydration runs `preload()` first, as such a server has. Invariant: it changes no state a
+result depends on: it imports modules and runs each kernel on a tiny input.
 """
 
 from __future__ import annotations
@@ -41,9 +41,14 @@ def preload() -> None:
     # first vectorised Mfp (`planner.mfp_columns`) otherwise
     pyarrow.compute.subtract(pa.scalar(1.0), pa.array([0.0]))
     from engine.counting_sort import counting_bounds, counting_order, counting_scatter
+    from planner.byte_codes import byte_codes
     from planner.float_sums import group_sums, group_sums_by_code
     from planner.group_parts import sort_parts
 
+    # A GROUP BY's 1- or 2-byte string keys (flags, statuses), read from Arrow's buffers:
+    # one version per offsets' width (string, large_string)
+    for kind in (pa.string(), pa.large_string()):
+        byte_codes(pa.array(["a", "b"], kind))
     # MIN/MAX states made together (`BuiltGroups.states`): ints and days, and doubles
     for dtype in (np.int64, np.float64):
         sort_parts(np.zeros(2, dtype), np.array([0, 2], np.int64), np.zeros(1, np.int64))

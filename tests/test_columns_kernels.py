@@ -1227,6 +1227,44 @@ def test_fixed_width_codes_equal_the_dictionary() -> None:
         assert _fixed_width_codes(col) is None, col
 
 
+def _string_chunks(rng: random.Random, values: list[str], kind: Any) -> pa.ChunkedArray:
+    """A chunked string column of `values` drawn at random: chunks of random lengths (some
+    empty), some sliced, of Arrow type `kind`."""
+    chunks = []
+    for _ in range(rng.randint(1, 5)):
+        arr = pa.array([rng.choice(values) for _ in range(rng.randint(0, 300))], kind)
+        if len(arr) > 2 and rng.random() < 0.5:
+            arr = arr.slice(rng.randint(0, 2), len(arr) - rng.randint(0, 2) - 2)
+        chunks.append(arr)
+    return pa.chunked_array(chunks, kind)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_byte_codes_equal_the_reference(seed: int) -> None:
+    """The compiled codes of a 1- or 2-byte string column (`planner.byte_codes`) equal
+    `_fixed_width_codes_reference`'s, codes and values alike, and both refuse the same
+    columns (mixed widths, NULL, longer values, a multi-byte character's partial width)."""
+    from planner.aggregate_columns import _fixed_width_codes_reference
+    from planner.byte_codes import byte_codes
+
+    rng = random.Random(seed)
+    pools = [["A", "N", "R", "F", "O"], ["ab", "é", "zz", "~~", "Ab"], ["a", "bb"],
+             ["x", "é"], ["longer", "x"], ["\x00", "\x7f", "q"]]
+    for pool in pools:
+        for kind in (pa.string(), pa.large_string()):
+            col = _string_chunks(rng, pool, kind)
+            got, want = byte_codes(col), _fixed_width_codes_reference(col)
+            if want is None:
+                assert got is None, (pool, col)
+                continue
+            assert got is not None, (pool, col)
+            assert got[0].dtype == np.int64 and got[0].tolist() == want[0].tolist()
+            assert got[1] == want[1]
+            assert [got[1][c] for c in got[0].tolist()] == col.to_pylist()
+    with_null = pa.chunked_array([pa.array(["a", None, "b"])])
+    assert byte_codes(with_null) is None and _fixed_width_codes_reference(with_null) is None
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_dense_order_equals_a_stable_argsort(seed: int) -> None:
     """engine.counting_sort.dense_order against NumPy's stable sort on ids with duplicates,

@@ -1,10 +1,10 @@
 """planner.preload: what a process's first hydration over a large table would load on first use
 is loaded ahead of it, and only for a database that bulk-loads a large table.
 
-Checked in fresh processes (a test process has long loaded everything): `preload()` loads numba
-and the float-sum kernels and changes no result (a GROUP BY hydrated after it equals DuckDB);
-a real server loads the compiled kernels (llvmlite's library mapped into its memory) after a
-COPY of `PRELOAD_ROWS` rows, and not after small writes.
+Checked in fresh processes (a test process has long loaded everything): `preload()` loads numba,
+the float-sum kernels and the string key codes' kernels, and changes no result (a GROUP BY
+hydrated after it equals DuckDB); a real server loads the compiled kernels (llvmlite's library
+mapped into its memory) after a COPY of `PRELOAD_ROWS` rows, and not after small writes.
 """
 
 from __future__ import annotations
@@ -34,8 +34,13 @@ import planner.float_sums as fs
 assert "numba" in sys.modules and fs._counts.signatures and fs._terms.signatures
 n = 300_000
 rng = np.random.default_rng(1)
-loaded = {f: len(getattr(fs, f).signatures)
-          for f in ("_counts", "_terms", "_counts_by_code", "_terms_by_code")}
+import planner.byte_codes as bc
+KERNELS = [(fs, f) for f in ("_counts", "_terms", "_counts_by_code", "_terms_by_code")]
+KERNELS += [(bc, "_count"), (bc, "_fill")]
+def signatures():
+    return {(m.__name__, f): len(getattr(m, f).signatures) for m, f in KERNELS}
+loaded = signatures()
+assert all(loaded.values()), loaded
 # A GROUP BY of ints summing a column with NULLs, and one of a flag summing a column made by
 # DuckDB (read-only Arrow buffers, as the server's store gives a hydration: TPC-H's Q1)
 flags = duckdb.sql(f"SELECT chr(65 + (i % 3)::INT) AS k, random() * 100 AS v FROM range({n}) r(i)")
@@ -59,7 +64,7 @@ for table, key_type in cases:
     assert [(k, c) for k, _, c in got] == [(k, c) for k, _, c in want], (got, want)
     assert all(abs(a - b) <= 1e-9 * abs(b) for (_, a, _), (_, b, _) in zip(got, want)), (got, want)
 # neither loaded a kernel signature preload had not loaded
-after = {f: len(getattr(fs, f).signatures) for f in loaded}
+after = signatures()
 assert after == loaded, (loaded, after)
 print("ok")
 """
