@@ -781,6 +781,18 @@ def _codes(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, int, list[_Dec
             return None
         if kind == "float" and _float_key_differs(col):
             return None
+        if (kind == "str" and decoders and codes.flags.owndata and codes.flags.writeable
+                and _compiled_codes(n)):
+            # a large flag after other key columns: its codes go straight onto theirs, in
+            # place (`planner.byte_codes`), where a column of them would be fresh pages
+            from planner.byte_codes import byte_codes_onto
+
+            onto = byte_codes_onto(col, codes, radix)
+            if onto is not None:
+                size = max(len(onto), 1)
+                radix *= size
+                decoders.append((size, 0, onto, 1))
+                continue
         ints = int_column(col) if kind == "int" else None
         lo = int(ints.min()) if ints is not None and n else 0
         if ints is not None and n and int(ints.max()) - lo < 1 << 32:
@@ -896,12 +908,17 @@ def _fixed_width_codes(col: Any) -> tuple[np.ndarray, list[Any]] | None:
     other column. A large column takes the compiled passes (`planner.byte_codes`, where
     `COMPILED_FLOAT_SUMS` rows would take the float sums' kernels), others
     `_fixed_width_codes_reference`: the two are equal."""
-    loaded = "numba" in sys.modules
-    if len(col) >= (COMPILED_FLOAT_SUMS if loaded else FIRST_COMPILED_FLOAT_SUMS):
+    if _compiled_codes(len(col)):
         from planner.byte_codes import byte_codes
 
         return byte_codes(col)
     return _fixed_width_codes_reference(col)
+
+
+def _compiled_codes(n: int) -> bool:
+    """Whether a key column of `n` rows takes the compiled `planner.byte_codes`: as many as a
+    float sum takes the compiled kernels for (more while numba is not loaded)."""
+    return n >= (COMPILED_FLOAT_SUMS if "numba" in sys.modules else FIRST_COMPILED_FLOAT_SUMS)
 
 
 def _fixed_width_codes_reference(col: Any) -> tuple[np.ndarray, list[Any]] | None:

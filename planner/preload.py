@@ -41,7 +41,7 @@ def preload() -> None:
     # first vectorised Mfp (`planner.mfp_columns`) otherwise
     pyarrow.compute.subtract(pa.scalar(1.0), pa.array([0.0]))
     from engine.counting_sort import counting_bounds, counting_order, counting_scatter
-    from planner.byte_codes import byte_codes
+    from planner.byte_codes import byte_codes, byte_codes_onto
     from planner.float_sums import group_sums, group_sums_by_code
     from planner.group_parts import sort_parts
 
@@ -49,6 +49,7 @@ def preload() -> None:
     # one version per offsets' width (string, large_string)
     for kind in (pa.string(), pa.large_string()):
         byte_codes(pa.array(["a", "b"], kind))
+        byte_codes_onto(pa.array(["a", "b"], kind), np.zeros(2, np.int64), 1)
     # MIN/MAX states made together (`BuiltGroups.states`): ints and days, and doubles
     for dtype in (np.int64, np.float64):
         sort_parts(np.zeros(2, dtype), np.array([0, 2], np.int64), np.zeros(1, np.int64))

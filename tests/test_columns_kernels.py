@@ -1239,6 +1239,59 @@ def _string_chunks(rng: random.Random, values: list[str], kind: Any) -> pa.Chunk
     return pa.chunked_array(chunks, kind)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_byte_codes_onto_combine_as_the_reference(seed: int) -> None:
+    """`byte_codes_onto` turns each prefix code p into p * size + the row's own code, in
+    place, exactly as combining `byte_codes` by mixed radix does; refusing a column (or an
+    overflowing radix) leaves the prefix untouched."""
+    from planner.byte_codes import byte_codes, byte_codes_onto
+
+    rng = random.Random(seed)
+    for pool in (["A", "N", "R"], ["ab", "é", "zz", "q~"], ["a", "bb"], ["long value"]):
+        col = _string_chunks(rng, pool, rng.choice([pa.string(), pa.large_string()]))
+        radix = rng.randint(1, 1000)
+        prefix = np.array([rng.randrange(radix) for _ in range(len(col))], dtype=np.int64)
+        before = prefix.copy()
+        alone = byte_codes(col)
+        values = byte_codes_onto(col, prefix, radix)
+        if alone is None:
+            assert values is None and prefix.tolist() == before.tolist()
+            continue
+        assert values == alone[1]
+        assert prefix.tolist() == (before * max(len(values), 1) + alone[0]).tolist()
+        big = before.copy()
+        assert byte_codes_onto(col, big, 2 ** 61) is None and big.tolist() == before.tolist()
+
+
+def test_large_group_keys_code_alike_compiled_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_codes` with the compiled string codes (a flag first, an int, then flags combined in
+    place onto the codes before them), as a table of `_compiled_codes` rows gets them, equals
+    `_codes` with every key column coded by the NumPy reference: the same codes, radix and
+    decoders."""
+    import planner.aggregate_columns as ac
+
+    rng = np.random.default_rng(7)
+    n = 20_000
+    flags = np.array(["A", "N", "R"])[rng.integers(0, 3, n)]
+    pairs = np.array(["ab", "é", "zz"])[rng.integers(0, 3, n)]
+    table = pa.table({
+        "f": pa.chunked_array([flags[: n // 3].tolist(), flags[n // 3:].tolist()]),
+        "k": rng.integers(0, 50, n),
+        "g": pa.array(pairs.tolist(), pa.large_string()),
+        "h": pa.array(flags[::-1].tolist()),
+    })
+    for key in ((0, 1, 2, 3), (1, 0), (0, 2), (2,)):
+        with monkeypatch.context() as m:
+            m.setattr(ac, "_compiled_codes", lambda n: True)
+            compiled = ac._codes(table, key)
+        with monkeypatch.context() as m:
+            m.setattr(ac, "_compiled_codes", lambda n: False)
+            reference = ac._codes(table, key)
+        assert compiled is not None and reference is not None
+        assert compiled[0].tolist() == reference[0].tolist(), key
+        assert compiled[1:] == reference[1:], key
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_byte_codes_equal_the_reference(seed: int) -> None:
     """The compiled codes of a 1- or 2-byte string column (`planner.byte_codes`) equal

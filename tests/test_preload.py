@@ -36,7 +36,7 @@ n = 300_000
 rng = np.random.default_rng(1)
 import planner.byte_codes as bc
 KERNELS = [(fs, f) for f in ("_counts", "_terms", "_counts_by_code", "_terms_by_code")]
-KERNELS += [(bc, "_count"), (bc, "_fill")]
+KERNELS += [(bc, "_count"), (bc, "_fill"), (bc, "_fill_onto")]
 def signatures():
     return {(m.__name__, f): len(getattr(m, f).signatures) for m, f in KERNELS}
 loaded = signatures()
