@@ -915,6 +915,21 @@ def _fixed_width_codes(col: Any) -> tuple[np.ndarray, list[Any]] | None:
     return _fixed_width_codes_reference(col)
 
 
+def byte_values(counts: np.ndarray, width: int) -> tuple[list[Any], np.ndarray] | None:
+    """From the counts of a 1- or 2-byte string column's values by their number (their bytes,
+    big-endian): the distinct values in byte order, and each number's index among them; None
+    when one is not UTF-8 (one of two bytes of a longer character: Arrow's encoding decides)."""
+    present = np.flatnonzero(counts)
+    try:
+        values: list[Any] = [int(v).to_bytes(width, "big").decode("utf-8")
+                             for v in present.tolist()]
+    except UnicodeDecodeError:
+        return None
+    dense = np.zeros(len(counts), dtype=np.int64)
+    dense[present] = np.arange(len(present))
+    return values, dense
+
+
 def _compiled_codes(n: int) -> bool:
     """Whether a key column of `n` rows takes the compiled `planner.byte_codes`: as many as a
     float sum takes the compiled kernels for (more while numba is not loaded)."""
@@ -958,14 +973,10 @@ def _fixed_width_codes_reference(col: Any) -> tuple[np.ndarray, list[Any]] | Non
         raws.append(raw)
     if width is None:
         return None
-    present = np.flatnonzero(counts)
-    try:
-        values: list[Any] = [int(v).to_bytes(width, "big").decode("utf-8")
-                             for v in present.tolist()]
-    except UnicodeDecodeError:
-        return None  # one of two bytes of a longer character: Arrow's encoding decides
-    dense = np.zeros(len(counts), dtype=np.int64)
-    dense[present] = np.arange(len(present))
+    decoded = byte_values(counts, width)
+    if decoded is None:
+        return None
+    values, dense = decoded
     codes = np.empty(len(col), dtype=np.int64)
     at = 0
     for raw in raws:

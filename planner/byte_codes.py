@@ -28,6 +28,8 @@ from typing import Any
 import numba
 import numpy as np
 
+from planner.aggregate_columns import byte_values
+
 
 @numba.njit(cache=True, nogil=True)
 def _count(offsets, data, width, counts):  # type: ignore[no-untyped-def]
@@ -98,15 +100,10 @@ def _counted(col: Any) -> tuple[int, list[tuple[np.ndarray, np.ndarray]], list[A
     for offsets, data in parts:
         if not _count(offsets, data, width, counts):
             return None
-    present = np.flatnonzero(counts)
-    try:
-        values: list[Any] = [int(v).to_bytes(width, "big").decode("utf-8")
-                             for v in present.tolist()]
-    except UnicodeDecodeError:
-        return None  # one of two bytes of a longer character: Arrow's encoding decides
-    dense = np.zeros(len(counts), dtype=np.int64)
-    dense[present] = np.arange(len(present))
-    return width, parts, values, dense
+    decoded = byte_values(counts, width)
+    if decoded is None:
+        return None
+    return width, parts, *decoded
 
 
 def byte_codes(col: Any) -> tuple[np.ndarray, list[Any]] | None:
