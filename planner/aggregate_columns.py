@@ -793,12 +793,15 @@ def _codes(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, int, list[_Dec
                 radix *= size
                 decoders.append((size, 0, onto, 1))
                 continue
-        ints = int_column(col) if kind == "int" else None
+        offsets = _offset_codes(col) if kind == "int" else None
+        ints = int_column(col) if kind == "int" and offsets is None else None
         lo = int(ints.min()) if ints is not None and n else 0
-        if ints is not None and n and int(ints.max()) - lo < 1 << 32:
+        values: list[Any] | None = None
+        if offsets is not None:
+            part, lo, size = offsets
+        elif ints is not None and n and int(ints.max()) - lo < 1 << 32:
             size = int(ints.max()) - lo + 1
             part = ints - lo if lo else ints
-            values: list[Any] | None = None
         else:
             part, values = _dictionary(col)
             size, lo = len(values), 0
@@ -824,6 +827,33 @@ def _codes(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, int, list[_Dec
             codes = codes * size + part
         decoders.append((size, lo, values, 1))
     return codes, radix, decoders
+
+
+def _offset_codes(col: Any) -> tuple[np.ndarray, int, int] | None:
+    """An integer key column without NULL spanning less than 2**32: each row's offset from
+    the column's minimum (int64, a new array of this module's own), the minimum and the span;
+    None for any other column. Each chunk is subtracted straight into the result: no int64 copy
+    of the column first (`int_column`), which on a large table is the column's length in fresh
+    pages (see `planner.byte_codes`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_integer(col.type) or col.null_count or not len(col):
+        return None
+    bounds = pc.min_max(col)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    if hi >= 2 ** 63 or hi - lo >= 1 << 32:
+        return None
+    out = np.empty(len(col), dtype=np.int64)
+    at = 0
+    for chunk in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
+        m = len(chunk)
+        if m:
+            # int64 arithmetic whatever the column's width (a uint64 column is below 2**63)
+            np.subtract(chunk.to_numpy(), lo, out=out[at:at + m], dtype=np.int64,
+                        casting="unsafe")
+        at += m
+    return out, lo, hi - lo + 1
 
 
 def _float_key_differs(col: Any) -> bool:

@@ -1240,6 +1240,50 @@ def _string_chunks(rng: random.Random, values: list[str], kind: Any) -> pa.Chunk
 
 
 @pytest.mark.parametrize("seed", range(4))
+def test_offset_codes_equal_the_int64_column_less_its_minimum(seed: int) -> None:
+    """An integer key's offsets from its minimum, subtracted chunk by chunk
+    (`_offset_codes`), equal the column as int64 (`int_column`) less its minimum, for every
+    integer width, signed or not, chunked and sliced; a column with NULL, a span of 2**32 or
+    more, or a uint64 value of 2**63 or more is left to the dictionary (None)."""
+    from engine.rows_batch import int_column
+    from planner.aggregate_columns import _offset_codes
+
+    rng = random.Random(seed)
+    ranges = {pa.int8(): (-128, 127), pa.int16(): (-300, 300), pa.int32(): (-2 ** 31, 2 ** 31 - 1),
+              pa.int64(): (-2 ** 40, 2 ** 40), pa.uint8(): (0, 255), pa.uint32(): (0, 2 ** 32 - 1),
+              pa.uint64(): (2 ** 62, 2 ** 63 - 1)}
+    for kind, (lo, hi) in ranges.items():
+        span = rng.choice([1, 7, 1000, hi - lo])
+        base = rng.randint(lo, max(lo, hi - span))
+        chunks = []
+        for _ in range(rng.randint(1, 4)):
+            arr = pa.array([base + rng.randint(0, min(span, hi - base))
+                            for _ in range(rng.randint(0, 200))], kind)
+            chunks.append(arr.slice(1) if len(arr) > 1 and rng.random() < 0.5 else arr)
+        col = pa.chunked_array(chunks, kind)
+        got = _offset_codes(col)
+        ints = int_column(col)
+        if not len(col):
+            assert got is None
+            continue
+        assert ints is not None
+        if int(ints.max()) - int(ints.min()) >= 2 ** 32:
+            assert got is None, kind
+            continue
+        assert got is not None, kind
+        part, low, size = got
+        assert part.dtype == np.int64 and low == int(ints.min())
+        assert size == int(ints.max()) - low + 1
+        assert part.tolist() == (ints - low).tolist(), kind
+    for col in (pa.array([1, None, 3]), pa.array([0, 2 ** 63], pa.uint64()),
+                pa.array([-2 ** 40, 2 ** 40]), pa.chunked_array([], pa.int64()),
+                pa.array([5, 5 + 2 ** 32])):
+        assert _offset_codes(col) is None, col
+    edge = _offset_codes(pa.array([5, 4 + 2 ** 32]))  # a span just below 2**32
+    assert edge is not None and edge[0].tolist() == [0, 2 ** 32 - 1] and edge[2] == 2 ** 32
+
+
+@pytest.mark.parametrize("seed", range(4))
 def test_byte_codes_onto_combine_as_the_reference(seed: int) -> None:
     """`byte_codes_onto` turns each prefix code p into p * size + the row's own code, in
     place, exactly as combining `byte_codes` by mixed radix does; refusing a column (or an
