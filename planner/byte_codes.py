@@ -13,10 +13,12 @@ the result), about 170 MB for 6M rows, where this writes only the result. On thi
 virtual machines memory the process has not touched recently costs a page fault of several
 microseconds a page. A key column after others is coded straight onto their codes
 (`byte_codes_onto`), so it adds no column at all. Measured hydrating TPC-H Q1 over 6M lineitem
-rows (GROUP BY two such flags), three times in alternation: 84-87 thousand page faults against
-107-108 thousand, the cold hydration 0.47-0.95 s against 0.89-1.65 s (most of the remaining
-faults are DuckDB's Arrow export), and coding a column with the memory warm 11-15 ms against
-24-30 ms.
+rows (GROUP BY two such flags) as a process's first view, three times in alternation: 84-87
+thousand page faults against 107-108 thousand, 0.47-0.95 s against 0.89-1.65 s (most of the
+remaining faults are DuckDB's Arrow export), and coding a column with the memory warm 11-15 ms
+against 24-30 ms. In `bench/views.py` Q1 took 1.48-1.54 s against 1.76-2.13 s, but the six
+views together were unchanged within noise: the views after Q1 had reused the memory its
+temporaries freed, and now touch it first.
 Loaded only for large columns (`aggregate_columns.COMPILED_FLOAT_SUMS` rows, as the other
 compiled hydration kernels).
 """
