@@ -33,41 +33,41 @@ import numpy as np
 from planner.aggregate_columns import byte_values
 
 
+@numba.njit(cache=True, inline="always")
+def _number(data, a, width):  # type: ignore[no-untyped-def]
+    """The value starting at byte `a` as a number: its bytes, big-endian."""
+    v = np.int64(data[a])
+    if width == 2:
+        v = (v << 8) | np.int64(data[a + 1])
+    return v
+
+
 @numba.njit(cache=True, nogil=True)
 def _count(offsets, data, width, counts):  # type: ignore[no-untyped-def]
-    """Add one to `counts[v]` for each value `v` of the chunk (its bytes, big-endian); False,
-    with `counts` partly updated, when a value is not `width` bytes long."""
+    """Add one to `counts[v]` for each value `v` of the chunk (its number); False, with
+    `counts` partly updated, when a value is not `width` bytes long."""
     for i in range(offsets.shape[0] - 1):
         a = offsets[i]
         if offsets[i + 1] - a != width:
             return False
-        v = np.int64(data[a])
-        if width == 2:
-            v = (v << 8) | np.int64(data[a + 1])
-        counts[v] += 1
+        counts[_number(data, a, width)] += 1
     return True
 
 
 @numba.njit(cache=True, nogil=True)
 def _fill(offsets, data, width, dense, out, at):  # type: ignore[no-untyped-def]
-    """`out[at + i]`: the dense code of the chunk's value i."""
+    """`out[at + i]`: the dense code of the chunk's value i. Only written: `_fill_onto` with
+    `size` 0 would read each fresh page first, and a read then a write of an untouched page
+    are two faults (measured: 23,400 against 13,600 for Q1's first flag)."""
     for i in range(offsets.shape[0] - 1):
-        a = offsets[i]
-        v = np.int64(data[a])
-        if width == 2:
-            v = (v << 8) | np.int64(data[a + 1])
-        out[at + i] = dense[v]
+        out[at + i] = dense[_number(data, offsets[i], width)]
 
 
 @numba.njit(cache=True, nogil=True)
 def _fill_onto(offsets, data, width, dense, out, at, size):  # type: ignore[no-untyped-def]
-    """`out[at + i] = out[at + i] * size + ` the dense code of the chunk's value i."""
+    """`out[at + i] = out[at + i] * size +` the dense code of the chunk's value i."""
     for i in range(offsets.shape[0] - 1):
-        a = offsets[i]
-        v = np.int64(data[a])
-        if width == 2:
-            v = (v << 8) | np.int64(data[a + 1])
-        out[at + i] = out[at + i] * size + dense[v]
+        out[at + i] = out[at + i] * size + dense[_number(data, offsets[i], width)]
 
 
 def _buffers(chunk: Any, offset_type: Any) -> tuple[np.ndarray, np.ndarray]:
