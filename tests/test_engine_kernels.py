@@ -639,14 +639,16 @@ def _large_runs(rng: random.Random, dims: int) -> list[K.Arrays]:
 
 @pytest.mark.parametrize("dims", [1, 2])
 @pytest.mark.parametrize("seed", range(2))
-@pytest.mark.parametrize("n_keys", [40, 600])
+@pytest.mark.parametrize("n_keys", [0, 2, 40, 600])
 def test_searched_gather_and_join_equal_the_merged_ones(dims: int, seed: int, n_keys: int) -> None:
     """In runs large enough for `_lower_bounds`, gathering histories and joining find exactly
-    what the per-run paths (`gather`, `join`) find."""
+    what the per-run paths (`gather`, `join`) find: for fewer query keys than a lockstep
+    group (a batch-1 loop round's) as for many."""
     rng = random.Random(seed)
     runs = _large_runs(rng, dims)
     q = np.array(sorted({7, 500, 9000, *(rng.randrange(-5, 20_010) for _ in range(n_keys))}), np.int64)
-    assert K.SEARCH_SPARSE * q.shape[0] <= runs[2][0].shape[0] and q.shape[0] >= K.SEARCH_GROUP
+    assert K._searched(runs[2][0].shape[0], q.shape[0])
+    assert (q.shape[0] < K.SEARCH_GROUP) == (n_keys < 20)
     ref_off, ref = K.gather(q, runs)
     unfiltered = [K.NO_FILTER] * len(runs)
     filtered = [K.key_filter(r[0]) if r[0].shape[0] >= K.SEARCH_MIN else K.NO_FILTER for r in runs]

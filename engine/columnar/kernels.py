@@ -860,10 +860,20 @@ def join(
 # of at least SEARCH_MIN records that hold at least SEARCH_SPARSE records per query key. Denser
 # queries are merged with the run: with a few records between them the merge reads memory in
 # order, and in a run of 8.6M keys it was faster up to about 128 records per key (3x at 16),
-# lockstep search beyond (2.6x at 4,096).
+# lockstep search beyond (2.6x at 4,096). However few the query keys: a gallop from the last
+# match in a run of millions is a chain of dependent misses about twice as long as a binary
+# search (a batch-1 loop round searches such runs for a dozen keys; with the caches flushed,
+# 16 keys in a run of 6.3M took 3.2 us a key galloping, 1.4 us searched).
 SEARCH_GROUP = 32
 SEARCH_MIN = 1 << 16
 SEARCH_SPARSE = 128
+
+
+@numba.njit(cache=True, inline="always")
+def _searched(m, nq):  # type: ignore[no-untyped-def]
+    """Whether a run of `m` records is searched for `nq` query keys by `_lower_bounds`
+    (otherwise they are merged with it)."""
+    return m >= SEARCH_MIN and nq > 0 and SEARCH_SPARSE * nq <= m
 
 
 @numba.njit(cache=True)
@@ -903,7 +913,7 @@ def _join_fused(nk, nv, nt, nd, others, dims, bits):  # type: ignore[no-untyped-
     lbs = np.empty((0, n), I64)
     for j in range(n_others):
         m = others[j, RT.RECORDS]
-        searched[j] = m >= SEARCH_MIN and n >= SEARCH_GROUP and SEARCH_SPARSE * n <= m
+        searched[j] = _searched(m, n)
     if searched.any():
         lbs = np.empty((n_others, n), I64)
         for j in range(n_others):
@@ -1165,7 +1175,7 @@ def _gather_into(qkeys, runs, ok, ov, ot, od, w):  # type: ignore[no-untyped-def
         nq = q.shape[0]
         w_run = w
         i = 0
-        if m >= SEARCH_MIN and nq >= SEARCH_GROUP and SEARCH_SPARSE * nq <= m:
+        if _searched(m, nq):
             if lb.shape[0] < nq:
                 lb = np.empty(qkeys.shape[0], I64)
             _lower_bounds(r[0], q, lb[:nq])
@@ -1651,7 +1661,7 @@ def _history_sums(qkeys, seed_off, seed_t, runs, sums, general, unit, outputs, d
             index = _may_hold(qkeys, RT.key_filter(runs, j))
             q = qkeys[index]
         nq = q.shape[0]
-        lockstep = m >= SEARCH_MIN and nq >= SEARCH_GROUP and SEARCH_SPARSE * nq <= m
+        lockstep = _searched(m, nq)
         if lockstep:
             if lb.shape[0] < nq:
                 lb = np.empty(qkeys.shape[0], I64)
