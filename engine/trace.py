@@ -6,7 +6,8 @@ time beyond `since` accumulating the batch gives the true accumulation of that i
 not beyond `since` may have been advanced). Consecutive batches tile time.
 
 A `Trace` is a spine of batches that merges geometrically (a new batch merges with its
-predecessor while it is at least half its size), so it holds O(log n) batches. With a `fold`
+predecessor while it is at least a `ratio`-th of its size: half by default), so it holds
+O(log n) batches. With a `fold`
 (the columnar executor's), batches below `fold` records instead wait in a small tail of at most
 FOLD_BATCHES batches and then merge at once (all but its older batches more than twice the
 newer ones together). Merging is where
@@ -263,6 +264,9 @@ MERGE_CHUNK = 1024
 # benchmark's config b, batch 1: 717 -> 467 us per update), where a lookup visits a few more
 # small batches cheaply (the columnar reduce and join search every run in one call).
 FOLD_BATCHES = 8
+# A batch merges with its predecessor once it holds at least a `ratio`-th as many records:
+# MERGE_RATIO unless the executor says otherwise (`merge_ratio`, as the columnar one does).
+MERGE_RATIO = 2
 
 
 class TraceReader:
@@ -314,8 +318,10 @@ class Trace:
         steps: Callable[..., Generator[int, int | None, Any]] | None = merge_steps,
         fold: int = 0,
         merge_many: Callable[[list[Batch], Antichain], Batch] | None = None,
+        ratio: int | None = None,
     ) -> None:
         self.name = name
+        self.ratio = MERGE_RATIO if ratio is None else ratio
         self.merge = merge if merge is not None else merge_batches
         # Merges consecutive batches at once (the small tail); None: pairwise with `merge`.
         self.merge_many = merge_many
@@ -404,8 +410,8 @@ class Trace:
             self._settle(frontier)
 
     def _unbalanced(self) -> int:
-        """The newest `i` whose batch is at least half its predecessor, so that the two should
-        merge; 0 when the spine is geometric. Two batches both below `fold` are left to
+        """The newest `i` whose batch is at least a `ratio`-th of its predecessor, so that the
+        two should merge; 0 when the spine is geometric. Two batches both below `fold` are left to
         `_small_tail`.
 
         Not just the last pair: a fueled merge finishes after newer batches arrived behind it,
@@ -420,7 +426,7 @@ class Trace:
             newer, older = spine[i].records, spine[i - 1].records
             if older < fold and newer < fold:
                 continue
-            if 2 * newer >= older:
+            if self.ratio * newer >= older:
                 return i
         return 0
 

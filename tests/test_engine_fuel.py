@@ -80,7 +80,7 @@ def test_reads_are_exact_while_merges_are_in_progress(
 
 def _balanced(trace: trace_module.Trace) -> bool:
     """Every adjacent pair of batches newer than the merge in progress is geometric (the newer
-    holds less than half the older) unless both are below `fold`, and at most FOLD_BATCHES
+    holds less than a `ratio`-th of the older) unless both are below `fold`, and at most FOLD_BATCHES
     batches below `fold` end the spine (its small tail). Pairs up to the merge in progress wait
     for it: one merge is fueled at a time, and `_settle` looks at them when it completes."""
     spine, busy = trace.spine, trace.merging
@@ -90,7 +90,7 @@ def _balanced(trace: trace_module.Trace) -> bool:
     for older, newer in zip(spine[first:], spine[first + 1 :], strict=False):
         if older.records < trace.fold and newer.records < trace.fold:
             continue
-        if 2 * newer.records >= older.records:
+        if trace.ratio * newer.records >= older.records:
             return False
     tail = 0
     for b in reversed(spine):

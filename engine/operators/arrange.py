@@ -31,7 +31,8 @@ class ArrangeOp(Operator):
         self.by_self = by_self
         ex = self.dataflow.executor
         self.trace = Trace(name, scope.dims, ex.merge, getattr(ex, "merge_steps", None),
-            fold=getattr(ex, "fold_records", 0), merge_many=getattr(ex, "merge_many", None))
+            fold=getattr(ex, "fold_records", 0), merge_many=getattr(ex, "merge_many", None),
+            ratio=getattr(ex, "merge_ratio", None))
         self.dataflow.traces.append(self.trace)
         self.buffer: list[Any] = []
         self.buffer_lower = Antichain()
