@@ -7,12 +7,11 @@ not beyond `since` may have been advanced). Consecutive batches tile time.
 
 A `Trace` is a spine of batches that merges geometrically (a new batch merges with its
 predecessor while it is at least a `ratio`-th of its size: half by default), so it holds
-O(log n) batches. With a `fold`
-(the columnar executor's), batches below `fold` records instead wait in a small tail of at most
-FOLD_BATCHES batches and then merge at once (all but its older batches more than twice the
-newer ones together). Merging is where
-compaction happens: every time is advanced by the trace's logical compaction frontier, which is
-the meet of all its readers' frontiers, and equal `(key, val, time)` entries are consolidated.
+O(log n) batches. With a `fold` (the columnar executor's), batches below `fold` records instead
+wait in a small tail of at most FOLD_BATCHES batches and then merge at once (all but its older
+batches more than twice the newer ones together). Merging is where compaction happens: every
+time is advanced by the trace's logical compaction frontier, which is the meet of all its
+readers' frontiers, and equal `(key, val, time)` entries are consolidated.
 
 A `Snapshot` holds a trace's batches as they were at one moment, so that another thread can
 read the arrangement's contents then (the server's view rows) while the writer goes on.

@@ -83,9 +83,11 @@ class ColumnarExecutor(InProcessExecutor):
     # See `Trace.ratio`: a batch merges with its predecessor from a quarter of its size, not
     # half. Every record is rewritten about as often (a level's run four times as often, over
     # half as many levels), but a spine holds about half as many runs, and a reduce round or
-    # a join searches every one: `bench/paired.py` 2 against 4, total time B/A, 0.956 and 0.79
-    # at config a batch 100, 0.955 at config b batch 100, 0.999 and 1.009 at batch 1. At 8 the
-    # largest merges made config a's batch 100 1.215 times slower than at 4.
+    # a join searches every one. `bench/paired.py`, total time at 4 over total time at 2:
+    # 0.973 over 300 batches of 100 at config a (median batch 0.925), 0.955 at config b batch
+    # 100, 0.999 and 1.009 at batch 1 (a, b); shorter windows at config a swing from 0.79 to
+    # 1.36 with where the largest merge falls. At 8 the largest merges made config a's batch
+    # 100 1.2 times slower than at 4.
     merge_ratio = 4
 
     def __init__(self) -> None:
