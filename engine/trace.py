@@ -345,6 +345,14 @@ class Trace:
         # match): batches never change, and the server asks after every write.
         self._sizes: dict[int, tuple[Batch, int]] = {}
 
+    @classmethod
+    def of_executor(cls, name: str, dims: int, ex: Any) -> Trace:
+        """A trace whose merges, fold and merge ratio are the executor `ex`'s (those it does
+        not define keep the defaults)."""
+        return cls(name, dims, ex.merge, getattr(ex, "merge_steps", None),
+                   fold=getattr(ex, "fold_records", 0), merge_many=getattr(ex, "merge_many", None),
+                   ratio=getattr(ex, "merge_ratio", None))
+
     # -- readers -----------------------------------------------------------------------------
     def new_reader(self, name: str) -> TraceReader:
         reader = TraceReader(self, name)

@@ -29,10 +29,7 @@ class ArrangeOp(Operator):
     def __init__(self, scope: Scope, name: str, source: Operator, by_self: bool) -> None:
         super().__init__(scope, name, [source])
         self.by_self = by_self
-        ex = self.dataflow.executor
-        self.trace = Trace(name, scope.dims, ex.merge, getattr(ex, "merge_steps", None),
-            fold=getattr(ex, "fold_records", 0), merge_many=getattr(ex, "merge_many", None),
-            ratio=getattr(ex, "merge_ratio", None))
+        self.trace = Trace.of_executor(name, scope.dims, self.dataflow.executor)
         self.dataflow.traces.append(self.trace)
         self.buffer: list[Any] = []
         self.buffer_lower = Antichain()

@@ -34,10 +34,7 @@ class ReduceOp(Operator):
         source.op.downstream.append((self, 0))
         self.reader = source.attach(self, 0, name + ".input")
         self.logic = logic
-        ex = self.dataflow.executor
-        self.output = Trace(name, source.scope.dims, ex.merge, getattr(ex, "merge_steps", None),
-            fold=getattr(ex, "fold_records", 0), merge_many=getattr(ex, "merge_many", None),
-            ratio=getattr(ex, "merge_ratio", None))
+        self.output = Trace.of_executor(name, source.scope.dims, self.dataflow.executor)
         self.dataflow.traces.append(self.output)
         # The reduce reads its own output history; it is the output trace's first reader.
         self.output_reader = self.output.new_reader(name + ".output")
