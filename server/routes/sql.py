@@ -1,12 +1,21 @@
-"""POST /sql: a script of statements; all writes commit atomically at one timestamp."""
+"""POST /sql: a script of statements; all writes commit atomically at one timestamp.
+
+The route is async and takes one worker-thread hop: the statements run and their answer is
+validated and encoded to JSON in that thread. FastAPI runs a sync route on the thread pool and
+then its response model's validation on the pool again; with the event loop, three threads hand
+the GIL over for every write. One hop halved a single-row INSERT's time through HTTP
+(`bench/views.py`'s server phase: p50 6.2-8.6 ms to 3.0-3.2 ms).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Response
+from pydantic import BaseModel, Field, TypeAdapter
+from starlette.concurrency import run_in_threadpool
 
+from server.core import Database
 from server.deps import DatabaseDep
 from server.requests import SqlText
 
@@ -31,6 +40,14 @@ class SqlResponse(BaseModel):
     )
 
 
+_RESPONSE = TypeAdapter(SqlResponse)
+
+
+def _answer(db: Database, sql: str) -> bytes:
+    """The request's answer as JSON, as FastAPI would encode it through `SqlResponse`."""
+    return _RESPONSE.dump_json(_RESPONSE.validate_python(db.execute(sql)))
+
+
 @router.post("/sql", response_model=SqlResponse)
-def post_sql(body: SqlRequest, db: DatabaseDep) -> dict[str, Any]:
-    return db.execute(body.sql)
+async def post_sql(body: SqlRequest, db: DatabaseDep) -> Response:
+    return Response(await run_in_threadpool(_answer, db, body.sql), media_type="application/json")
