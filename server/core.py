@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from collections.abc import Callable
 from typing import Any
 
 from server import catalog, contents, queries, recovery, writes
@@ -31,13 +32,16 @@ from server.errors import NotFound, SqlError
 from server.executors import Executor
 from server.feeds import Message, Subscription
 from server.settings import Settings
-from server.sqltext import parse_script, parse_statement
+from server.sqltext import parse_script, parse_statement, plain_insert
 from server.state import ServerState
 from server.store import Row
 from server.values import quote_ident
 
 # Re-exported: where the limit on names was always looked up.
 MAX_NAME_LENGTH = catalog.MAX_NAME_LENGTH
+# The longest script `Database.submit` reads on the event loop (a few single-row INSERTs'
+# worth: longer ones are matched on a thread, as their DuckDB statement runs for longer).
+SUBMITTED_TEXT = 4096
 
 
 class Database(ServerState):
@@ -89,6 +93,23 @@ class Database(ServerState):
         if all(s.kind in ("SELECT", "EXPLAIN") for s in stmts):
             return {"results": queries.read_many(self, stmts), "failed_views": []}
         return writes.write(self, stmts)
+
+    def submit(
+        self, sql: str, answer: Callable[[dict[str, Any] | None, BaseException | None], None]
+    ) -> bool | None:
+        """POST /sql without a thread of its own, for the event loop: a short plain INSERT
+        (`sqltext.plain_insert`) is queued for group commit and answered by `answer(result,
+        error)` from the writer's thread (`writes.submit`). None when `sql` is not one, or
+        the server is not ready: run `execute` on a thread. Else whether the caller must run
+        `lead` on a thread. Reads no store and waits for nothing."""
+        if len(sql) > SUBMITTED_TEXT or not self.ready.is_set():
+            return None
+        s = plain_insert(sql)
+        return None if s is None else writes.submit(self, [s], answer)
+
+    def lead(self) -> None:
+        """Commit what `submit` queued (on a thread: it runs the writes)."""
+        writes.lead(self)
 
     def create_view(self, sql: str) -> dict[str, Any]:
         """POST /views: one CREATE VIEW, as a write."""

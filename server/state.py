@@ -83,6 +83,9 @@ class ServerState:
         self.queued = threading.Condition(self.queue_lock)
         # How many requests the last group committed.
         self.last_group = 0
+        # Whether a writer thread (`writes.lead`) is draining the queue for the requests
+        # queued without a thread of their own (`writes.submit`); guarded by `queue_lock`.
+        self.leading = False
         self.watchdog = Watchdog()  # the writes' time limits
         self.query_slots = QuerySlots(settings.query_concurrency)  # read queries at once
 

@@ -20,8 +20,15 @@ order, each request at its own timestamp (its own change log entries, results, v
 and feed updates); one COMMIT; one engine step for all of them (`server.publish`). Each
 request keeps its all-or-nothing: if one fails, the transaction is rolled back, that request
 is answered with its error, and the others are run again without it (those before it, then
-those after it), so the outcome is that of running them one by one. No request is acknowledged before the COMMIT that holds it and
-the publication of its timestamp, so nothing acknowledged is lost and reads see it.
+those after it), so the outcome is that of running them one by one. No request is acknowledged
+before the COMMIT that holds it and the publication of its timestamp, so nothing acknowledged is
+lost and reads see it.
+
+A request's own thread waits for its answer (`_write_grouped`), or, for a client waiting on the
+event loop, nothing does: `submit` queues it with a callback, and `lead`, started on a thread
+only when no writer is draining the queue, commits groups until the queue is empty. Over HTTP a
+single-row INSERT then costs no thread of its own: eight concurrent writers had eight threads
+waking each other and the event loop for the GIL around every group.
 
 A request that changes no table, view or row takes no timestamp (feeds and `as_of` see no
 empty epochs). A write's statements run under a `Deadline` (`server.deadline`): past
@@ -34,6 +41,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,12 +208,20 @@ class _Request:
     done: threading.Event = field(default_factory=threading.Event)
     result: dict[str, Any] | None = None
     error: BaseException | None = None
+    # Called with the answer once it is known, on the thread that committed the group (a
+    # request queued by `submit`, whose client waits on an event loop, not on a thread).
+    answer: Callable[[dict[str, Any] | None, BaseException | None], None] | None = None
 
     def finish(
         self, result: dict[str, Any] | None = None, error: BaseException | None = None
     ) -> None:
         self.result, self.error = result, error
         self.done.set()
+        if self.answer is not None:
+            try:
+                self.answer(result, error)
+            except Exception:  # noqa: BLE001 - the group's other answers must still go out
+                log.exception("answering a request failed (its client is gone)")
 
 
 def _write_grouped(state: ServerState, stmts: list[Statement]) -> dict[str, Any]:
@@ -229,6 +245,47 @@ def _write_grouped(state: ServerState, stmts: list[Statement]) -> dict[str, Any]
         raise req.error
     assert req.result is not None
     return req.result
+
+
+def submit(
+    state: ServerState,
+    stmts: list[Statement],
+    answer: Callable[[dict[str, Any] | None, BaseException | None], None],
+) -> bool:
+    """Group commit for a caller that does not wait on a thread (an event loop): queue the
+    request, to be answered by `answer(result, error)` from the thread that commits its group.
+    Returns whether the caller must start `lead` on a thread: no writer is draining the queue
+    for such requests. The request must be groupable and the state ready."""
+    req = _Request(stmts, combinable(stmts), answer=answer)
+    with state.queued:
+        state.write_queue.append(req)
+        state.queued.notify()
+        start, state.leading = not state.leading, True
+    return start
+
+
+def lead(state: ServerState) -> None:
+    """Commit queued requests group after group until the queue is empty (`submit`'s writer).
+
+    Under `queued`, the queue is found empty and `leading` cleared together, so a request that
+    `submit` queues is either in a group this writer takes or starts a new writer."""
+    try:
+        while True:
+            with state.write_lock:
+                with state.queued:
+                    if not state.write_queue:
+                        state.leading = False
+                        return
+                    _siblings(state)
+                    group = state.write_queue[:MAX_GROUP]
+                    del state.write_queue[:MAX_GROUP]
+                state.last_group = len(group)
+                _commit_group(state, group)
+                _maybe_checkpoint(state)
+    except BaseException:
+        with state.queued:
+            state.leading = False
+        raise
 
 
 def _siblings(state: ServerState) -> None:

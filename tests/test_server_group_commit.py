@@ -587,3 +587,132 @@ def test_a_leader_waits_for_the_last_groups_writers_only_after_a_group_of_severa
         assert db.view_rows("n", db.last_ts)["rows"] == [[5 + 4 + 2 + 3]]
     finally:
         db.close()
+
+
+def test_submitted_inserts_are_committed_by_one_writer_and_answered_through_callbacks() -> None:
+    """`Database.submit` (the event loop's way in): plain INSERTs queue without a thread, the
+    first submitter is told to start `lead`, later ones are not while it drains the queue. One
+    group commits them, the duplicate key fails alone with a 409, every other request gets its
+    own timestamp in queue order, and the view equals DuckDB. Once the queue is empty the
+    writer stops, and the next submitter must start one again; anything else is refused."""
+    from server.core import Database
+    from server.errors import ApiError
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INTEGER);"
+                   "CREATE VIEW total AS SELECT count(*) AS n, sum(v) AS s FROM t")
+        start = db.last_ts
+        answers: dict[int, tuple[Any, Any]] = {}
+        threads_before = threading.active_count()
+
+        def answer(i: int) -> Any:
+            return lambda result, error: answers.__setitem__(i, (result, error))
+
+        keys = [1, 2, 1, 3, 4]  # the third is a duplicate of the first
+        starts = [db.submit(f"INSERT INTO t VALUES ({k}, {10 * k})", answer(i))
+                  for i, k in enumerate(keys)]
+        assert starts == [True, False, False, False, False]
+        assert len(db.write_queue) == len(keys) and not answers
+        assert threading.active_count() == threads_before  # queued, no thread waits
+        db.lead()
+        assert not db.write_queue and not db.leading
+        assert sorted(answers) == list(range(len(keys)))
+        result, error = answers[2]
+        assert result is None and isinstance(error, ApiError) and error.status == 409
+        assert error.code == "constraint_violation" and 'duplicate key "1"' in str(error)
+        stamps = [answers[i][0]["results"][0]["timestamp"] for i in (0, 1, 3, 4)]
+        assert stamps == list(range(start + 1, start + 5))
+        assert all(answers[i][1] is None for i in (0, 1, 3, 4))
+        assert db.last_ts == db.completed_ts == start + 4
+        con = duckdb.connect()
+        con.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INTEGER)")
+        for k in (1, 2, 3, 4):
+            con.execute(f"INSERT INTO t VALUES ({k}, {10 * k})")
+            want = [tuple(r) for r in con.execute("SELECT count(*), sum(v) FROM t").fetchall()]
+            assert [tuple(r) for r in db.view_rows("total", start + k)["rows"]] == want
+
+        # The writer stopped: the next request starts one again.
+        assert db.submit("INSERT INTO t VALUES (5, 50)", answer(5)) is True
+        db.lead()
+        assert answers[5][0]["results"][0]["timestamp"] == start + 5
+        # Anything but a short plain INSERT runs on a thread of its own (`execute`).
+        for other in ("UPDATE t SET v = 0", "SELECT 1", "INSERT INTO t SELECT 6, 60",
+                      "INSERT INTO t VALUES " + ", ".join(f"({k}, 0)" for k in range(7, 900))):
+            assert db.submit(other, answer(99)) is None
+        assert not db.write_queue and 99 not in answers
+    finally:
+        db.close()
+
+
+def test_concurrent_plain_inserts_over_http_fail_alone_and_keep_their_timestamps(
+    tmp_path: Path,
+) -> None:
+    """Over HTTP a single-row INSERT is queued from the event loop (no thread of its own).
+    Eight clients write at once; every fifth request repeats a key already written and is
+    answered 409 `constraint_violation` with nothing applied, while the others each get a
+    timestamp of their own, in each client's order. A request of two statements goes the
+    threaded way and is grouped with them. The table and the views equal DuckDB, and survive
+    a SIGKILL."""
+    s = Server(tmp_path / "data").start()
+    try:
+        s.sql("CREATE TABLE t (id BIGINT PRIMARY KEY, w INTEGER, v INTEGER);"
+              "CREATE TABLE owner (w INTEGER, name VARCHAR);"
+              + "".join(f"INSERT INTO owner VALUES ({w}, 'writer {w}');" for w in range(WRITERS))
+              + "".join(f"CREATE VIEW {n} AS {q};" for n, q in VIEWS.items()))
+        written: list[list[tuple[int, int, int, int]]] = [[] for _ in range(WRITERS)]
+        problems: list[str] = []
+        finished: list[int] = []
+
+        def writer(w: int) -> None:
+            try:
+                write(w)
+                finished.append(w)
+            except Exception as e:  # noqa: BLE001 - reported by the test's thread
+                problems.append(f"writer {w}: {e!r}")
+
+        def write(w: int) -> None:
+            with httpx.Client(base_url=s.url, timeout=60) as http:
+                for k in range(30):
+                    key = w * 1000 + k
+                    if k % 5 == 4:
+                        sql = f"INSERT INTO t VALUES ({w * 1000}, {w}, -1)"  # a duplicate key
+                    elif k == 7:
+                        sql = (f"INSERT INTO t VALUES ({key}, {w}, {k});"
+                               f"UPDATE t SET v = v + 1 WHERE id = {key}")
+                    else:
+                        sql = f"INSERT INTO t VALUES ({key}, {w}, {k})"
+                    r = http.post("/sql", json={"sql": sql})
+                    if k % 5 == 4:
+                        if (r.status_code != 409
+                                or r.json()["error"]["code"] != "constraint_violation"):
+                            problems.append(f"{sql}: {r.status_code} {r.text}")
+                        continue
+                    if r.status_code != 200:
+                        problems.append(f"{sql}: {r.status_code} {r.text}")
+                        continue
+                    ts = r.json()["results"][-1]["timestamp"]
+                    written[w].append((key, w, k + (k == 7), ts))
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not problems, problems[:3]
+        assert sorted(finished) == list(range(WRITERS))
+        want = {(key, w, v) for rows in written for key, w, v, _ in rows}
+        assert {tuple(r) for r in s.query("SELECT id, w, v FROM t")["rows"]} == want
+        stamps = [ts for rows in written for *_, ts in rows]
+        assert len(stamps) == len(set(stamps)) == len(want)
+        for rows in written:
+            assert [ts for *_, ts in rows] == sorted(ts for *_, ts in rows)
+        _check_views(s)
+        s.kill()
+        s.start()
+        assert {tuple(r) for r in s.query("SELECT id, w, v FROM t")["rows"]} == want
+        _check_views(s)
+    finally:
+        s.stop()
