@@ -39,10 +39,9 @@ timestamps the writer checkpoints the views' history (`server.recovery.checkpoin
 from __future__ import annotations
 
 import logging
-import threading
 from collections import defaultdict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -205,7 +204,9 @@ class _Request:
     stmts: list[Statement]
     # How it runs combined with its neighbours (`statements.combinable`), or None.
     insert: Combinable | None = None
-    done: threading.Event = field(default_factory=threading.Event)
+    # Set by the writer that answers it, under the write lock (which a waiting thread takes
+    # before it looks): a flag, not an Event, as nothing sleeps on it.
+    done: bool = False
     result: dict[str, Any] | None = None
     error: BaseException | None = None
     # Called with the answer once it is known, on the thread that committed the group (a
@@ -216,7 +217,7 @@ class _Request:
         self, result: dict[str, Any] | None = None, error: BaseException | None = None
     ) -> None:
         self.result, self.error = result, error
-        self.done.set()
+        self.done = True
         if self.answer is not None:
             try:
                 self.answer(result, error)
@@ -233,7 +234,7 @@ def _write_grouped(state: ServerState, stmts: list[Statement]) -> dict[str, Any]
         state.write_queue.append(req)
         state.queued.notify()
     with state.write_lock:
-        while not req.done.is_set():
+        while not req.done:
             with state.queued:
                 _siblings(state)
                 group = state.write_queue[:MAX_GROUP]
@@ -327,7 +328,7 @@ def _commit_group(state: ServerState, group: list[_Request]) -> None:
     except BaseException as e:
         err = from_duckdb(e) if isinstance(e, duckdb.Error) else e
         for req in group:
-            if not req.done.is_set():
+            if not req.done:
                 req.finish(error=err)
         if not isinstance(e, Exception):
             raise
