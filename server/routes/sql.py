@@ -12,6 +12,7 @@ data (sf 1, six views): 1.09x the writes/s with one hop, 1.26x with none.
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -88,5 +89,8 @@ async def post_sql(body: SqlRequest, db: DatabaseDep) -> Response:
         return Response(await run_in_threadpool(_answer, db, body.sql),
                         media_type="application/json")
     if start:
-        loop.run_in_executor(None, db.lead)
+        try:
+            loop.run_in_executor(None, db.lead)
+        except RuntimeError:  # the loop's executor is shut down: the writer must still run
+            threading.Thread(target=db.lead, name="diffsql-writer", daemon=True).start()
     return Response(await answered, media_type="application/json")
