@@ -262,6 +262,7 @@ def _recover_current(
 
 def reload(state: ServerState) -> None:
     """Rebuild all in-memory state from the durable store (last resort after a bug)."""
+    heap.thaw()  # the views' objects (frozen at recovery) become garbage here
     with state.state_lock:
         for name, view in list(state.views.items()):
             view.release()

@@ -47,6 +47,7 @@ from typing import Any
 import duckdb
 
 from planner.preload import PRELOAD_ROWS, preload_in_background
+from server import heap
 from server.catalog import explain
 from server.deadline import Deadline
 from server.errors import Timeout, from_duckdb
@@ -132,6 +133,8 @@ def _transact(state: ServerState, w: Write, stmts: list[Statement]) -> dict[str,
             raise
         raise err from None
     failed = _publish(state, [w])[0]
+    if w.new_views or w.dropped_views:
+        heap.settle_views(dropped=bool(w.dropped_views))
     for r in results:
         r["timestamp"] = w.ts
     return {"results": results, "failed_views": failed}
