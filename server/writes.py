@@ -237,14 +237,8 @@ def _write_grouped(state: ServerState, stmts: list[Statement]) -> dict[str, Any]
         state.write_queue.append(req)
         state.queued.notify()
     with state.write_lock:
-        while not req.done:
-            with state.queued:
-                _siblings(state)
-                group = state.write_queue[:MAX_GROUP]
-                del state.write_queue[:MAX_GROUP]
-            state.last_group = len(group)
-            _commit_group(state, group)
-            _maybe_checkpoint(state)
+        while not req.done:  # it is queued still, so the queue is not empty
+            _commit_next(state)
     if req.error is not None:
         raise req.error
     assert req.result is not None
@@ -276,20 +270,29 @@ def lead(state: ServerState) -> None:
     try:
         while True:
             with state.write_lock:
-                with state.queued:
-                    if not state.write_queue:
-                        state.leading = False
-                        return
-                    _siblings(state)
-                    group = state.write_queue[:MAX_GROUP]
-                    del state.write_queue[:MAX_GROUP]
-                state.last_group = len(group)
-                _commit_group(state, group)
-                _maybe_checkpoint(state)
+                if not _commit_next(state):
+                    return
     except BaseException:
         with state.queued:
             state.leading = False
         raise
+
+
+def _commit_next(state: ServerState) -> bool:
+    """Under the write lock: commit the next group of queued requests, up to `MAX_GROUP`
+    (after `_siblings`), and checkpoint if due. False when the queue is empty: then, in the
+    same critical section of `queued`, no writer is draining it any more (`leading`)."""
+    with state.queued:
+        if not state.write_queue:
+            state.leading = False
+            return False
+        _siblings(state)
+        group = state.write_queue[:MAX_GROUP]
+        del state.write_queue[:MAX_GROUP]
+    state.last_group = len(group)
+    _commit_group(state, group)
+    _maybe_checkpoint(state)
+    return True
 
 
 def _siblings(state: ServerState) -> None:

@@ -15,6 +15,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,37 @@ WRITERS = 8
 REQUESTS = 40
 
 
+def _run_writers(writer: Callable[[int], None]) -> list[str]:
+    """Run `writer(w)` for every writer at once and wait for them all; what each raised (an
+    exception in a thread would otherwise be only a warning, and the test would pass)."""
+    raised: list[str] = []
+
+    def run(w: int) -> None:
+        try:
+            writer(w)
+        except Exception as e:  # noqa: BLE001 - reported by the test's own thread
+            raised.append(f"writer {w}: {e!r}")
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return raised
+
+
 def _check_views(s: Server) -> None:
     for name, sql in VIEWS.items():
         assert multiset(s.rows(name)["rows"]) == multiset(s.query(sql)["rows"]), name
+
+
+def _check_durable(s: Server, want: set[tuple[int, int, int]]) -> None:
+    """All of it is durable: after a SIGKILL and restart the table holds exactly `want`, and
+    the views equal DuckDB."""
+    s.kill()
+    s.start()
+    assert {tuple(r) for r in s.query("SELECT id, w, v FROM t")["rows"]} == want
+    _check_views(s)
 
 
 def test_concurrent_writers_each_keep_their_timestamp_and_atomicity(tmp_path: Path) -> None:
@@ -84,11 +113,7 @@ def test_concurrent_writers_each_keep_their_timestamp_and_atomicity(tmp_path: Pa
                         expected[w][key] = k
                         acked[w].append(("insert", key, ts))
 
-        threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        problems += _run_writers(writer)
         assert not problems, problems[:3]
 
         # Every acknowledged request is in the table, exactly; no refused one is.
@@ -119,11 +144,7 @@ def test_concurrent_writers_each_keep_their_timestamp_and_atomicity(tmp_path: Pa
         view = Counter(json.dumps(r) for r in s.rows("per_writer")["rows"])
         assert feed.contents == view
 
-        # All of it is durable.
-        s.kill()
-        s.start()
-        assert {tuple(r) for r in s.query("SELECT id, w, v FROM t")["rows"]} == want
-        _check_views(s)
+        _check_durable(s, want)
     finally:
         s.stop()
 
@@ -664,16 +685,8 @@ def test_concurrent_plain_inserts_over_http_fail_alone_and_keep_their_timestamps
               + "".join(f"CREATE VIEW {n} AS {q};" for n, q in VIEWS.items()))
         written: list[list[tuple[int, int, int, int]]] = [[] for _ in range(WRITERS)]
         problems: list[str] = []
-        finished: list[int] = []
 
         def writer(w: int) -> None:
-            try:
-                write(w)
-                finished.append(w)
-            except Exception as e:  # noqa: BLE001 - reported by the test's thread
-                problems.append(f"writer {w}: {e!r}")
-
-        def write(w: int) -> None:
             with httpx.Client(base_url=s.url, timeout=60) as http:
                 for k in range(30):
                     key = w * 1000 + k
@@ -696,13 +709,8 @@ def test_concurrent_plain_inserts_over_http_fail_alone_and_keep_their_timestamps
                     ts = r.json()["results"][-1]["timestamp"]
                     written[w].append((key, w, k + (k == 7), ts))
 
-        threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        problems += _run_writers(writer)
         assert not problems, problems[:3]
-        assert sorted(finished) == list(range(WRITERS))
         want = {(key, w, v) for rows in written for key, w, v, _ in rows}
         assert {tuple(r) for r in s.query("SELECT id, w, v FROM t")["rows"]} == want
         stamps = [ts for rows in written for *_, ts in rows]
@@ -710,9 +718,6 @@ def test_concurrent_plain_inserts_over_http_fail_alone_and_keep_their_timestamps
         for rows in written:
             assert [ts for *_, ts in rows] == sorted(ts for *_, ts in rows)
         _check_views(s)
-        s.kill()
-        s.start()
-        assert {tuple(r) for r in s.query("SELECT id, w, v FROM t")["rows"]} == want
-        _check_views(s)
+        _check_durable(s, want)
     finally:
         s.stop()
