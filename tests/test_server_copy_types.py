@@ -1,0 +1,116 @@
+"""A COPY whose file columns already have the table's types skips DuckDB's casts.
+
+Invariants checked, in process on a real DuckDB file: `Store.insert_arrow` returns the rows as
+DuckDB stores them (equal to `SELECT *` of the table afterwards) whether the file's Arrow types
+are exactly the table's (the columns are then the file's own buffers, no copy) or not (the casts
+run); a NULL in a NOT NULL column of an exactly typed file is still refused with nothing
+applied; and views over tables loaded both ways equal DuckDB running their SELECTs.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from server.core import Database
+from server.errors import SqlError
+from server.executors import InProcessExecutor
+from server.settings import Settings
+from server.values import row_to_json
+
+DDL = ("CREATE TABLE t (a INTEGER NOT NULL, b BIGINT, c VARCHAR, d DOUBLE, e DECIMAL(12,3), "
+       "f DATE, g BOOLEAN, h TIMESTAMP, i REAL, j SMALLINT)")
+VIEWS = {
+    "by_c": "SELECT c, count(*) AS n, sum(b) AS sb, min(d) AS lo, max(e) AS hi FROM t GROUP BY c",
+    "some": "SELECT a, f, g, h, i, j FROM t WHERE a % 3 = 0",
+}
+EXACT = {
+    "a": pa.int32(), "b": pa.int64(), "c": pa.string(), "d": pa.float64(),
+    "e": pa.decimal128(12, 3), "f": pa.date32(), "g": pa.bool_(), "h": pa.timestamp("us"),
+    "i": pa.float32(), "j": pa.int16(),
+}
+
+
+def _rows(n: int, start: int) -> list[tuple[Any, ...]]:
+    out = []
+    for k in range(start, start + n):
+        out.append((
+            k, None if k % 7 == 0 else k * 100_003, None if k % 11 == 0 else f"c{k % 5}",
+            (-1) ** k * k / 8, decimal.Decimal(k % 1000) / 1000,
+            datetime.date(2020, 1, 1) + datetime.timedelta(days=k % 400), k % 2 == 0,
+            datetime.datetime(2021, 5, 6, 7, 8, 9, k % 1000000), k / 4, k % 30000,
+        ))
+    return out
+
+
+def _write(path: Path, rows: list[tuple[Any, ...]], types: dict[str, pa.DataType]) -> None:
+    cols = list(zip(*rows, strict=True))
+    pq.write_table(pa.table({n: pa.array(cols[i], ty) for i, (n, ty) in enumerate(types.items())}),
+                   path, row_group_size=1000)
+
+
+def _bag(rows: list[Any]) -> Counter[str]:
+    return Counter(repr(tuple(r)) for r in rows)
+
+
+def _oracle(con: duckdb.DuckDBPyConnection, sql: str) -> Counter[str]:
+    return _bag([row_to_json(r) for r in con.execute(sql).fetchall()])
+
+
+def test_exact_types_skip_the_casts_and_equal_duckdb(tmp_path: Path) -> None:
+    db = Database(Settings(data_dir=tmp_path / "data"), InProcessExecutor())
+    imp = tmp_path / "data" / "import"
+    # exactly the table's types; then b as int32 and i as float64 (cast by DuckDB)
+    _write(imp / "exact.parquet", _rows(3000, 0), EXACT)
+    _write(imp / "cast.parquet", _rows(2000, 3000), dict(EXACT, b=pa.int32(), i=pa.float64()))
+    _write(imp / "null.parquet", [(None, *_rows(1, 9000)[0][1:])], EXACT)
+    oracle = duckdb.connect()
+    oracle.execute(DDL)
+    try:
+        db.execute(DDL)
+        for name, sql in VIEWS.items():
+            db.execute(f"CREATE VIEW {name} AS {sql}")
+        rec = db.tables["t"]
+        names = list(EXACT)
+
+        # The store's own answer: the exact file's columns come back uncopied, the other's
+        # are DuckDB's casts; each equals what the table holds afterwards.
+        for file, copied in (("exact.parquet", False), ("cast.parquet", True)):
+            data = pq.read_table(imp / file)
+            data = data.rename_columns([f"f{i}" for i in range(data.num_columns)])
+            db.store.begin()
+            try:
+                typed = db.store.insert_arrow(rec, data, names)
+                stored = db.store.conn.execute("SELECT * FROM t").fetchall()
+            finally:
+                db.store.rollback()
+            assert typed.column_names == names
+            assert [f.type for f in typed.schema] == list(EXACT.values())
+            shares = typed.column("d").chunk(0).buffers()[1].address == \
+                data.column(3).chunk(0).buffers()[1].address
+            assert shares is not copied
+            assert _bag([tuple(r.values()) for r in typed.to_pylist()]) == _bag(stored)
+
+        # Through COPY: the table and the views equal DuckDB's own COPY of the same files.
+        for file in ("exact.parquet", "cast.parquet"):
+            db.execute(f"COPY t FROM '{file}'")
+            oracle.execute(f"COPY t FROM '{imp / file}'")
+        with pytest.raises(SqlError) as err:
+            db.execute("COPY t FROM 'null.parquet'")  # a NULL in NOT NULL column a
+        assert err.value.code == "constraint_violation"
+        assert _bag(db.query("SELECT * FROM t")["rows"]) == _oracle(oracle, "SELECT * FROM t")
+        assert db.query("SELECT count(*) FROM t")["rows"] == [[5000]]
+        for name, sql in VIEWS.items():
+            assert _bag(db.view_rows(name, None)["rows"]) == \
+                _bag(db.query(sql)["rows"]), name
+            assert _bag(db.view_rows(name, None)["rows"]) == _oracle(oracle, sql), name
+    finally:
+        db.close()
