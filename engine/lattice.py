@@ -162,7 +162,9 @@ class Antichain:
         # the same list in the same order.
         if a == b:
             return True
-        return len(a) == len(b) and sorted(a) == sorted(b)
+        # Unequal as lists: the same set only in another order, which needs two elements
+        # (one-element frontiers, a root scope's and most of a loop's, are unequal here).
+        return len(a) == len(b) > 1 and sorted(a) == sorted(b)
 
     def __hash__(self) -> int:
         return hash(tuple(sorted(self.elements)))

@@ -130,3 +130,15 @@ def test_advancer_agrees_with_advance_by() -> None:
                 )
                 t = tuple(rng.randrange(6) for _ in range(dims))
                 assert advancer(frontier)(t) == advance_by(t, frontier.elements), (t, frontier)
+
+
+def test_antichain_equality_is_set_equality() -> None:
+    # The same elements in another order are equal; any other difference is not.
+    assert Antichain([(1, 0), (0, 1)]) == Antichain([(0, 1), (1, 0)])
+    assert Antichain([(2, 0), (1, 1), (0, 2)]) == Antichain([(0, 2), (2, 0), (1, 1)])
+    assert Antichain([(1, 0), (0, 1)]) != Antichain([(1, 0), (0, 2)])
+    assert Antichain([(1,)]) == Antichain([(1,)])
+    assert Antichain([(1,)]) != Antichain([(2,)])
+    assert Antichain() != Antichain([(0,)])
+    assert Antichain() == Antichain()
+    assert Antichain([(1, 0), (0, 1)]) != Antichain([(0, 0)])
