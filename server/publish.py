@@ -279,7 +279,8 @@ def rebuild(
         earlier = {n: r for n, r in w.views.items() if w.views[n].seq < old.seq}
         compiled = compile_statement(
             parse_statement(old.sql), old.name, w.tables, earlier,
-            state.settings.iteration_limit, TableStatistics.of(state.store.conn, w.tables),
+            state.settings.iteration_limit,
+            TableStatistics.of(state.store.conn, w.tables, state.distinct_cache),
         )
     view = MaintainedView(
         old.name,

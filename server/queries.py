@@ -169,7 +169,7 @@ def read_many(state: ServerState, stmts: list[Statement]) -> list[dict[str, Any]
     # EXPLAIN reads statistics as a view created now would: committed contents, through its
     # own cursor (the write connection may be in use).
     with closing(state.store.cursor()) as cur:
-        stats = TableStatistics.of(cur, tables)
+        stats = TableStatistics.of(cur, tables, state.distinct_cache)
         return [
             next(selects) if s.kind == "SELECT" else explain(s, tables, records, limit, stats)
             for s in stmts

@@ -155,9 +155,8 @@ def _recover_views(state: ServerState) -> None:
     partial: set[str] = set()  # views rebuilt from the current tables only (no history)
     for vrec in state.view_records:
         view = state.views[vrec.name]
-        catalog = planner_catalog(
-            state.tables, catalog_views, TableStatistics.of(state.store.conn, state.tables)
-        )
+        stats = TableStatistics.of(state.store.conn, state.tables, state.distinct_cache)
+        catalog = planner_catalog(state.tables, catalog_views, stats)
         catalog_views[vrec.name] = vrec
         try:
             missing = [

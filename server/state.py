@@ -40,6 +40,7 @@ from server.errors import ApiError
 from server.executors import Executor
 from server.feeds import Hub
 from server.settings import Settings
+from server.statistics import DistinctCache
 from server.store import Store, TableRecord, ViewRecord
 from server.views import MaintainedView
 
@@ -58,6 +59,8 @@ class ServerState:
         self.tables: dict[str, TableRecord] = {}
         self.views: dict[str, MaintainedView] = {}
         self.row_counts: dict[str, int] = {}
+        # Distinct counts of join key columns, kept between statements (server.statistics).
+        self.distinct_cache = DistinctCache()
         self.last_ts = 0
         self.committed_ts = 0
         self.completed_ts = 0

@@ -178,8 +178,9 @@ def create_view(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
             return {"statement": "CREATE VIEW", "name": name, "created": False}
         kind = "table" if name in w.tables else "view"
         raise Conflict(f"a {kind} named {name!r} already exists", code="already_exists")
+    stats = TableStatistics.of(state.store.conn, w.tables, state.distinct_cache)
     compiled = compile_statement(s, name, w.tables, w.views, state.settings.iteration_limit,
-                                 TableStatistics.of(state.store.conn, w.tables))
+                                 stats)
     deps = [str(d).lower() for d in compiled.dependencies]
     for d in deps:
         if d not in w.tables and d not in w.views:

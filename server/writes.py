@@ -152,8 +152,8 @@ def _statements(
             # error in it rolls back the whole request.
             results.append(select_in_write(state, w, s))
         elif s.kind == "EXPLAIN":
-            results.append(explain(s, w.tables, w.views, state.settings.iteration_limit,
-                                   TableStatistics.of(state.store.conn, w.tables)))
+            stats = TableStatistics.of(state.store.conn, w.tables, state.distinct_cache)
+            results.append(explain(s, w.tables, w.views, state.settings.iteration_limit, stats))
         else:
             results.append(apply(state, w, s))
             w.trial = {}
