@@ -119,6 +119,7 @@ from engine import Dataflow  # noqa: E402
 from engine.sources import FileSource  # noqa: E402
 from planner import Catalog, Column, TableSchema, compile_view  # noqa: E402
 from planner.preload import preload  # noqa: E402
+from server.scan_filters import where_clause  # noqa: E402
 from server.statistics import DistinctCache, TableStatistics  # noqa: E402
 from server.store import TableRecord, read_columns  # noqa: E402
 
@@ -379,7 +380,8 @@ class View:
     def __init__(self, name: str, files: dict[str, Path], catalog: Catalog,
                  store: duckdb.DuckDBPyConnection | None = None) -> None:
         """Hydrate from `store`'s tables as the server hydrates a view from its store
-        (`server.store.read_columns`: DuckDB scans the columns the view reads, as Arrow), or
+        (`server.store.read_columns`: DuckDB scans the columns the view reads, and only the rows
+        its filters on the table keep, `server.scan_filters`, as Arrow), or
         without it from the tables' Parquet files (`FileSource`)."""
         self.name = name
         cv = compile_view(VIEWS[name], catalog)
@@ -390,13 +392,15 @@ class View:
             self.handles[t], sources[t] = self.df.new_input(t)
         self.cap = cv.build(self.df, sources).capture(history=False, drain=False)
         read = cv.columns_read()
+        kept = cv.scan_filters()
         for t, h in self.handles.items():
             # as the server hydrates a view: only the columns the view reads
             names = tuple(c for c, _ in TABLES[t])
             if store is not None:
                 rec = TableRecord(t, 0, [{"name": c, "type": ty, "nullable": True}
                                          for c, ty in TABLES[t]], [], 0)
-                columns = read_columns(store, rec, read[t])
+                # as the server does: DuckDB applies the view's filters it decides exactly
+                columns = read_columns(store, rec, read[t], where_clause(rec, kept.get(t, ())))
                 assert columns is not None  # every type here converts exactly
                 h.send_columns(columns)
             else:

@@ -25,7 +25,7 @@ from planner.binder import Binder
 from planner.cardinality import Estimator
 from planner.catalog import Catalog, Column, Statistics, TableSchema, ViewDef
 from planner.errors import PlanError
-from planner.ir import Rel, columns_read, explain
+from planner.ir import Rel, Scalar, columns_read, explain, scan_filters
 from planner.rewrites import RULES, optimize
 
 # SQL views hydrate from whole tables, a few large columns per operator allocated and freed
@@ -55,6 +55,12 @@ class CompiledView:
         (`planner.ir.columns_read`): its output is the same whatever values the others hold,
         so a loader may leave them NULL (read only these from a store or a file)."""
         return columns_read(self.plan)
+
+    def scan_filters(self) -> dict[str, tuple[Scalar, ...]]:
+        """For each dependency read only through filters, the filters on its own columns every
+        reader applies (`planner.ir.scan_filters`): a loader may leave out the rows they
+        reject (a store can apply them as it scans the table)."""
+        return scan_filters(self.plan)
 
     def evaluate(self, sources: dict[str, dict[tuple[Any, ...], int]]) -> dict:
         """The view's contents from scratch (naive evaluator): {row: count}."""

@@ -387,6 +387,76 @@ def columns_read(r: Rel) -> dict[str, frozenset[int]]:
     return {name: frozenset(cols) for name, cols in reads.items()}
 
 
+_SIMPLE_CMP = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+
+
+def _simple(p: Scalar) -> bool:
+    """A comparison of a column with a literal, or a column IS [NOT] NULL: a filter that never
+    raises, whatever the row holds."""
+    if not isinstance(p, Call):
+        return False
+    if p.func == "not" and len(p.args) == 1:
+        p = p.args[0]
+        if not isinstance(p, Call) or p.func != "is_null":
+            return False
+    if p.func == "is_null":
+        return len(p.args) == 1 and isinstance(p.args[0], Col)
+    if p.func not in _SIMPLE_CMP or len(p.args) != 2:
+        return False
+    a, b = p.args
+    return (isinstance(a, Col) and isinstance(b, Lit)) or (isinstance(a, Lit) and isinstance(b, Col))
+
+
+def _conjuncts(p: Scalar) -> list[Scalar]:
+    """`p`'s conjuncts in the order they are evaluated (AND is lazy, left to right)."""
+    if isinstance(p, Call) and p.func == "and":
+        return [c for a in p.args for c in _conjuncts(a)]
+    return [p]
+
+
+def scan_filters(r: Rel) -> dict[str, tuple[Scalar, ...]]:
+    """For each table or view the plan reads (a non-local Get) only through Mfps, filters on
+    the Get's own columns that every one of those Mfps applies, in a stable order: a loader
+    may leave out the rows any of them rejects. Of an Mfp's filters, the conjuncts evaluated
+    first (its filters on input columns run before any map, each AND left to right) up to the
+    first that is not a simple comparison of a column with a literal or an IS [NOT] NULL.
+    Tables read otherwise, or with no such filter common to every reader, are not listed.
+
+    Why it is sound, as for `columns_read`: an Mfp is stateless, and a row one of its filters
+    rejects yields nothing, so the same rows leave the Mfp whether the loader held it back or
+    not; only conjuncts that never raise and that run before anything that could are taken,
+    so a row held back would have been rejected without an error; and a later change that
+    retracts such a row is rejected by the same filter."""
+    found: dict[str, frozenset[Scalar] | None] = {}
+
+    def note(g: Get, mine: frozenset[Scalar] | None) -> None:
+        if g.name in found:
+            prev = found[g.name]
+            found[g.name] = None if prev is None or mine is None else prev & mine
+        else:
+            found[g.name] = mine
+
+    def first_simple(m: Mfp, arity: int) -> frozenset[Scalar]:
+        own = set(range(arity))
+        taken: list[Scalar] = []
+        for p in m.filter:
+            if not scalar_cols(p) <= own:
+                continue  # reads a map column: runs after the maps, so after these
+            for c in _conjuncts(p):
+                if not _simple(c):
+                    return frozenset(taken)
+                taken.append(c)
+        return frozenset(taken)
+
+    if isinstance(r, Get) and not r.local:
+        note(r, None)
+    for n in walk(r):
+        for k in children(n):
+            if isinstance(k, Get) and not k.local:
+                note(k, first_simple(n, k.arity) if isinstance(n, Mfp) else None)
+    return {name: tuple(sorted(fs, key=repr)) for name, fs in found.items() if fs}
+
+
 def has_outer_rel(r: Rel) -> bool:
     for n in walk(r):
         if isinstance(n, Mfp) and any(has_outer(e) for e in (*n.map, *n.filter)):

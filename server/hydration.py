@@ -85,9 +85,12 @@ def hydrate_one(
     contents are its output arrangement's snapshot (`MaintainedView.install`), which stays
     readable after the dataflow is released."""
     read = view.compiled.columns_read()
+    # the rows the view's filters on a table would reject are not read (server.scan_filters)
+    kept = view.compiled.scan_filters()
     inputs: dict[str, Input] = {
         d: table_input(
-            state, w, d, lambda d=d: post_contents(state, w, d, trial).items(), read.get(d)
+            state, w, d, lambda d=d: post_contents(state, w, d, trial).items(), read.get(d),
+            kept.get(d, ()),
         )
         for d in view.dependencies
     }

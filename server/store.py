@@ -124,18 +124,19 @@ def _already_typed(rec: TableRecord, data: Any, where: dict[str, int], typed: An
 
 
 def read_columns(conn: duckdb.DuckDBPyConnection, rec: TableRecord,
-                 read: Collection[int] | None = None) -> Any:
+                 read: Collection[int] | None = None, where: str | None = None) -> Any:
     """The contents of user table `rec` as an Arrow table whose rows
     (`engine.sources.rows_of`) are exactly `Store.read_table`'s, or None when a column's type
     converts differently through Arrow (HUGEINT, INTERVAL, UUID, nested types...) or a DATE or
     TIMESTAMP holds a value outside Python's range (a table from before the range checks):
     then read the rows. With `read` (column positions: a view's `columns_read`), only those
-    columns are read and the others are NULL (`engine.sources.null_unread`). The server
-    hydrates views from it; bench/views.py too, over its own connection."""
+    columns are read and the others are NULL (`engine.sources.null_unread`). With `where` (a
+    SQL condition on the table's columns, `server.scan_filters`), only the rows it accepts.
+    The server hydrates views from it; bench/views.py too, over its own connection."""
     if not all(_ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns):
         return None
     names = [c["name"] for c in rec.columns]
-    source = f"main.{quote_ident(rec.name)}"
+    source = f"main.{quote_ident(rec.name)}" + ("" if where is None else f" WHERE {where}")
     if read is None or len(set(read)) == len(names):
         table = arrow_of(conn.sql(f"SELECT * FROM {source}"))
     else:
@@ -566,9 +567,10 @@ class Store:
         except duckdb.Error:
             pass  # the transaction failed: `rollback` unregisters it
 
-    def read_columns(self, rec: TableRecord, read: Collection[int] | None = None) -> Any:
+    def read_columns(self, rec: TableRecord, read: Collection[int] | None = None,
+                     where: str | None = None) -> Any:
         """`read_columns` of this store's connection."""
-        return read_columns(self.conn, rec, read)
+        return read_columns(self.conn, rec, read, where)
 
     @staticmethod
     def exact_columns(rec: TableRecord, table: Any) -> bool:

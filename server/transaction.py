@@ -11,13 +11,15 @@ server's state is exactly as before the request.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from engine.sources import FileSource
+from planner.ir import Scalar
 from server.catalog import record
+from server.scan_filters import where_clause
 from server.state import ServerState
 from server.store import Row, TableRecord, ViewRecord
 from server.views import Batch, Contents, Input, MaintainedView, TableChange
@@ -123,17 +125,20 @@ def load_file(state: ServerState, w: Write, rec: TableRecord, rows: Any) -> File
 
 def table_input(
     state: ServerState, w: Write, name: str, rows: Callable[[], Iterable[tuple[Row, int]]],
-    read: Collection[int] | None = None,
+    read: Collection[int] | None = None, filters: Sequence[Scalar] = (),
 ) -> Input:
     """The contents of relation `name` (in this write's transaction), as an input of a
     view built in this write: a Parquet snapshot when `name` is a table the write
     bulk-loaded (so, on Spark, its rows never pass through this process), a table's columns
     where its types allow (`Store.read_columns`: no Python tuple per row), else `rows()`.
     With `read` (the view's `columns_read` of `name`) the columns (snapshot or table) not
-    among them are NULL, and not read."""
+    among them are NULL, and not read; with `filters` (its `scan_filters` of `name`) a
+    table's columns are only of the rows DuckDB finds they accept (`server.scan_filters`:
+    those it decides exactly; the view applies them all again)."""
     if name not in w.loads:
         rec = w.tables.get(name)
-        columns = state.store.read_columns(rec, read) if rec is not None else None
+        columns = state.store.read_columns(rec, read, where_clause(rec, filters)) \
+            if rec is not None else None
         if columns is not None:
             return TableChange(columns=columns)
         return list(rows())
