@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from planner.ir import Call, Col, Lit, Scalar
 from server.store import TableRecord
-from server.values import quote_ident
+from server.values import quote_ident, quote_str
 
 _OPS = {"eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 # the comparison seen from the other side: `lit < col` is `col > lit`
@@ -74,7 +74,7 @@ def _literal(column_type: str, v: object, op: str) -> str | None:
     if ty in _INTS and isinstance(v, int) and not isinstance(v, bool):
         return str(v) if -(2 ** 63) <= v < 2 ** 63 else None
     if ty == "VARCHAR" and isinstance(v, str):
-        return None if "\x00" in v else "'" + v.replace("'", "''") + "'"
+        return None if "\x00" in v else quote_str(v)
     if ty == "DATE" and isinstance(v, datetime.date) and not isinstance(v, datetime.datetime):
         return f"DATE '{v.isoformat()}'"
     if ty == "BOOLEAN" and isinstance(v, bool) and op in ("eq", "ne"):

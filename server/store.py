@@ -104,18 +104,23 @@ def arrow_of(relation: Any) -> Any:
     return fetch()
 
 
-def _already_typed(rec: TableRecord, data: Any, where: dict[str, int], typed: Any) -> Any:
-    """`data`'s columns as the table `insert_arrow` would get from DuckDB's casts (whose
-    schema is `typed`), without the casts, when every column of `rec` comes from a column of
+def _already_typed(rec: TableRecord, data: Any, where: dict[str, int], cast: Any) -> Any:
+    """`data`'s columns as the table `insert_arrow` would get from DuckDB's casts (the
+    relation `cast`), without the casts, when every column of `rec` comes from a column of
     `data` whose Arrow type is already exactly the one its cast gives (a Parquet file written
     with the table's types): each cast is then the identity, and making its copy of a large
-    load cost about a fifth of the INSERT itself. None otherwise."""
+    load cost about a fifth of the INSERT itself. None otherwise (a CSV file's text columns,
+    a column list that leaves some columns NULL: then the casts' schema is not even asked)."""
     import pyarrow as pa
 
     names = [c["name"] for c in rec.columns]
     if any(n not in where for n in names):
         return None
     cols = [data.column(where[n]) for n in names]
+    if all(pa.types.is_string(c.type) or pa.types.is_large_string(c.type) for c in cols) and \
+            not all(c["type"].strip().upper() == "VARCHAR" for c in rec.columns):
+        return None  # text for typed columns (a CSV file): the casts run
+    typed = arrow_of(cast.limit(0)).schema
     if any(not col.type.equals(f.type) for col, f in zip(cols, typed, strict=True)):
         return None
     # Fields as Arrow makes them (nullable): a column's NULLs meet the table's NOT NULL in
@@ -535,7 +540,7 @@ class Store:
         self.conn.register(_SOURCE, data)
         try:
             cast = self.conn.sql(f"SELECT {', '.join(select)} FROM temp.{_SOURCE}")
-            typed = _already_typed(rec, data, where, arrow_of(cast.limit(0)).schema)
+            typed = _already_typed(rec, data, where, cast)
             if typed is None:
                 typed = arrow_of(cast)
         finally:
