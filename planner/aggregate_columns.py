@@ -317,12 +317,14 @@ class BuiltGroups:
             idx = st.index.get(x)
             sorted_part = done.get(x) if done is not None and k >= 0 else None
             if sorted_part is not None and not sorted_part[3][k]:
-                uniq_all, counts_all, offsets, _ = sorted_part
-                lo, hi = offsets[k], offsets[k + 1]
-                if hi - lo == len(part):
+                uniq_all, counts_all, offsets, _, whole = sorted_part
+                if whole[k]:
                     uniq, ucount = part, None  # as `_distinct`: the sorted part itself
                 else:
-                    uniq, ucount = uniq_all[lo:hi].copy(), counts_all[lo:hi].copy()
+                    # views, never written (planner.sorted_counts): the arrays hold only the
+                    # parts with a repeated value, each its group's (`group_parts`)
+                    lo, hi = offsets[k], offsets[k + 1]
+                    uniq, ucount = uniq_all[lo:hi], counts_all[lo:hi]
                 _distinct_values(st, x, uniq, ucount, kind, nulls, idx)
                 continue
             if len(part) < _SMALL_GROUP:

@@ -384,12 +384,14 @@ def test_sort_parts_equals_distinct(seed: int) -> None:
     bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     for dtype in (np.int64, np.float64):
         vals = rng.integers(-20, 20, int(bounds[-1])).astype(dtype)
+        for g in range(0, 30, 3):  # every third part's values all distinct
+            vals[bounds[g]:bounds[g + 1]] = rng.permutation(int(sizes[g])) - 40
         if dtype is np.float64:
             vals[rng.random(len(vals)) < 0.01] = np.nan
             vals[rng.random(len(vals)) < 0.02] = -0.0
         before = vals.copy()
         groups = np.sort(rng.choice(30, 12, replace=False)).astype(np.int64)
-        uniq, counts, offsets, apart = sort_parts(vals, bounds, groups)
+        uniq, counts, offsets, apart, whole = sort_parts(vals, bounds, groups)
         for k, g in enumerate(groups.tolist()):
             a, b = bounds[g], bounds[g + 1]
             part = before[a:b].copy()
@@ -399,12 +401,20 @@ def test_sort_parts_equals_distinct(seed: int) -> None:
                        and (~np.signbit(s) & (s == 0)).any())
             assert bool(apart[k]) == (dtype is np.float64 and odd)
             if apart[k]:
+                assert offsets[k] == offsets[k + 1]  # no span: taken apart by the caller
                 continue
             want_u, want_c = _distinct(part)
-            assert uniq[offsets[k]:offsets[k + 1]].tolist() == want_u.tolist()
-            assert counts[offsets[k]:offsets[k + 1]].tolist() == (
-                [1] * len(want_u) if want_c is None else want_c.tolist())
+            # every value distinct: no span, the sorted part is the values; else the span
+            assert bool(whole[k]) == (want_c is None)
+            got_u = vals[a:b] if whole[k] else uniq[offsets[k]:offsets[k + 1]]
+            got_c = [1] * len(got_u) if whole[k] else counts[offsets[k]:offsets[k + 1]].tolist()
+            assert (offsets[k + 1] - offsets[k]) == (0 if whole[k] else len(want_u))
+            assert got_u.tolist() == want_u.tolist()
+            assert got_c == ([1] * len(want_u) if want_c is None else want_c.tolist())
             assert vals[a:b].tolist() == np.sort(before[a:b]).tolist()
+        # the arrays hold the spans alone; both kinds of part were listed
+        assert len(uniq) == len(counts) == offsets[-1]
+        assert whole.any() and not whole.all()
         others = np.setdiff1d(np.arange(30), groups)
         for g in others.tolist():  # untouched
             a, b = bounds[g], bounds[g + 1]
