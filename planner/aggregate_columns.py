@@ -44,7 +44,7 @@ from engine.canonical import canonical_column
 from engine.columnar import parallel
 from engine.columns_at import value_kind
 from engine.rows_batch import ascending, int_column
-from engine.sources import column_values
+from engine.sources import column_values, rows_of
 from planner.aggregate import (
     _FLOAT_SCALE,
     _FLOAT_SCALE_BITS,
@@ -263,7 +263,7 @@ class BuiltGroups:
     not each distinct value's), `records()` all groups'."""
 
     __slots__ = ("plan", "keys", "bounds", "kinds", "sums", "counts", "values", "held",
-                 "key_table")
+                 "key_table", "out")
 
     def __init__(self, plan: IncrementalAggregates, keys: list[Any], bounds: np.ndarray,
                  kinds: dict[int, str], sums: dict[int, Any], counts: dict[int, np.ndarray],
@@ -280,6 +280,9 @@ class BuiltGroups:
         self.held: np.ndarray | None = None
         # the key columns of each group's first row, in `keys` order, until `columns()`
         self.key_table = key_table
+        # the aggregates' columns of `columns()` (each group's output row, as sent), kept for
+        # `output_rows`
+        self.out: Any = None
 
     def states(self, gs: list[int]) -> list[AggregateState]:
         """`state(g)` for each of the distinct groups `gs`. From `BULK_STATES` groups, in a
@@ -441,7 +444,24 @@ class BuiltGroups:
                 return None
         table = pa.table([*keys.columns, *arrays],
                          names=[f"c{i}" for i in range(keys.num_columns + len(arrays))])
+        self.out = table.select(list(range(keys.num_columns, table.num_columns)))
         return table, keys.num_columns, read
+
+    def output_rows(self, gs: list[int]) -> list[tuple[Any, ...]] | None:
+        """The output rows `columns()` gave groups `gs` (what the reduce sent for them: its
+        rows, as the engine reads them, `engine.sources.rows_of`), or None before
+        `columns()`. They equal the groups' `state(g).output()` rows (tests compare them): the
+        reduce takes them as a made state's previous output, a NumPy `take` and one
+        conversion for a batch's groups where `output()` cost a Python call per group."""
+        import pyarrow as pa
+
+        out = self.out
+        if out is None:
+            return None
+        if not out.num_columns:  # no aggregate (a DISTINCT): every group's row is ()
+            return [()] * len(gs)
+        taken = out.take(pa.array(gs, pa.int64()))
+        return list(rows_of(taken, taken.num_columns))
 
     def _aggregate_columns(self) -> tuple[list[list[Any]], int]:
         """Each aggregate's value in every group (what `rows()` zips), and the records

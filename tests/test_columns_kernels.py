@@ -462,6 +462,12 @@ def test_built_columns_from_arrays_equal_the_rows(seed: int) -> None:
     assert repr(got) == repr([tuple(k) + r for k, r in zip(groups.keys, rows, strict=True)])
     assert repr(got) == repr(want)
     assert any(r[2] == 0 and r[3] is None for r in got)  # the group of NULLs: COUNT 0, SUM NULL
+    # `output_rows` (a batch's made states' previous output): the rows sent, any groups
+    picked = rng.sample(range(len(groups.keys)), 12) + [0, 0]
+    assert repr(groups.output_rows(picked)) == repr([r[1:] for r in (got[g] for g in picked)])
+    assert repr(groups.output_rows(picked)) == repr(
+        [groups.state(g).output()[0][0][0] for g in picked])
+    assert groups.output_rows([]) == []
     # past 2**53, float(sum) / n rounds twice: (2**53 + 1) / 3 is 3002399751580331.0 exactly,
     # float(2**53 + 1) / 3 is 3002399751580330.5. The AVG of ints then comes from the rows.
     table = pa.table([pa.array([1, 1, 1, 2], pa.int64()),

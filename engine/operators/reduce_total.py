@@ -85,7 +85,8 @@ class BuiltStates(Protocol):
     instead (the states then go straight into the operator's `states`); optionally
     `columns()` gives `rows()` as an Arrow table of each key then its row, with the key's
     width and the records read (or None), sent on as columns (engine.columns_at's
-    PairColumnsAt) where the executor keeps them; and
+    PairColumnsAt) where the executor keeps them, and then optionally `output_rows(positions)`
+    the rows it gave those keys (a batch's made states' previous output, taken together); and
     `records()` the records held for all keys, `records_of(i)` for key `keys[i]` (until its
     state is made and reports its own `size()`)."""
 
@@ -236,14 +237,19 @@ class ReduceTotalOp(Operator):
         unbuilt = self.unbuilt
         # The states of this time's keys still held in `built`, made together where it can:
         # a batch that changes thousands of groups (`BuiltGroups.states`).
-        made: dict[Any, tuple[int, Any]] = {}
+        made: dict[Any, tuple[int, Any, Any]] = {}
         many = getattr(self.built, "states", None)
         if unbuilt and many is not None and len(per_key) > 1:
             wanted = [(key, i) for key in per_key
                       if key not in states and (i := unbuilt.pop(key, -1)) >= 0]
             if wanted:
-                made = {key: (i, st) for (key, i), st in
-                        zip(wanted, many([i for _, i in wanted]), strict=True)}
+                groups = [i for _, i in wanted]
+                # sent as columns: their rows as sent, taken together (`output_rows`), not
+                # each state's `output()`
+                sent = getattr(self.built, "output_rows", None)
+                rows = sent(groups) if sent is not None and self.built_rows is None else None
+                made = {key: (i, st, None if rows is None else rows[j]) for j, ((key, i), st)
+                        in enumerate(zip(wanted, many(groups), strict=True))}
         for key, changes in per_key.items():
             st = states.get(key)
             m = made.pop(key, None) if made else None
@@ -252,12 +258,15 @@ class ReduceTotalOp(Operator):
                 excess = _excess(st)
             elif m is not None or (unbuilt and (i := unbuilt.pop(key, -1)) >= 0):
                 assert self.built is not None
+                row = None
                 if m is not None:
-                    i, st = m
+                    i, st, row = m
                 else:
                     st = self.built.state(i)
                 states[key] = st
-                if self.built_rows is None:  # sent as columns: the state gives the row
+                if row is not None:  # sent as columns, its row taken with the batch's
+                    emitted[key] = [(row, 1)]
+                elif self.built_rows is None:  # sent as columns: the state gives the row
                     emitted[key] = st.output()[0]
                 else:
                     emitted[key] = [(self.built_rows[i], 1)]
