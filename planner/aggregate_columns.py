@@ -383,7 +383,8 @@ class BuiltGroups:
         return held
 
     def approx_bytes(self) -> int:
-        """The arrays' bytes, and the keys and Python sums at a rough 64 bytes an object."""
+        """The arrays' bytes (the output columns kept for `output_rows` too), and the keys and
+        Python sums at a rough 64 bytes an object."""
         keys = self.keys
         total = self.bounds.nbytes + (2 * keys.values.nbytes if isinstance(keys, IntKeys)
                                       else 64 * 2 * len(keys))
@@ -391,6 +392,8 @@ class BuiltGroups:
             total += vals.nbytes + (valid.nbytes if valid is not None else 0)
         for c in self.counts.values():
             total += c.nbytes
+        if self.out is not None:
+            total += self.out.nbytes
         for s in self.sums.values():
             if isinstance(s, np.ndarray):
                 total += s.nbytes
