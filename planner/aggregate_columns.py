@@ -117,10 +117,13 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         built = _build_by_code(plan, table, key, codes, radix, decoders)
         if built is not None:
             return built
-    # Each argument column once: values in group order, their validity, and their kind.
+    # Each argument column once: values in group order, their validity, and their kind (an
+    # argument only counted: its validity alone, `_validity_chunks`).
     args = {a for a in plan.value_args} | {x for _, x, _, _ in plan.accs}
-    cols: dict[int, tuple[np.ndarray, np.ndarray | None, str]] = {}
-    pieces = {x: _numeric_chunks(table.column(x)) for x in args}
+    only_counted = _counted_only(plan)
+    cols: dict[int, tuple[np.ndarray | None, np.ndarray | None, str]] = {}
+    pieces = {x: _validity_chunks(table.column(x)) if x in only_counted else
+              _numeric_chunks(table.column(x)) for x in args}
     counted = _counting_layout(codes, radix) if all(pieces.values()) else None
     if counted is not None:
         # each column's values moved straight to their group's place (engine.counting_sort):
@@ -133,8 +136,8 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         key_rows = firsts[group_codes]
         for x, piece in pieces.items():
             chunks, valid_chunks, kind = piece  # type: ignore[misc]
-            vals = counting_scatter(codes, bounds, chunks,
-                                    np.float64 if kind == "float" else np.int64)
+            vals = None if kind == COUNTED else counting_scatter(
+                codes, bounds, chunks, np.float64 if kind == "float" else np.int64)
             valid = None if valid_chunks is None else \
                 counting_scatter(codes, bounds, valid_chunks, np.bool_)
             cols[x] = (vals, valid, kind)
@@ -142,12 +145,13 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         order, starts, keys = _runs(codes, radix, decoders)
         key_rows = starts if order is None else order[starts]
         for x in args:
-            c = _numeric(table.column(x))
+            c = _validity(table.column(x)) if x in only_counted else _numeric(table.column(x))
             if c is None:
                 return None
             vals, valid, kind = c
             if order is not None:
-                vals, valid = vals[order], None if valid is None else valid[order]
+                vals = None if vals is None else vals[order]
+                valid = None if valid is None else valid[order]
             cols[x] = (vals, valid, kind)
     if any(kind == "date" and any(x == y and k != "count" for k, y, _, _ in plan.accs)
            for x, (_, _, kind) in cols.items()):
@@ -194,9 +198,10 @@ def _build_by_code(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
     group_codes = np.flatnonzero(by_code)
     sizes = by_code[group_codes]
     args = {x for _, x, _, _ in plan.accs}
-    cols: dict[int, tuple[np.ndarray, np.ndarray | None, str]] = {}
+    only_counted = _counted_only(plan)
+    cols: dict[int, tuple[np.ndarray | None, np.ndarray | None, str]] = {}
     for x in args:
-        c = _numeric(table.column(x))
+        c = _validity(table.column(x)) if x in only_counted else _numeric(table.column(x))
         if c is None:
             return None
         if c[2] == "date" and any(x == y and k != "count" for k, y, _, _ in plan.accs):
@@ -1191,6 +1196,39 @@ def _stable_order(codes: np.ndarray, radix: int) -> np.ndarray | None:
         high = np.argsort((codes[low] >> 16).astype(np.uint16), kind="stable")
         return low[high]
     return np.argsort(codes, kind="stable")
+
+
+# The kind of an argument only counted (`_counted_only`): its validity is read, its values never.
+COUNTED = "counted"
+
+
+def _counted_only(plan: IncrementalAggregates) -> set[int]:
+    """The arguments that only COUNT reads (no SUM, AVG, MIN or MAX of them): of any type,
+    as only whether each value is NULL matters."""
+    others = {x for kind, x, _, _ in plan.accs if kind != "count"}
+    others |= {y for _, _, y, _ in plan.accs if y is not None}
+    return {x for kind, x, _, _ in plan.accs if kind == "count"} - others - set(plan.value_args)
+
+
+def _validity_chunks(col: Any) -> tuple[list[np.ndarray], list[np.ndarray] | None, str]:
+    """`_numeric_chunks` of an argument only counted: no values, each chunk's validity (None:
+    no NULL in the column), and the kind `COUNTED`; for a column of any type."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not col.null_count:
+        return [], None, COUNTED
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    return [], [pc.is_valid(c).to_numpy(zero_copy_only=False) for c in chunks], COUNTED
+
+
+def _validity(col: Any) -> tuple[None, np.ndarray | None, str]:
+    """`_numeric` of an argument only counted: no values, its validity (None: no NULL), and
+    the kind `COUNTED`; for a column of any type."""
+    import pyarrow.compute as pc
+
+    valid = pc.is_valid(col).to_numpy(zero_copy_only=False) if col.null_count else None
+    return None, valid, COUNTED
 
 
 def _numeric_chunks(col: Any) -> tuple[list[np.ndarray], list[np.ndarray] | None, str] | None:
