@@ -51,7 +51,14 @@ from planner.ir import (
     scalar_cols,
 )
 from planner.joins import left_deep
-from planner.mfp_kernel import compiled_mfp, keyed_mfp, keyed_row, plain_mfp, projection
+from planner.mfp_kernel import (
+    compiled_mfp,
+    keyed_mfp,
+    keyed_row,
+    plain_mfp,
+    projection,
+    reference_mfp,
+)
 from planner.scalar import compile_scalar, family
 from planner.table_functions import compile_flat_map
 
@@ -260,7 +267,9 @@ class Lowerer:
             c = self.lower(r.input, scope, env, env_key)
             if not r.map and not r.filter:
                 return c.map(projection(r.project) if self.fuse else _getter(r.project))
-            return c.flat_map((self.fuse and (plain_mfp(r) or compiled_mfp(r))) or compile_mfp(r))
+            if not self.fuse:
+                return c.flat_map(compile_mfp(r))
+            return c.flat_map(plain_mfp(r) or compiled_mfp(r) or reference_mfp(r))
         if isinstance(r, FlatMap):
             return self.lower(r.input, scope, env, env_key).flat_map(compile_flat_map(r))
         if isinstance(r, ArrangeBy):

@@ -11,14 +11,19 @@ and its message stay the per-row path's.
 
 The subset: columns of Arrow integer, float64, boolean, string, date32 and timestamp[us]
 types; literals of those types; comparisons of two values of one kind: ints, NaN-free floats,
-strings (UTF-8 byte order is code point order, Python's), dates, timestamps; AND, OR (Kleene
+strings (UTF-8 byte order is code point order, Python's), dates, timestamps, and of an int with
+a NaN-free float (the int made a double where that is exact, below 2**53: Python's exact
+comparison then gives the same answer; else Arrow refuses and the rows decide); AND, OR (Kleene
 logic, which is SQL's), NOT, IS NULL; +, -, * of ints into an integer SQL type and of floats
 into DOUBLE; % of ints; CAST of an int to DOUBLE (exact below 2**53, else Arrow refuses and the
-rows decide) and of a date to TIMESTAMP (its midnight). Every other value may be projected
-through untouched.
+rows decide) and of a date to TIMESTAMP (its midnight); CASE and COALESCE whose results (NULL
+aside) are of one kind. Every other value may be projected through untouched.
 
 The Mfp's order (maps, then filters after the maps they read) does not matter here: nothing
-in the subset raises, and any would-be error makes the whole table go to the per-row path.
+in the subset raises, and any would-be error makes the whole table go to the per-row path. So
+CASE and COALESCE, which the rows evaluate lazily (a branch not taken is never computed), may
+compute every branch over every row here: a branch that could fail on a row it is not taken for
+sends the table to the rows, which then decide.
 """
 
 from __future__ import annotations
@@ -44,6 +49,13 @@ class _Undecided(Exception):
     """The columns hold something the subset cannot compute exactly: use the rows."""
 
 
+def _is_null(e: Scalar) -> bool:
+    """Whether `e` is a NULL literal (possibly cast, as the binder types a CASE's ELSE NULL)."""
+    if isinstance(e, Lit):
+        return e.value is None
+    return isinstance(e, Call) and e.func == "cast" and len(e.args) == 1 and _is_null(e.args[0])
+
+
 def _supported(e: Scalar) -> bool:
     """Whether `e` is in the subset by its shape (types are checked on the columns)."""
     if isinstance(e, Col):
@@ -52,6 +64,15 @@ def _supported(e: Scalar) -> bool:
         v = e.value
         return v is not None and v.__class__ in _LITERALS and not (
             v.__class__ is datetime.datetime and v.tzinfo is not None)
+    if isinstance(e, Call) and e.func in ("case", "coalesce"):
+        # results may be NULL literals; a CASE's conditions may not
+        n = len(e.args)
+        if e.func == "case" and (n < 3 or n % 2 == 0):
+            return False
+        conds = e.args[0:-1:2] if e.func == "case" else ()
+        results = [*e.args[1:-1:2], e.args[-1]] if e.func == "case" else list(e.args)
+        return bool(results) and all(_supported(c) for c in conds) and all(
+            _is_null(v) or _supported(v) for v in results)
     if not isinstance(e, Call) or not all(_supported(a) for a in e.args):
         return False
     f = e.func
@@ -151,6 +172,8 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
         return _literal(e, length)
     assert isinstance(e, Call)
     f = e.func
+    if f in ("case", "coalesce"):
+        return _choice(e, cols)
     if (f in _CMP or f in _ARITH) and not all(isinstance(a, Lit) for a in e.args):
         # a literal beside a column stays a scalar: Arrow broadcasts it (no column of copies)
         args = [_scalar(a) if isinstance(a, Lit) else _eval(a, cols) for a in e.args]
@@ -158,6 +181,12 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
         args = [_eval(a, cols) for a in e.args]
     kinds = [_kind(a) for a in args]
     if f in _CMP:
+        if sorted(kinds) == ["float", "int"]:
+            # an int with a float: the int as a double where that is exact (Python's exact
+            # comparison then agrees); a literal past 2**53 or a column Arrow refuses to
+            # cast exactly sends the table to the rows
+            args = [_as_double(a) if k == "int" else a for a, k in zip(args, kinds, strict=True)]
+            kinds = ["float", "float"]
         if kinds[0] != kinds[1] or kinds[0] in ("bool", "other"):
             raise _Undecided  # e.g. an int compared with a float: Python's exact rule, per row
         if kinds[0] == "float" and (_has_nan(args[0]) or _has_nan(args[1])):
@@ -202,6 +231,63 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
         mm = pc.min_max(out)
         if mm["min"].as_py() < lo or mm["max"].as_py() > hi:
             raise _Undecided  # the per-row path raises the out-of-range error
+    return out
+
+
+def _as_double(v: Any) -> Any:
+    """An int scalar or column as float64, exactly (a value past 2**53 raises)."""
+    import pyarrow as pa
+
+    if isinstance(v, pa.Scalar):
+        x = v.as_py()
+        if x is not None and abs(x) > 2 ** 53:
+            raise _Undecided
+        return pa.scalar(None if x is None else float(x), pa.float64())
+    return _pc().cast(v, pa.float64())  # safe: refuses an int a double cannot hold
+
+
+def _result(e: Scalar, cols: list[Any]) -> Any:
+    """A CASE or COALESCE result's values: None for a NULL literal, a scalar for a literal
+    (Arrow broadcasts it), else its column."""
+    if _is_null(e):
+        return None
+    if isinstance(e, Lit):
+        return _scalar(e)
+    return _eval(e, cols)
+
+
+def _choice(e: Call, cols: list[Any]) -> Any:
+    """CASE (the first condition that is TRUE picks its result; NULL is not TRUE) and
+    COALESCE (the first non-NULL argument) over whole columns, when every result that is not
+    a NULL literal is of one kind (ints of any width as int64)."""
+    import pyarrow as pa
+
+    pc = _pc()
+    if e.func == "case":
+        conds = [_eval(c, cols) for c in e.args[0:-1:2]]
+        if any(_kind(c) != "bool" for c in conds):
+            raise _Undecided
+        results = [_result(v, cols) for v in (*e.args[1:-1:2], e.args[-1])]
+    else:
+        conds = []
+        results = [_result(v, cols) for v in e.args]
+    present = [v for v in results if v is not None]
+    kinds = {_kind(v) for v in present}
+    if len(kinds) != 1 or kinds <= {"other"}:
+        raise _Undecided
+    if kinds == {"int"}:
+        present = [pc.cast(v, pa.int64()) for v in present]
+        results = [None if v is None else pc.cast(v, pa.int64()) for v in results]
+    null = pa.scalar(None, present[0].type)
+    results = [null if v is None else v for v in results]
+    if e.func == "coalesce":
+        out = pc.coalesce(*results)
+    else:
+        out = results[-1]
+        for c, v in zip(reversed(conds), reversed(results[:-1]), strict=True):
+            out = pc.if_else(pc.fill_null(c, False), v, out)
+    if isinstance(out, pa.Scalar):  # every result a literal, no condition a column
+        out = pa.repeat(out, len(cols[0]))
     return out
 
 

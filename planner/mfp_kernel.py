@@ -205,6 +205,20 @@ def _generate(m: Mfp, keys: tuple[int, ...] | None) -> Any:
     return kernel
 
 
+def reference_mfp(m: Mfp) -> Callable[[tuple[Any, ...]], tuple[tuple[Any, ...], ...]]:
+    """``lower.compile_mfp(m)`` itself (the generators leave m: a lazy call, CASE, COALESCE,
+    AND or OR, evaluated as the reference does) with the same step over whole columns where
+    m's expressions allow it (planner.mfp_columns): without it such an Mfp made every row of a
+    hydration a tuple, in a Python call each."""
+    from planner.lower import compile_mfp
+
+    kernel = compile_mfp(m)
+    _with_columns(kernel, m)
+    if getattr(kernel, "over_columns", None) is not None:
+        kernel.row_keys = None  # type: ignore[attr-defined]
+    return kernel
+
+
 def _with_columns(kernel: Any, m: Mfp) -> None:
     """Give `kernel` the same step over whole columns (planner.mfp_columns) where m's
     expressions allow it."""
