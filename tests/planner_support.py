@@ -178,3 +178,18 @@ def replay_against_duckdb(world: World, views: list[str], cat: Catalog | None = 
             assert got == want, (batch, sql, dict(got - want), dict(want - got))
         for table, row, diff in world.random_batch(6):
             handles[table].send([(row, diff)])
+
+
+def record_declines(monkeypatch: Any, owner: Any, name: str) -> list[bool]:
+    """Wrap `owner.name` (a function that returns None to decline) so that every call
+    appends whether it answered (not None) to the returned list, which the test reads."""
+    answered: list[bool] = []
+    real = getattr(owner, name)
+
+    def spy(*args: Any) -> Any:
+        out = real(*args)
+        answered.append(out is not None)
+        return out
+
+    monkeypatch.setattr(owner, name, spy)
+    return answered

@@ -780,17 +780,9 @@ def test_lazy_calls_keep_the_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     columns or rows, and then the same changes, the views are equal."""
     import planner.aggregate_columns as ac
     from planner import Catalog, Column, TableSchema
-    from tests.planner_support import norm
+    from tests.planner_support import norm, record_declines
 
-    built: list[bool] = []
-    real = ac.build_groups
-
-    def spy(*args: Any) -> Any:
-        out = real(*args)
-        built.append(out is not None)
-        return out
-
-    monkeypatch.setattr(ac, "build_groups", spy)
+    built = record_declines(monkeypatch, ac, "build_groups")
     rng = random.Random(8)
     n = 5000
     table = pa.table([pa.array([rng.randint(0, 40) for _ in range(n)], pa.int64()),
@@ -1295,19 +1287,12 @@ def test_states_by_code_equal_states_by_runs(seed: int, monkeypatch: pytest.Monk
     equal the per-row states."""
     import planner.aggregate_columns as ac
     import planner.float_sums  # noqa: F401 - numba loaded: the compiled path is taken
+    from tests.planner_support import record_declines
 
     n = ac.COMPILED_FLOAT_SUMS + 1000
     table = _by_code_table(seed, n)
     plan = IncrementalAggregates(BY_CODE_AGGS)
-    taken = []
-    real = ac._build_by_code
-
-    def spy(*args: Any) -> Any:
-        out = real(*args)
-        taken.append(out is not None)
-        return out
-
-    monkeypatch.setattr(ac, "_build_by_code", spy)
+    taken = record_declines(monkeypatch, ac, "_build_by_code")
     for key in ((0,), (4,), (0, 4), (6,), (), (7,), (8,), (0, 6, 4)):
         taken.clear()
         by_code = build_states(plan, table, key)

@@ -698,16 +698,9 @@ def test_first_rows_built_as_columns_equal_general_reduce(
 
     monkeypatch.setattr(rt, "keyed_columns_of", spy)
     import planner.aggregate_columns as ac
+    from tests.planner_support import record_declines
 
-    built: list[bool] = []
-    real_build = ac.build_groups
-
-    def build_spy(*args: Any) -> Any:
-        out = real_build(*args)
-        built.append(out is not None)
-        return out
-
-    monkeypatch.setattr(ac, "build_groups", build_spy)
+    built = record_declines(monkeypatch, ac, "build_groups")
     rng = random.Random(300 + seed)
     stream = random_stream(300 + seed, epochs=30, groups=3, nonfinite=seed % 2 == 1,
                            initial=300)
