@@ -31,6 +31,7 @@ sorted index of distinct values is built when it first changes.
 from __future__ import annotations
 
 import datetime
+import decimal
 import math
 import sys
 from collections import Counter
@@ -55,7 +56,7 @@ from planner.aggregate import (
     _finish_sum,
     _midnight,
 )
-from planner.scalar import INT_RANGE, norm_type
+from planner.scalar import DECIMAL_CONTEXT, INT_RANGE, norm_type
 from planner.sorted_counts import SortedCounts
 
 _FUNCS = {"count_star", "count", "sum", "avg", "min", "max"}
@@ -156,12 +157,14 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
     if any(kind == "date" and any(x == y and k != "count" for k, y, _, _ in plan.accs)
            for x, (_, _, kind) in cols.items()):
         return None  # only COUNT reads a date; the binder makes no SUM of one
+    if any(cols[x][2] == DECIMAL for x in plan.value_args):
+        return None  # a DECIMAL's MIN/MAX: its values stay Python's (the rows)
     sizes = np.diff(np.append(starts, n))
     key_table = table.select(list(key)).take(key_rows)
     sums: dict[int, Any] = {}
     for i, (kind, x, _, _) in enumerate(plan.accs):
         vals, valid, vkind = cols[x]
-        if kind == "sum" and vkind == "int":
+        if kind == "sum" and vkind in ("int", DECIMAL):
             bound = int(np.abs(vals).max()) if len(vals) else 0
             if bound and bound * n >= 2 ** 63:
                 return None
@@ -180,7 +183,12 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
     kinds = {x: kind for x, (_, _, kind) in cols.items()}
     values = {x: cols[x] for x in plan.value_args}
     return BuiltGroups(plan, keys, np.append(starts, n), kinds, sums, counts, values,
-                       key_table)
+                       key_table, _scales(table, kinds))
+
+
+def _scales(table: Any, kinds: dict[int, str]) -> dict[int, int]:
+    """The scale of each DECIMAL argument (its sums are of the unscaled values)."""
+    return {x: table.column(x).type.scale for x, kind in kinds.items() if kind == DECIMAL}
 
 
 
@@ -226,7 +234,7 @@ def _build_by_code(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         vals, valid, vkind = cols[x]
         if kind != "sum":
             continue
-        if vkind == "int":
+        if vkind in ("int", DECIMAL):
             bound = int(np.abs(vals).max()) if n else 0
             if bound * n >= 2 ** 53:
                 return None  # bincount adds in float64: exact only below 2**53
@@ -255,7 +263,7 @@ def _build_by_code(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
     np.cumsum(sizes, out=bounds[1:])
     kinds = {x: kind for x, (_, _, kind) in cols.items()}
     return BuiltGroups(plan, _keys(group_codes, decoders), bounds, kinds, sums, counts, {},
-                       key_table)
+                       key_table, _scales(table, kinds))
 
 
 class BuiltGroups:
@@ -268,12 +276,13 @@ class BuiltGroups:
     not each distinct value's), `records()` all groups'."""
 
     __slots__ = ("plan", "keys", "bounds", "kinds", "sums", "counts", "values", "held",
-                 "key_table", "out")
+                 "key_table", "out", "scales")
 
     def __init__(self, plan: IncrementalAggregates, keys: list[Any], bounds: np.ndarray,
                  kinds: dict[int, str], sums: dict[int, Any], counts: dict[int, np.ndarray],
                  values: dict[int, tuple[np.ndarray, np.ndarray | None, str]],
-                 key_table: Any = None) -> None:
+                 key_table: Any = None,
+                 scales: dict[int, int] | None = None) -> None:
         self.plan, self.keys, self.bounds, self.kinds = plan, keys, bounds, kinds
         self.sums, self.counts, self.values = sums, counts, values
         for i, sm in sums.items():
@@ -288,6 +297,8 @@ class BuiltGroups:
         # the aggregates' columns of `columns()` (each group's output row, as sent), kept for
         # `output_rows`
         self.out: Any = None
+        # a DECIMAL argument's scale: its sums are of the unscaled values (`_decimal`)
+        self.scales = scales or {}
 
     def states(self, gs: list[int]) -> list[AggregateState]:
         """`state(g)` for each of the distinct groups `gs`. From `BULK_STATES` groups, in a
@@ -358,6 +369,10 @@ class BuiltGroups:
             if self.kinds[x] == "int":
                 acc.n = int(self.counts[x][g])
                 acc.exact = int(s[g])
+            elif self.kinds[x] == DECIMAL:
+                # the rows' exact sum: a Decimal at the column's scale once a value was added
+                acc.n = int(self.counts[x][g])
+                acc.exact = _decimal(int(s[g]), self.scales[x]) if acc.n else 0
             elif isinstance(s, FloatSums):
                 acc.n, acc.n_float, acc.scaled, acc.nan, acc.pinf, acc.ninf = s.fields(g)
             else:
@@ -578,8 +593,11 @@ class BuiltGroups:
     def _totals(self, i: int) -> list[Any]:
         """Accumulator `i`'s `_ExactSum.total()` per group."""
         s = self.sums[i]
-        if self.kinds[self.plan.accs[i][1]] == "int":
+        x = self.plan.accs[i][1]
+        if self.kinds[x] == "int":
             return s.tolist()
+        if self.kinds[x] == DECIMAL:  # (a group without a value has no total read)
+            return [_decimal(t, self.scales[x]) for t in s.tolist()]
         if not isinstance(s, FloatSums):
             return [self.state(g).accs[i].total() for g in range(len(self.keys))]
         return s.totals()
@@ -1200,6 +1218,31 @@ def _stable_order(codes: np.ndarray, radix: int) -> np.ndarray | None:
 
 # The kind of an argument only counted (`_counted_only`): its validity is read, its values never.
 COUNTED = "counted"
+# The kind of a DECIMAL argument of at most 18 digits (SUM and AVG only): its unscaled values
+# as int64 (`_unscaled`), summed exactly as ints, made Decimals at its scale (`_decimal`).
+DECIMAL = "decimal"
+
+
+def _decimal(unscaled: int, scale: int) -> decimal.Decimal:
+    """The Decimal of `unscaled` * 10**-scale, at that exponent: what adding the column's
+    values (each at the column's scale) as Decimals gives, digit for digit."""
+    return decimal.Decimal(unscaled).scaleb(-scale, DECIMAL_CONTEXT)
+
+
+def _unscaled(chunk: Any) -> np.ndarray | None:
+    """A decimal128 array's unscaled values as int64 (NULLs as 0), read from its buffer: the
+    low word of each 128-bit value, which is the value when the high word only extends its
+    sign (always, at 18 digits or fewer); None otherwise."""
+    import pyarrow.compute as pc
+
+    n = len(chunk)
+    words = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[2 * chunk.offset:2 * (chunk.offset + n)]
+    low, high = words[0::2], words[1::2]
+    if not np.array_equal(high, low >> 63):
+        return None
+    if chunk.null_count:
+        return np.where(pc.is_valid(chunk).to_numpy(zero_copy_only=False), low, 0)
+    return low.copy()
 
 
 def _counted_only(plan: IncrementalAggregates) -> set[int]:
@@ -1245,11 +1288,21 @@ def _numeric_chunks(col: Any) -> tuple[list[np.ndarray], list[np.ndarray] | None
         kind = "float"
     elif pa.types.is_date32(t):
         kind = "date"
+    elif pa.types.is_decimal128(t) and t.precision <= 18:
+        kind = DECIMAL
     else:
         return None
     vals: list[np.ndarray] = []
     valid: list[np.ndarray] | None = [] if col.null_count else None
     for chunk in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
+        if kind == DECIMAL:
+            unscaled = _unscaled(chunk)
+            if unscaled is None:
+                return None
+            vals.append(unscaled)
+            if valid is not None:
+                valid.append(pc.is_valid(chunk).to_numpy(zero_copy_only=False))
+            continue
         if kind == "date":
             chunk = chunk.cast(pa.int32())  # days since 1970-01-01, the same buffer
         if valid is not None:
@@ -1276,6 +1329,13 @@ def _numeric(col: Any) -> tuple[np.ndarray, np.ndarray | None, str] | None:
         kind, dtype = "float", pa.float64()
     elif pa.types.is_date32(t):
         kind, dtype = "date", pa.int32()
+    elif pa.types.is_decimal128(t) and t.precision <= 18:
+        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+        parts = [_unscaled(c) for c in chunks]
+        if any(p is None for p in parts):
+            return None
+        valid = pc.is_valid(col).to_numpy() if col.null_count else None
+        return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), valid, DECIMAL
     else:
         return None
     valid = None
