@@ -55,6 +55,7 @@ from planner.aggregate import (
     _finish_avg,
     _finish_sum,
     _midnight,
+    _value_entry,
 )
 from planner.scalar import DECIMAL_CONTEXT, INT_RANGE, norm_type
 from planner.sorted_counts import SortedCounts
@@ -154,11 +155,18 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
                 vals = None if vals is None else vals[order]
                 valid = None if valid is None else valid[order]
             cols[x] = (vals, valid, kind)
-    if any(kind == "date" and any(x == y and k != "count" for k, y, _, _ in plan.accs)
+    if any(kind in ("date", TIMESTAMP) and any(x == y and k != "count"
+                                                 for k, y, _, _ in plan.accs)
            for x, (_, _, kind) in cols.items()):
         return None  # only COUNT reads a date; the binder makes no SUM of one
     if any(cols[x][2] == DECIMAL for x in plan.value_args):
         return None  # a DECIMAL's MIN/MAX: its values stay Python's (the rows)
+    for x in plan.value_args:
+        vals, valid, kind = cols[x]
+        live = vals if valid is None else vals[valid]
+        if kind == TIMESTAMP and len(live) and (
+                int(live.min()) < _DATETIME_US[0] or int(live.max()) > _DATETIME_US[1]):
+            return None  # no datetime: the rows decide what such a value is
     sizes = np.diff(np.append(starts, n))
     key_table = table.select(list(key)).take(key_rows)
     sums: dict[int, Any] = {}
@@ -348,8 +356,7 @@ class BuiltGroups:
                 continue
             if len(part) < _SMALL_GROUP:
                 # a few values: Python's Counter and sort cost less than NumPy's calls
-                counted = Counter(part.astype("datetime64[D]").tolist() if kind == "date"
-                                  else part.tolist())
+                counted = Counter(_python_values(part, kind))
                 values.update(counted)
                 present = sorted(counted)
                 if nulls:
@@ -574,6 +581,8 @@ class BuiltGroups:
         if valid is not None:
             vals = np.where(valid, vals, fill)
         found = (np.minimum if f == "min" else np.maximum).reduceat(vals, self.bounds[:-1])
+        if kind == TIMESTAMP:
+            found = found.astype("datetime64[us]")
         return (found.astype("datetime64[D]") if kind == "date" else found,
                 self.counts[x] > 0)
 
@@ -1067,14 +1076,14 @@ def _distinct_values(st: AggregateState, x: int, uniq: np.ndarray, ucount: np.nd
                      kind: str, nulls: int, idx: Any) -> None:
     """Put a group's distinct values `uniq` of MIN/MAX argument `x` (ascending, their counts
     `ucount`, None: each once) and its `nulls` into state `st` (`BuiltGroups.state`)."""
-    if len(uniq) >= ARRAY_INDEX_MIN and idx is not None:
+    if len(uniq) >= ARRAY_INDEX_MIN and idx is not None and kind != TIMESTAMP:
         # many distinct values: kept in arrays (planner.sorted_counts)
         sc = SortedCounts(uniq, ucount, kind, nulls)
         st.values[x] = sc  # type: ignore[assignment]
         st.index[x] = sc.index  # type: ignore[assignment]
         return
     values = st.values[x]
-    present = (uniq.astype("datetime64[D]") if kind == "date" else uniq).tolist()
+    present = _python_values(uniq, kind)
     values.update(dict.fromkeys(present, 1) if ucount is None
                   else zip(present, ucount.tolist(), strict=True))
     if nulls:
@@ -1083,8 +1092,21 @@ def _distinct_values(st: AggregateState, x: int, uniq: np.ndarray, ucount: np.nd
         _index_present(idx, present, kind)
 
 
+def _python_values(vals: np.ndarray, kind: str) -> list[Any]:
+    """An argument's values (of one group) as the rows hold them: dates and datetimes made
+    from their days and microseconds."""
+    if kind == "date":
+        return vals.astype("datetime64[D]").tolist()  # type: ignore[no-any-return]
+    if kind == TIMESTAMP:
+        return vals.astype("datetime64[us]").tolist()  # type: ignore[no-any-return]
+    return vals.tolist()  # type: ignore[no-any-return]
+
+
 def _index_present(idx: Any, present: list[Any], kind: str) -> None:
     """Add a group's distinct values `present` (ascending) to its MIN/MAX index `idx`."""
+    if kind == TIMESTAMP:
+        idx.update([_value_entry(v) for v in present])  # (4, v, 1, v): a datetime's
+        return
     if kind == "date":
         # dates: _value_entry(v) is (4, v's midnight, 0, v), in v's order
         idx.update([(4, _midnight(v), 0, v) for v in present])
@@ -1223,6 +1245,23 @@ COUNTED = "counted"
 DECIMAL = "decimal"
 
 
+# The kind of a TIMESTAMP argument (MIN and MAX only): microseconds since 1970 as int64, made
+# datetimes where they leave the arrays; its states keep their values as the rows do (a dict
+# and a sorted index of datetimes: `planner.sorted_counts` holds numbers and dates only).
+TIMESTAMP = "timestamp"
+# Python's datetime range in microseconds since 1970: a value past it is no datetime.
+_DATETIME_US = ((datetime.datetime.min - datetime.datetime(1970, 1, 1)) // datetime.timedelta(
+    microseconds=1), (datetime.datetime.max - datetime.datetime(1970, 1, 1)) //
+    datetime.timedelta(microseconds=1))
+
+
+def _is_timestamp(t: Any) -> bool:
+    """A TIMESTAMP column as the engine reads it: Arrow microseconds without a time zone."""
+    import pyarrow as pa
+
+    return bool(pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None)
+
+
 def _decimal(unscaled: int, scale: int) -> decimal.Decimal:
     """The Decimal of `unscaled` * 10**-scale, at that exponent: what adding the column's
     values (each at the column's scale) as Decimals gives, digit for digit."""
@@ -1290,6 +1329,8 @@ def _numeric_chunks(col: Any) -> tuple[list[np.ndarray], list[np.ndarray] | None
         kind = "date"
     elif pa.types.is_decimal128(t) and t.precision <= 18:
         kind = DECIMAL
+    elif _is_timestamp(t):
+        kind = TIMESTAMP
     else:
         return None
     vals: list[np.ndarray] = []
@@ -1305,6 +1346,8 @@ def _numeric_chunks(col: Any) -> tuple[list[np.ndarray], list[np.ndarray] | None
             continue
         if kind == "date":
             chunk = chunk.cast(pa.int32())  # days since 1970-01-01, the same buffer
+        elif kind == TIMESTAMP:
+            chunk = chunk.cast(pa.int64())  # microseconds since 1970-01-01, the same buffer
         if valid is not None:
             valid.append(pc.is_valid(chunk).to_numpy(zero_copy_only=False))
             if chunk.null_count:
@@ -1329,6 +1372,8 @@ def _numeric(col: Any) -> tuple[np.ndarray, np.ndarray | None, str] | None:
         kind, dtype = "float", pa.float64()
     elif pa.types.is_date32(t):
         kind, dtype = "date", pa.int32()
+    elif _is_timestamp(t):
+        kind, dtype = TIMESTAMP, pa.int64()  # microseconds since 1970-01-01
     elif pa.types.is_decimal128(t) and t.precision <= 18:
         chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
         parts = [_unscaled(c) for c in chunks]

@@ -795,9 +795,63 @@ def test_decimal_sums_from_columns_equal_the_rows(seed: int, by_code: bool,
                         wide, (0,)) is None
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_timestamp_extremes_from_columns_equal_the_rows(seed: int) -> None:
+    """MIN and MAX of a TIMESTAMP built from columns (microseconds in arrays, datetimes where
+    they leave): every group's output, and its state made alone or with others
+    (`BuiltGroups.states`, the parts sorted together), equal the per-row ones, for groups of a
+    few values, of many, of repeated values and of NULLs only, in chunks; a value past
+    Python's datetime range is left to the rows."""
+    import planner.aggregate_columns as ac
+
+    rng = random.Random(60 + seed)
+    sizes = [rng.choice([1, 5, 63, 64, 65, 300, 700]) for _ in range(30)]
+    keys = [k for k, size in enumerate(sizes) for _ in range(size)]
+    rng.shuffle(keys)
+    base = datetime.datetime(2024, 2, 29)
+    pool = [base + datetime.timedelta(microseconds=rng.randint(-10 ** 12, 10 ** 12))
+            for _ in range((5000, 5000, 20)[seed])] + [STAMPS[2], STAMPS[3]]
+    stamps = [None if k == 4 or rng.random() < 0.05 else rng.choice(pool) for k in keys]
+    table = pa.table([pa.array(keys, pa.int64()), pa.array(stamps, pa.timestamp("us"))],
+                     names=["k", "t"])
+    chunked = pa.Table.from_batches(table.to_batches(max_chunksize=len(keys) // 3 + 1))
+    plan = IncrementalAggregates((Agg("count_star", None, False, "BIGINT"),
+                                  Agg("min", 1, False, "TIMESTAMP"),
+                                  Agg("max", 1, False, "TIMESTAMP"),
+                                  Agg("count", 1, False, "BIGINT")))
+    want = {}
+    for k, group in rows_by_key_reference(list(rows_of(table, 2)), (0,)).items():
+        st = plan(k)
+        st.apply_vals(group, 1)
+        want[k] = st
+    def canon(st: Any) -> str:
+        # `_state_view` with each value map in key order (its insertion order is the rows')
+        rows, values, index, accs, out = _state_view(st)
+        return repr((rows, {a: sorted(v.items(), key=repr) for a, v in values.items()},
+                     index, accs, out))
+
+    for t in (table, chunked):
+        alone = build_groups(plan, t, (0,))
+        together = build_groups(plan, t, (0,))
+        assert alone is not None and together is not None
+        rows, _ = alone.rows()
+        made = together.states(list(range(len(together.keys))))
+        assert len(made) >= ac.BULK_STATES
+        for g, k in enumerate(alone.keys):
+            assert repr(rows[g]) == repr(want[k].output()[0][0][0]), k
+            assert canon(alone.state(g)) == canon(want[k]), k
+            assert canon(made[g]) == canon(want[k]), k
+    assert any(w.output()[0][0][0][1] is None for w in want.values())  # the NULLs' group
+    # 10000-01-01, a TIMESTAMP DuckDB holds and Python's datetime does not
+    past = pa.array([253402300800000000], pa.int64()).cast(pa.timestamp("us"))
+    assert build_groups(plan, pa.table([pa.array([1], pa.int64()), past], names=["k", "t"]),
+                        (0,)) is None
+
+
 def test_decimal_sums_fed_columns_equal_fed_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A view's SUM and AVG of a DECIMAL column, fed columns (built from them) or rows, then
-    the same changes (a value retracted, new ones, a group emptied): equal."""
+    """A view's SUM and AVG of a DECIMAL column and MIN/MAX of a TIMESTAMP, fed columns
+    (built from them) or rows, then the same changes (a value retracted, new ones, a group
+    emptied): equal."""
     import decimal
 
     import planner.aggregate_columns as ac
@@ -807,23 +861,34 @@ def test_decimal_sums_fed_columns_equal_fed_rows(monkeypatch: pytest.MonkeyPatch
     built = record_declines(monkeypatch, ac, "build_groups")
     rng = random.Random(9)
     n = 3000
+    day = datetime.datetime(2024, 2, 29)
     table = pa.table([pa.array([rng.randint(0, 30) for _ in range(n)], pa.int64()),
                       pa.array([None if rng.random() < 0.1 else
                                 decimal.Decimal(rng.randint(-10 ** 6, 10 ** 6)).scaleb(-2)
-                                for _ in range(n)], pa.decimal128(15, 2))], names=["k", "m"])
+                                for _ in range(n)], pa.decimal128(15, 2)),
+                      pa.array([None if rng.random() < 0.1 else
+                                day + datetime.timedelta(seconds=rng.randint(0, 10 ** 5))
+                                for _ in range(n)], pa.timestamp("us"))], names=["k", "m", "s"])
     cat = Catalog(tables={"t": TableSchema("t", [Column("k", "BIGINT"),
-                                                 Column("m", "DECIMAL(15,2)")])})
-    sqls = ["SELECT k, sum(m) AS total, avg(m) AS mean, count(m) AS n FROM t GROUP BY k"]
+                                                 Column("m", "DECIMAL(15,2)"),
+                                                 Column("s", "TIMESTAMP")])})
+    sqls = ["SELECT k, sum(m) AS total, avg(m) AS mean, count(m) AS n FROM t GROUP BY k",
+            "SELECT k, min(s) AS first, max(s) AS last FROM t GROUP BY k"]
     outs = []
     for columns in (True, False):
         built.clear()
         df, h, caps, rows = _hydrated(table, cat, sqls, columns)
         if columns:
-            assert built == [True]
+            assert built == [True, True]
         snaps = [Counter(norm(c.snapshot())) for c in caps]
         gone = [r for r in rows if r[0] == 7]
-        h.send([(rows[0], -1), ((1, decimal.Decimal("0.01")), 1), ((99, None), 1)]
-               + [(r, -1) for r in gone if r != rows[0]])
+        # each group's first and last time retracted, and a new one before them all
+        ends = {r for k in range(30) for r in (
+            min((r for r in rows if r[0] == k and r[2] is not None), key=lambda r: r[2]),
+            max((r for r in rows if r[0] == k and r[2] is not None), key=lambda r: r[2]))}
+        h.send([(rows[0], -1), ((1, decimal.Decimal("0.01"), day), 1), ((99, None, None), 1)]
+               + [(r, -1) for r in gone if r != rows[0]]
+               + [(r, -1) for r in ends if r != rows[0] and r[0] != 7])
         h.advance_to(2)
         df.run()
         outs.append((snaps, [Counter(norm(c.snapshot())) for c in caps]))
