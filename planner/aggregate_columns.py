@@ -21,7 +21,10 @@ rows) when the table holds something this module does not decide exactly. The su
 - aggregates: COUNT(*), COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x) without DISTINCT, over
   integer columns (sums in int64 where max|x| * rows cannot overflow), float64 columns
   (exact sums per (group, exponent), see `planner.float_sums`; MIN/MAX only without NaN or -0.0,
-  which the row path orders and keys by its own rules) and dates (COUNT, MIN, MAX).
+  which the row path orders and keys by its own rules), DECIMALs of up to 18 digits (SUM and
+  AVG: the unscaled values summed as ints, `_unscaled`), dates and timestamps (MIN and MAX:
+  days and microseconds, made dates and datetimes where they leave the arrays); and COUNT(x)
+  of a column of any type, which reads only its validity (`_counted_only`).
 
 The Python work at hydration is a constant number of calls per group (its key), never a
 call per row; MIN and MAX are one `reduceat` each, the output columns go to Arrow from the
