@@ -289,6 +289,25 @@ def _state_view(st: Any) -> Any:
             repr(st.output()[0]))  # the rows (not the records read: instrumentation)
 
 
+def _canon_state(st: Any) -> str:
+    """`_state_view` with each value map in key order (its insertion order is the rows'),
+    compared by repr (NaN is not == NaN)."""
+    rows, values, index, accs, out = _state_view(st)
+    return repr((rows, {a: sorted(v.items(), key=repr) for a, v in values.items()},
+                 index, accs, out))
+
+
+def _row_states(plan: IncrementalAggregates, table: pa.Table) -> dict[Any, Any]:
+    """The reference: each group's per-row state (keyed by column 0) after its rows."""
+    want = {}
+    for k, group in rows_by_key_reference(list(rows_of(table, table.num_columns)),
+                                          (0,)).items():
+        st = plan(k)
+        st.apply_vals(group, 1)
+        want[k] = st
+    return want
+
+
 @pytest.mark.parametrize("counting", [False, True])
 @pytest.mark.parametrize("seed", range(6))
 def test_aggregate_states_from_columns_equal_from_rows(seed: int, counting: bool,
@@ -419,26 +438,17 @@ def test_states_made_together_equal_the_rows(seed: int, monkeypatch: pytest.Monk
         Agg("count_star", None, False, "BIGINT"), Agg("min", 1, False, "BIGINT"),
         Agg("max", 2, False, "DOUBLE"), Agg("min", 3, False, "BIGINT"),
         Agg("max", 4, False, "DATE")))
-    want = {}
-    for k, group in rows_by_key_reference(list(rows_of(table, 5)), (0,)).items():
-        st = plan(k)
-        st.apply_vals(group, 1)
-        want[k] = st
+    want = _row_states(plan, table)
     together = build_groups(plan, table, (0,))
     alone = build_groups(plan, table, (0,))
     assert together is not None and alone is not None
     picked = sorted(rng.sample(range(len(together.keys)), rng.randint(ac.BULK_STATES, len(sizes))))
     made = together.states(picked)
-    def canon(st: Any) -> str:
-        # `_state_view` with each value map in key order, compared by repr (NaN is not == NaN)
-        rows, values, index, accs, out = _state_view(st)
-        return repr((rows, {a: sorted(v.items(), key=repr) for a, v in values.items()},
-                     index, accs, out))
 
     for g, st in zip(picked, made, strict=True):
         k = together.keys[g]
-        assert canon(st) == canon(want[k]), k
-        assert canon(alone.state(g)) == canon(st), k
+        assert _canon_state(st) == _canon_state(want[k]), k
+        assert _canon_state(alone.state(g)) == _canon_state(st), k
         assert repr(st.output()[0]) == repr(want[k].output()[0])
     assert sorted_together
 
@@ -770,11 +780,7 @@ def test_decimal_sums_from_columns_equal_the_rows(seed: int, by_code: bool,
                                       Agg("count", 1, False, "BIGINT"),
                                       Agg("sum", 1, False, "DECIMAL(38,2)"),
                                       Agg("avg", 1, False, "DOUBLE")))
-        want = {}
-        for k, group in rows_by_key_reference(list(rows_of(table, 2)), (0,)).items():
-            st = plan(k)
-            st.apply_vals(group, 1)
-            want[k] = st
+        want = _row_states(plan, table)
         for t in (table, chunked, dirty):
             built = build_groups(plan, t, (0,))
             assert built is not None
@@ -819,16 +825,7 @@ def test_timestamp_extremes_from_columns_equal_the_rows(seed: int) -> None:
                                   Agg("min", 1, False, "TIMESTAMP"),
                                   Agg("max", 1, False, "TIMESTAMP"),
                                   Agg("count", 1, False, "BIGINT")))
-    want = {}
-    for k, group in rows_by_key_reference(list(rows_of(table, 2)), (0,)).items():
-        st = plan(k)
-        st.apply_vals(group, 1)
-        want[k] = st
-    def canon(st: Any) -> str:
-        # `_state_view` with each value map in key order (its insertion order is the rows')
-        rows, values, index, accs, out = _state_view(st)
-        return repr((rows, {a: sorted(v.items(), key=repr) for a, v in values.items()},
-                     index, accs, out))
+    want = _row_states(plan, table)
 
     for t in (table, chunked):
         alone = build_groups(plan, t, (0,))
@@ -839,8 +836,8 @@ def test_timestamp_extremes_from_columns_equal_the_rows(seed: int) -> None:
         assert len(made) >= ac.BULK_STATES
         for g, k in enumerate(alone.keys):
             assert repr(rows[g]) == repr(want[k].output()[0][0][0]), k
-            assert canon(alone.state(g)) == canon(want[k]), k
-            assert canon(made[g]) == canon(want[k]), k
+            assert _canon_state(alone.state(g)) == _canon_state(want[k]), k
+            assert _canon_state(made[g]) == _canon_state(want[k]), k
     assert any(w.output()[0][0][0][1] is None for w in want.values())  # the NULLs' group
     # 10000-01-01, a TIMESTAMP DuckDB holds and Python's datetime does not
     past = pa.array([253402300800000000], pa.int64()).cast(pa.timestamp("us"))
@@ -856,7 +853,7 @@ def test_decimal_sums_fed_columns_equal_fed_rows(monkeypatch: pytest.MonkeyPatch
 
     import planner.aggregate_columns as ac
     from planner import Catalog, Column, TableSchema
-    from tests.planner_support import norm, record_declines
+    from tests.planner_support import record_declines
 
     built = record_declines(monkeypatch, ac, "build_groups")
     rng = random.Random(9)
@@ -874,21 +871,36 @@ def test_decimal_sums_fed_columns_equal_fed_rows(monkeypatch: pytest.MonkeyPatch
                                                  Column("s", "TIMESTAMP")])})
     sqls = ["SELECT k, sum(m) AS total, avg(m) AS mean, count(m) AS n FROM t GROUP BY k",
             "SELECT k, min(s) AS first, max(s) AS last FROM t GROUP BY k"]
-    outs = []
-    for columns in (True, False):
-        built.clear()
-        df, h, caps, rows = _hydrated(table, cat, sqls, columns)
-        if columns:
-            assert built == [True, True]
-        snaps = [Counter(norm(c.snapshot())) for c in caps]
+    def changes(rows: list[Any]) -> list[Any]:
         gone = [r for r in rows if r[0] == 7]
         # each group's first and last time retracted, and a new one before them all
         ends = {r for k in range(30) for r in (
             min((r for r in rows if r[0] == k and r[2] is not None), key=lambda r: r[2]),
             max((r for r in rows if r[0] == k and r[2] is not None), key=lambda r: r[2]))}
-        h.send([(rows[0], -1), ((1, decimal.Decimal("0.01"), day), 1), ((99, None, None), 1)]
-               + [(r, -1) for r in gone if r != rows[0]]
-               + [(r, -1) for r in ends if r != rows[0] and r[0] != 7])
+        return ([(rows[0], -1), ((1, decimal.Decimal("0.01"), day), 1), ((99, None, None), 1)]
+                + [(r, -1) for r in gone if r != rows[0]]
+                + [(r, -1) for r in ends if r != rows[0] and r[0] != 7])
+
+    _fed_both(table, cat, sqls, changes, built, [True, True])
+
+
+def _fed_both(table: Any, cat: Any, sqls: list[str],
+              changes: Any, built: list[bool] | None = None,
+              expect: list[bool] | None = None) -> None:
+    """The views `sqls` fed `table` as columns and as rows (`_hydrated`), then the updates
+    `changes(rows)` at time 1: both equal after each, and hydrated to something. Fed columns,
+    the builds recorded in `built` (`record_declines`) must be `expect`."""
+    from tests.planner_support import norm
+
+    outs = []
+    for columns in (True, False):
+        if built is not None:
+            built.clear()
+        df, h, caps, rows = _hydrated(table, cat, sqls, columns)
+        if columns and built is not None:
+            assert built == expect
+        snaps = [Counter(norm(c.snapshot())) for c in caps]
+        h.send(changes(rows))
         h.advance_to(2)
         df.run()
         outs.append((snaps, [Counter(norm(c.snapshot())) for c in caps]))
@@ -919,7 +931,6 @@ def test_a_dataflow_fed_columns_equals_one_fed_rows() -> None:
     """Through the planner's lowering: filter, map, GROUP BY with every aggregate, over a
     table sent as columns and as rows, then the same changes to both."""
     from planner import Catalog, Column, TableSchema
-    from tests.planner_support import norm
 
     rng = random.Random(7)
     n = 5000
@@ -933,16 +944,8 @@ def test_a_dataflow_fed_columns_equals_one_fed_rows() -> None:
     sqls = ["SELECT k % 7 AS b, count(*), count(k), sum(v), avg(id), min(id), max(v) FROM t "
             "WHERE id > 3 AND (k < 50 OR k IS NULL) GROUP BY k % 7",
             "SELECT id, k * 2 AS k2, v * 2.0 AS v2 FROM t WHERE v > 0"]
-    outs = []
-    for columns in (True, False):
-        df, h, caps, rows = _hydrated(table, cat, sqls, columns)
-        snaps = [Counter(norm(c.snapshot())) for c in caps]
-        h.send([(rows[0], -1), ((1, None, 0.5), 1), ((2, 99, -2.0), 1)])
-        h.advance_to(2)
-        df.run()
-        outs.append((snaps, [Counter(norm(c.snapshot())) for c in caps]))
-    assert outs[0] == outs[1]
-    assert all(outs[0][0])
+    _fed_both(table, cat, sqls,
+              lambda rows: [(rows[0], -1), ((1, None, 0.5), 1), ((2, 99, -2.0), 1)])
 
 
 def test_lazy_calls_keep_the_columns(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -951,7 +954,7 @@ def test_lazy_calls_keep_the_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     columns or rows, and then the same changes, the views are equal."""
     import planner.aggregate_columns as ac
     from planner import Catalog, Column, TableSchema
-    from tests.planner_support import norm, record_declines
+    from tests.planner_support import record_declines
 
     built = record_declines(monkeypatch, ac, "build_groups")
     rng = random.Random(8)
@@ -969,19 +972,10 @@ def test_lazy_calls_keep_the_columns(monkeypatch: pytest.MonkeyPatch) -> None:
             "WHERE k < 50 OR v > 10 GROUP BY id % 5",
             "SELECT id, coalesce(k, -1) AS k1, CASE WHEN v > 10 THEN 'big' END AS size FROM t "
             "WHERE b AND v > 1 OR id < 3"]
-    outs = []
-    for columns in (True, False):
-        built.clear()
-        df, h, caps, rows = _hydrated(table, cat, sqls, columns)
-        if columns:
-            assert built == [True]  # the CASE's sum built from columns
-        snaps = [Counter(norm(c.snapshot())) for c in caps]
-        h.send([(rows[0], -1), ((1, None, 12.0, True), 1), ((2, 99, -2.0, None), 1)])
-        h.advance_to(2)
-        df.run()
-        outs.append((snaps, [Counter(norm(c.snapshot())) for c in caps]))
-    assert outs[0] == outs[1]
-    assert all(outs[0][0])
+    # the CASE's sum built from columns
+    _fed_both(table, cat, sqls,
+              lambda rows: [(rows[0], -1), ((1, None, 12.0, True), 1), ((2, 99, -2.0, None), 1)],
+              built, [True])
 
 
 def _summed_reference(rows: list[tuple[Any, ...]], diff: int) -> list[tuple[str, int]]:
