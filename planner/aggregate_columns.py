@@ -8,7 +8,8 @@ is the reference: tests/test_columns_kernels.py checks one against the other, st
 `build_states` makes them all at once for that). It returns None (the caller then builds from
 rows) when the table holds something this module does not decide exactly. The subset:
 
-- group keys: columns of integer, boolean, string, date or float type (NULL is a group),
+- group keys: columns of integer, boolean, string, date, float, timestamp or DECIMAL type (NULL
+  is a group),
   grouped by a code per column: an integer's offset from the column's minimum; a string
   column of 1- or 2-byte values its bytes (`_fixed_width_codes`); else its dictionary index
   (a float column only without NaN or -0.0, which the row path keys by its own rules:
@@ -887,8 +888,9 @@ def _codes(table: Any, key: tuple[int, ...]) -> tuple[np.ndarray, int, list[_Dec
     for i in key:
         col = table.column(i)
         kind = value_kind(col.type)
-        if kind not in ("int", "bool", "str", "date", "float"):
-            return None
+        if kind not in ("int", "bool", "str", "date", "float", "timestamp") and not \
+                _is_decimal(col.type):
+            return None  # (a timestamp or DECIMAL key: its dictionary, values as the rows')
         if kind == "float" and _float_key_differs(col):
             return None
         if (kind == "str" and decoders and codes.flags.owndata and codes.flags.writeable
@@ -1364,6 +1366,14 @@ def _string_ranks(col: Any) -> tuple[np.ndarray, np.ndarray | None, Any] | None:
     rank[order.to_numpy()] = np.arange(len(dictionary), dtype=np.int64)
     codes = (pc.fill_null(indices, 0) if valid is not None else indices).to_numpy()
     return rank[codes], valid, dictionary.take(order)
+
+
+def _is_decimal(t: Any) -> bool:
+    """A DECIMAL column as the engine reads it (decimal128: every value of the column at its
+    one scale, so equal values are equal Decimals with one representation)."""
+    import pyarrow as pa
+
+    return bool(pa.types.is_decimal128(t))
 
 
 def _is_timestamp(t: Any) -> bool:

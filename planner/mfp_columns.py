@@ -85,6 +85,14 @@ def _supported(e: Scalar) -> bool:
             f in _FLOAT_ARITH and norm_type(e.type) == "DOUBLE"))
     if f == "cast":
         return norm_type(e.type) in ("DOUBLE", "TIMESTAMP")
+    if f in ("extract", "date_trunc"):
+        part = e.args[0]
+        return (len(e.args) == 2 and isinstance(part, Lit) and part.value.__class__ is str
+                and part.value.lower() in (_EXTRACT if f == "extract" else _TRUNC))
+    if f == "like":
+        return len(e.args) == 2 and isinstance(e.args[1], Lit)
+    if f in ("lower", "upper"):
+        return len(e.args) == 1
     return False
 
 
@@ -174,6 +182,8 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
     f = e.func
     if f in ("case", "coalesce"):
         return _choice(e, cols)
+    if f == "like":
+        return _like(_eval(e.args[0], cols), _scalar(e.args[1]))  # type: ignore[arg-type]
     if (f in _CMP or f in _ARITH) and not all(isinstance(a, Lit) for a in e.args):
         # a literal beside a column stays a scalar: Arrow broadcasts it (no column of copies)
         args = [_scalar(a) if isinstance(a, Lit) else _eval(a, cols) for a in e.args]
@@ -205,6 +215,10 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
         return pc.invert(args[0])
     if f == "is_null":
         return pc.is_null(args[0])
+    if f in ("extract", "date_trunc"):
+        return _calendar(f, e.args[0].value.lower(), args[1])  # type: ignore[union-attr]
+    if f in ("lower", "upper"):
+        return _case_of(f, args[0])
     t = norm_type(e.type)
     if f == "cast":
         import pyarrow as pa
@@ -316,3 +330,129 @@ def _int_mod(a: Any, b: Any) -> Any:
         raise _Undecided
     r = np.fmod(x, y)  # C's remainder: truncating, the dividend's sign
     return pa.array(r, type=pa.int64(), mask=nulls)
+
+
+# The parts `extract` and `date_trunc` compute over columns (`planner.scalar._extract` and
+# `_date_trunc` are the reference; the binder lowers the part's name). `date_trunc` of any
+# other part is its argument as a timestamp, as the reference gives it.
+_EXTRACT = frozenset({"year", "years", "y", "month", "months", "mon", "day", "days", "d",
+                      "dayofmonth", "quarter", "dow", "dayofweek", "isodow", "doy", "dayofyear",
+                      "week", "weeks", "weekofyear", "epoch", "hour", "hours", "h", "minute",
+                      "minutes", "m", "second", "seconds", "s"})
+_TRUNC = frozenset({"year", "quarter", "month", "week", "day", "hour", "minute", "second",
+                    "millisecond", "microsecond", "decade", "century", "millennium"})
+_US_DAY = 86_400_000_000
+# The characters RE2 reads as syntax (each escaped by a backslash to stand for itself).
+_RE2_SPECIAL = frozenset("\\.+*?()|[]{}^$")
+
+
+def _calendar(f: str, part: str, v: Any) -> Any:
+    """`extract(part, v)` (an int64 column) or `date_trunc(part, v)` (a timestamp column) of a
+    DATE or TIMESTAMP column, by NumPy's calendar: days and months since 1970, floored, as
+    Python's dates and datetimes count them. NULL stays NULL."""
+    import pyarrow as pa
+
+    pc = _pc()
+    kind = _kind(v)
+    if kind not in ("date", "timestamp") or isinstance(v, pa.Scalar):
+        raise _Undecided
+    nulls = _numpy(pc.is_null(v)) if v.null_count else None
+    if kind == "date":
+        days = _numpy(pc.fill_null(pc.cast(v, pa.int32()), 0)).astype(np.int64)
+        us = days * _US_DAY
+    else:
+        us = _numpy(pc.fill_null(pc.cast(v, pa.int64()), 0))
+        days = us // _US_DAY
+    day = days.astype("datetime64[D]")
+    months = day.astype("datetime64[M]").astype(np.int64)  # since 1970-01
+    years = day.astype("datetime64[Y]")
+    isodow = (days + 3) % 7 + 1  # 1970-01-01 was a Thursday
+    if f == "date_trunc":
+        if part == "year":
+            at = years.astype("datetime64[D]").astype(np.int64) * _US_DAY
+        elif part in ("quarter", "month"):
+            start = months - (months % 12) % 3 if part == "quarter" else months
+            at = start.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64) * _US_DAY
+        elif part == "week":
+            at = (days - (isodow - 1)) * _US_DAY  # back to Monday
+        elif part == "day":
+            at = days * _US_DAY
+        elif part in ("hour", "minute"):
+            step = 3_600_000_000 if part == "hour" else 60_000_000
+            at = us // step * step
+        else:
+            at = us  # the reference's other parts: the value itself (a date's midnight)
+        return pa.array(at, pa.timestamp("us"), mask=nulls)
+    if part in ("year", "years", "y"):
+        out = years.astype(np.int64) + 1970
+    elif part in ("month", "months", "mon"):
+        out = months % 12 + 1
+    elif part in ("day", "days", "d", "dayofmonth"):
+        out = days - months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64) + 1
+    elif part == "quarter":
+        out = months % 12 // 3 + 1
+    elif part in ("dow", "dayofweek"):
+        out = isodow % 7
+    elif part == "isodow":
+        out = isodow
+    elif part in ("doy", "dayofyear"):
+        out = days - years.astype("datetime64[D]").astype(np.int64) + 1
+    elif part in ("week", "weeks", "weekofyear"):
+        # ISO 8601: the week's Thursday decides its year; week 1 holds that year's first one
+        thursday = days - (isodow - 1) + 3
+        first = thursday.astype("datetime64[D]").astype("datetime64[Y]") \
+            .astype("datetime64[D]").astype(np.int64)
+        out = (thursday - first) // 7 + 1
+    elif part == "epoch":
+        if kind == "date":
+            out = days * 86_400
+        else:
+            # int(timedelta.total_seconds()): the microseconds / 10**6 rounded to a double,
+            # truncated; a double holds them exactly below 2**53, where NumPy's division
+            # rounds as Python's does
+            if len(us) and int(np.abs(us).max()) >= 2 ** 53:
+                raise _Undecided
+            out = np.trunc(us.astype(np.float64) / 1e6).astype(np.int64)
+    elif kind == "date":
+        if part not in ("hour", "minute", "second"):
+            return pa.nulls(len(days), pa.int64())  # the reference knows no 'h' of a date
+        out = np.zeros(len(days), np.int64)  # a date's hour, minute and second
+    else:
+        of_day = us - days * _US_DAY
+        if part in ("hour", "hours", "h"):
+            out = of_day // 3_600_000_000
+        elif part in ("minute", "minutes", "m"):
+            out = of_day // 60_000_000 % 60
+        else:
+            out = of_day // 1_000_000 % 60
+    return pa.array(out, pa.int64(), mask=nulls)
+
+
+def _like(v: Any, pattern: Any) -> Any:
+    """`s LIKE pattern` over a string column (`planner.scalar._like`: `%` any run of
+    characters, `_` one character, everything else itself, no escape; the whole string):
+    the same pattern as an RE2 expression, `.` matching any code point, newlines too."""
+    import pyarrow as pa
+
+    if _kind(v) != "str" or isinstance(v, pa.Scalar) or not isinstance(pattern, pa.Scalar):
+        raise _Undecided
+    p = pattern.as_py()
+    if p.__class__ is not str:
+        raise _Undecided
+    regex = "".join(".*" if ch == "%" else "." if ch == "_" else
+                    "\\" + ch if ch in _RE2_SPECIAL else ch for ch in p)
+    return _pc().match_substring_regex(v, pattern=f"(?s)\\A(?:{regex})\\z")
+
+
+def _case_of(f: str, v: Any) -> Any:
+    """LOWER or UPPER of a string column whose every value is ASCII, where Arrow's ASCII
+    mapping is Python's `str.lower` and `str.upper`; other strings go to the rows (Python's
+    full case mappings, such as 'ß'.upper() == 'SS')."""
+    import pyarrow as pa
+
+    pc = _pc()
+    if _kind(v) != "str" or isinstance(v, pa.Scalar):
+        raise _Undecided
+    if v.null_count < len(v) and not pc.all(pc.string_is_ascii(v)).as_py():
+        raise _Undecided
+    return pc.ascii_lower(v) if f == "lower" else pc.ascii_upper(v)

@@ -244,6 +244,76 @@ def test_ints_compared_with_floats_exactly() -> None:
                 assert _same(list(rows_of(got, 1)), _reference(m, rows))  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_calendar_functions_over_columns_equal_the_rows(seed: int) -> None:
+    """extract of every part and date_trunc of every part, of DATE and TIMESTAMP columns
+    (days before 1970, year 1, year 9999, leap days, ISO weeks across a new year, NULLs), equal
+    the rows' (`planner.scalar._extract`, `_date_trunc`) value for value and type for type; an
+    epoch of a timestamp past 2**53 microseconds is left to the rows."""
+    from planner.mfp_columns import _EXTRACT, _TRUNC
+
+    rng = random.Random(80 + seed)
+    days = [datetime.date(1, 1, 1), datetime.date(9999, 12, 31), datetime.date(1969, 12, 31),
+            datetime.date(2024, 2, 29), datetime.date(2020, 12, 31), datetime.date(2021, 1, 3),
+            datetime.date(2027, 1, 1), datetime.date(1900, 3, 1)]
+    dates = [None if rng.random() < 0.1 else rng.choice(days) if rng.random() < 0.3 else
+             datetime.date(1, 1, 1) + datetime.timedelta(days=rng.randrange(3_652_058))
+             for _ in range(400)]
+    stamps = [None if d is None else datetime.datetime(d.year, d.month, d.day) +
+              datetime.timedelta(microseconds=rng.randrange(86_400_000_000)) for d in dates]
+    near = [None if rng.random() < 0.1 else datetime.datetime(1970, 1, 1) +
+            datetime.timedelta(microseconds=rng.randint(-2 ** 52, 2 ** 52)) for _ in range(400)]
+    table = pa.table([pa.array(dates, pa.date32()), pa.array(stamps, pa.timestamp("us")),
+                      pa.array(near, pa.timestamp("us"))], names=["d", "t", "n"])
+    rows = list(rows_of(table, 3))
+    get = Get("t", 3)
+    declined = set()
+    for f, parts, typ in (("extract", _EXTRACT, "BIGINT"), ("date_trunc", _TRUNC, "TIMESTAMP")):
+        for part in sorted(parts):
+            for col in (0, 1, 2):
+                m = Mfp(get, (Call(f, (Lit(part, "VARCHAR"), Col(col)), typ),), (), (3,))
+                kernel = columns_mfp(m)
+                assert kernel is not None, (f, part)
+                got = kernel(table)
+                if got is None:
+                    declined.add((f, part, col))
+                    continue
+                want = _reference(m, rows)
+                assert want is not None
+                assert _same(list(rows_of(got, 1)), want), (f, part, col)
+    assert declined == {("extract", "epoch", 1)}  # year 9999 in microseconds: past 2**53
+    assert columns_mfp(Mfp(get, (Call("extract", (Lit("millisecond", "VARCHAR"), Col(0)),
+                                      "BIGINT"),), (), (3,))) is None
+
+
+def test_like_and_case_mappings_over_columns_equal_the_rows() -> None:
+    """LIKE with `%`, `_`, RE2's syntax characters, a newline and characters past ASCII, of
+    strings and NULLs, equals the rows' match; LOWER and UPPER of ASCII strings too, and a
+    column holding other characters (Python's full case mappings: 'ß'.upper() is 'SS') is
+    left to the rows."""
+    values = ["", "a", "abc", "a.c", "a+c", "a\nc", "é", "éa", "x%y", "x_y", "(a)", "[a]",
+              "a\\b", "ß", "$^", "ab{2}", "a|b", "ABC", "mixed Case 9", None]
+    table = pa.table([pa.array(values, pa.string())], names=["s"])
+    rows = list(rows_of(table, 1))
+    get = Get("t", 1)
+    patterns = ["%", "_", "a%", "%c", "a_c", "a.c", "a+c", "a_%", "%_%", "x%y", "x_y", "(a)",
+                "[a]", "a\\b", "$^", "ab{2}", "a|b", "é%", "_a", "", "%a%", "a\nc", "ß"]
+    for p in patterns:
+        m = Mfp(get, (), (Call("like", (Col(0), Lit(p, "VARCHAR")), "BOOLEAN"),), (0,))
+        got = columns_mfp(m)(table)  # type: ignore[misc]
+        assert got is not None
+        assert _same(list(rows_of(got, 1)), _reference(m, rows)), p  # type: ignore[arg-type]
+    for f in ("lower", "upper"):
+        m = Mfp(get, (Call(f, (Col(0),), "VARCHAR"),), (), (1,))
+        assert columns_mfp(m)(table) is None  # type: ignore[misc]  # 'é', 'ß': the rows
+        ascii_table = pa.table([pa.array(["", "aBc", "X Y-z", None, "mixed Case 9"])],
+                               names=["s"])
+        got = columns_mfp(m)(ascii_table)  # type: ignore[misc]
+        assert got is not None
+        assert _same(list(rows_of(got, 1)),
+                     _reference(m, list(rows_of(ascii_table, 1))))  # type: ignore[arg-type]
+
+
 def test_case_and_coalesce_over_columns() -> None:
     """CASE takes the first TRUE condition (a NULL one is not), else its ELSE (NULL when it
     has none); COALESCE the first non-NULL argument; both equal the rows', and a CASE of
@@ -951,6 +1021,45 @@ def test_encoded_chunks_decode_to_the_column(own_dictionaries: bool,
     shared = [c.dictionary for c in own.chunks]
     assert ac._one_dictionary(shared[0], shared) != own_dictionaries
     assert not ac._one_dictionary(shared[0], [pa.array(shared[0].to_pylist())])
+
+
+def test_timestamp_and_decimal_keys_group_as_the_rows() -> None:
+    """GROUP BY a TIMESTAMP, a DECIMAL, both, or either with an int (NULL a group, in
+    chunks): every group's state and output, and the columns sent, equal the per-row ones."""
+    import decimal
+
+    rng = random.Random(21)
+    n = 2000
+    stamps = [None if rng.random() < 0.05 else rng.choice(STAMPS + [
+        datetime.datetime(2024, 1, 1, rng.randrange(24))]) for _ in range(n)]
+    decs = [None if rng.random() < 0.05 else decimal.Decimal(rng.randint(-500, 500)).scaleb(-2)
+            for _ in range(n)]
+    table = pa.table([pa.array([rng.randrange(5) for _ in range(n)], pa.int64()),
+                      pa.array(stamps, pa.timestamp("us")), pa.array(decs, pa.decimal128(9, 2)),
+                      pa.array([rng.random() for _ in range(n)], pa.float64())],
+                     names=["k", "t", "m", "v"])
+    chunked = pa.Table.from_batches(table.to_batches(max_chunksize=700))
+    plan = IncrementalAggregates((Agg("count_star", None, False, "BIGINT"),
+                                  Agg("sum", 3, False, "DOUBLE"), Agg("max", 1, False, "TIMESTAMP")))
+    rows = list(rows_of(table, table.num_columns))
+    for key in ((1,), (2,), (1, 2), (0, 1), (2, 0)):
+        want = {}
+        for k, group in rows_by_key_reference(rows, key).items():
+            st = plan(k)
+            st.apply_vals(group, 1)
+            want[k] = st
+        for t in (table, chunked):
+            built = build_groups(plan, t, key)
+            assert built is not None, key
+            assert sorted(map(repr, built.keys)) == sorted(map(repr, want))
+            out, _ = built.rows()
+            cols = built.columns()
+            assert cols is not None
+            sent = list(rows_of(cols[0], cols[0].num_columns))
+            for g, k in enumerate(built.keys):
+                assert repr(out[g]) == repr(want[k].output()[0][0][0]), k
+                assert repr(sent[g]) == repr(tuple(k) + out[g]), k
+                assert _canon_state(built.state(g)) == _canon_state(want[k]), k
 
 
 def test_string_extremes_and_distinct_counts_fed_columns_equal_fed_rows(
