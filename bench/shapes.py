@@ -39,6 +39,12 @@ SHAPES = {
     "distinct": "SELECT DISTINCT k, dt FROM t",
     "sum case": "SELECT k, sum(CASE WHEN b THEN 1 ELSE 0 END) FROM t GROUP BY k",
     "max having": "SELECT k, max(v) AS m FROM t GROUP BY k HAVING max(v) > 10",
+    "min/max dec": "SELECT k, min(d), max(d) FROM t GROUP BY k",
+    "by hour": "SELECT date_trunc('hour', ts) AS h, count(*), sum(v) FROM t GROUP BY 1",
+    "by month": "SELECT year(dt) AS y, month(dt) AS m, count(*) FROM t GROUP BY 1, 2",
+    "functions": "SELECT k, round(v / 7, 2) AS r, abs(n - 5000) AS a, CAST(v AS BIGINT) AS c"
+                 " FROM t WHERE s LIKE 'name1%'",
+    "strings": "SELECT k, lower(s) || '!' AS l FROM t WHERE k < 100",
 }
 
 

@@ -19,13 +19,16 @@ rows) when the table holds something this module does not decide exactly. The su
   to their group by a counting scatter (`engine.counting_sort`); and for a few codes and no
   MIN/MAX over a large table, no sort at all: every sum and count by code in the rows' own
   order (`_build_by_code`);
-- aggregates: COUNT(*), COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x) without DISTINCT, over
+- aggregates: COUNT(*), COUNT(x), SUM(x), AVG(x), MIN(x), MAX(x), COUNT(DISTINCT x), over
   integer columns (sums in int64 where max|x| * rows cannot overflow), float64 columns
   (exact sums per (group, exponent), see `planner.float_sums`; MIN/MAX only without NaN or -0.0,
   which the row path orders and keys by its own rules), DECIMALs of up to 18 digits (SUM and
-  AVG: the unscaled values summed as ints, `_unscaled`), dates and timestamps (MIN and MAX:
-  days and microseconds, made dates and datetimes where they leave the arrays); and COUNT(x)
-  of a column of any type, which reads only its validity (`_counted_only`).
+  AVG: the unscaled values summed as ints, `_unscaled`; MIN and MAX: made Decimals where they
+  leave the arrays), dates and timestamps (MIN and MAX: days and microseconds, made dates and
+  datetimes where they leave the arrays), strings (MIN and MAX: ranks among the column's
+  sorted distinct values, `_string_ranks`); COUNT(DISTINCT x) of any of these (one sort of
+  (group, value) pairs); and COUNT(x) of a column of any type, which reads only its validity
+  (`_counted_only`).
 
 The Python work at hydration is a constant number of calls per group (its key), never a
 call per row; MIN and MAX are one `reduceat` each, the output columns go to Arrow from the
@@ -169,8 +172,6 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
                                                  for k, y, _, _ in plan.accs)
            for x, (_, _, kind) in cols.items()):
         return None  # only COUNT reads a date; the binder makes no SUM of one
-    if any(cols[x][2] == DECIMAL for x in plan.value_args):
-        return None  # a DECIMAL's MIN/MAX: its values stay Python's (the rows)
     for x in plan.value_args:
         vals, valid, kind = cols[x]
         live = vals if valid is None else vals[valid]
@@ -355,7 +356,8 @@ class BuiltGroups:
                 nulls = b - a - len(part)
             values = st.values[x]
             idx = st.index.get(x)
-            strings = self.dictionaries.get(x)
+            # what makes the values Python's: a STRING's sorted values, a DECIMAL's scale
+            strings = self.dictionaries.get(x) if kind == STRING else self.scales.get(x)
             sorted_part = done.get(x) if done is not None and k >= 0 else None
             if sorted_part is not None and not sorted_part[3][k]:
                 uniq_all, counts_all, offsets, _, whole = sorted_part
@@ -528,7 +530,7 @@ class BuiltGroups:
             return np.diff(self.bounds).tolist()
         if f == "count" and a.distinct:
             return self._distinct_counts(a.arg).tolist()
-        if f in ("min", "max") and a.arg in self.dictionaries:
+        if f in ("min", "max") and (a.arg in self.dictionaries or self.kinds[a.arg] == DECIMAL):
             return self._array(a, slot).to_pylist()  # type: ignore[no-any-return]
         if f in ("min", "max"):
             assert a.arg is not None
@@ -574,6 +576,8 @@ class BuiltGroups:
             return pa.array(self._distinct_counts(a.arg))
         if f in ("min", "max"):
             found, has = self._extremes(a.arg, f)
+            if self.kinds[a.arg] == DECIMAL:
+                return _decimals(np.where(has, found, 0), self.scales[a.arg], has)
             strings = self.dictionaries.get(a.arg)
             if strings is None:
                 return pa.array(found, mask=None if has.all() else ~has)
@@ -1155,7 +1159,8 @@ def _distinct_values(st: AggregateState, x: int, uniq: np.ndarray, ucount: np.nd
     """Put a group's distinct values `uniq` of MIN/MAX or COUNT(DISTINCT) argument `x`
     (ascending, their counts `ucount`, None: each once; a STRING's ranks into `strings`) and
     its `nulls` into state `st` (`BuiltGroups.state`)."""
-    if len(uniq) >= ARRAY_INDEX_MIN and idx is not None and kind not in (TIMESTAMP, STRING):
+    if len(uniq) >= ARRAY_INDEX_MIN and idx is not None and \
+            kind not in (TIMESTAMP, STRING, DECIMAL):
         # many distinct values: kept in arrays (planner.sorted_counts)
         sc = SortedCounts(uniq, ucount, kind, nulls)
         st.values[x] = sc  # type: ignore[assignment]
@@ -1173,9 +1178,12 @@ def _distinct_values(st: AggregateState, x: int, uniq: np.ndarray, ucount: np.nd
 
 def _python_values(vals: np.ndarray, kind: str, strings: Any = None) -> list[Any]:
     """An argument's values (of one group) as the rows hold them: dates and datetimes made
-    from their days and microseconds, strings from their ranks into `strings`."""
+    from their days and microseconds, strings from their ranks into `strings`, Decimals from
+    their unscaled values at the scale `strings`."""
     if kind == STRING:
         return strings.take(vals).to_pylist()  # type: ignore[no-any-return]
+    if kind == DECIMAL:
+        return [_decimal(v, strings) for v in vals.tolist()]
     if kind == "date":
         return vals.astype("datetime64[D]").tolist()  # type: ignore[no-any-return]
     if kind == TIMESTAMP:
@@ -1195,7 +1203,7 @@ def _index_present(idx: Any, present: list[Any], kind: str) -> None:
         # dates: _value_entry(v) is (4, v's midnight, 0, v), in v's order
         idx.update([(4, _midnight(v), 0, v) for v in present])
     else:
-        # numbers without NaN: _value_entry(v) is (2, v, 0, v), in v's order
+        # numbers without NaN (Decimals too): _value_entry(v) is (2, v, 0, v), in v's order
         idx.update(list(zip(repeat(2), present, repeat(0), present)))
 
 
@@ -1387,6 +1395,21 @@ def _decimal(unscaled: int, scale: int) -> decimal.Decimal:
     """The Decimal of `unscaled` * 10**-scale, at that exponent: what adding the column's
     values (each at the column's scale) as Decimals gives, digit for digit."""
     return decimal.Decimal(unscaled).scaleb(-scale, DECIMAL_CONTEXT)
+
+
+def _decimals(unscaled: np.ndarray, scale: int, valid: np.ndarray) -> Any:
+    """A decimal128(18, scale) Arrow array of the int64 `unscaled` values (NULL where not
+    `valid`): each value's 16 bytes are its low word and the sign-extending high word."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    words = np.empty((len(unscaled), 2), np.int64)
+    words[:, 0] = unscaled
+    words[:, 1] = unscaled >> 63
+    out = pa.Array.from_buffers(pa.decimal128(18, scale), len(unscaled),
+                                [None, pa.py_buffer(words)])
+    return out if valid.all() else pc.if_else(pa.array(valid), out,
+                                              pa.scalar(None, out.type))
 
 
 def _unscaled(chunk: Any) -> np.ndarray | None:

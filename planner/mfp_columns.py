@@ -15,9 +15,16 @@ strings (UTF-8 byte order is code point order, Python's), dates, timestamps, and
 a NaN-free float (the int made a double where that is exact, below 2**53: Python's exact
 comparison then gives the same answer; else Arrow refuses and the rows decide); AND, OR (Kleene
 logic, which is SQL's), NOT, IS NULL; +, -, * of ints into an integer SQL type and of floats
-into DOUBLE; % of ints; CAST of an int to DOUBLE (exact below 2**53, else Arrow refuses and the
-rows decide) and of a date to TIMESTAMP (its midnight); CASE and COALESCE whose results (NULL
-aside) are of one kind. Every other value may be projected through untouched.
+into DOUBLE; % of ints; / of ints and floats into DOUBLE (IEEE, as the reference divides); ABS
+of ints within their type and of floats; ROUND(x, n) for a literal n from 0 to 15 (a double's
+halves decided exactly, one by one where the product lies within an ulp of one); CAST of an
+int to DOUBLE (exact below 2**53, else Arrow refuses and the rows decide), of a date to
+TIMESTAMP (its midnight), of an int or float to an integer type (half to even, within the
+type), of a timestamp to DATE (its day) and of an int or string to VARCHAR; extract of the
+calendar's parts and date_trunc of a DATE or TIMESTAMP; LIKE with a literal pattern (as an RE2
+expression); LOWER and UPPER of ASCII strings; || and CONCAT of strings; CASE and COALESCE
+whose results (NULL aside) are of one kind. Every other value may be projected through
+untouched.
 
 The Mfp's order (maps, then filters after the maps they read) does not matter here: nothing
 in the subset raises, and any would-be error makes the whole table go to the per-row path. So
@@ -84,7 +91,19 @@ def _supported(e: Scalar) -> bool:
         return len(e.args) == 2 and (norm_type(e.type) in INT_RANGE or (
             f in _FLOAT_ARITH and norm_type(e.type) == "DOUBLE"))
     if f == "cast":
-        return norm_type(e.type) in ("DOUBLE", "TIMESTAMP")
+        return norm_type(e.type) in ("DOUBLE", "TIMESTAMP", "DATE", "VARCHAR") or \
+            norm_type(e.type) in INT_RANGE
+    if f == "div":
+        return len(e.args) == 2 and norm_type(e.type) == "DOUBLE"
+    if f == "abs":
+        return len(e.args) == 1
+    if f == "round":
+        # round(x) or round(x, n) for a literal n from 0 to 15 (10**n a double exactly)
+        return len(e.args) == 1 or (len(e.args) == 2 and isinstance(e.args[1], Lit)
+                                    and e.args[1].value.__class__ is int
+                                    and 0 <= e.args[1].value <= 15)
+    if f in ("dpipe", "concat"):
+        return len(e.args) >= 1
     if f in ("extract", "date_trunc"):
         part = e.args[0]
         return (len(e.args) == 2 and isinstance(part, Lit) and part.value.__class__ is str
@@ -184,7 +203,7 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
         return _choice(e, cols)
     if f == "like":
         return _like(_eval(e.args[0], cols), _scalar(e.args[1]))  # type: ignore[arg-type]
-    if (f in _CMP or f in _ARITH) and not all(isinstance(a, Lit) for a in e.args):
+    if (f in _CMP or f in _ARITH or f == "div") and not all(isinstance(a, Lit) for a in e.args):
         # a literal beside a column stays a scalar: Arrow broadcasts it (no column of copies)
         args = [_scalar(a) if isinstance(a, Lit) else _eval(a, cols) for a in e.args]
     else:
@@ -229,7 +248,23 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
             return pc.cast(args[0], pa.float64())  # safe: refuses an int a double cannot hold
         if (kinds[0], t) == ("date", "TIMESTAMP"):
             return pc.cast(args[0], pa.timestamp("us"))  # the date's midnight
+        if t in INT_RANGE and kinds[0] in ("int", "float"):
+            return _to_int(args[0], kinds[0], t)
+        if (kinds[0], t) == ("timestamp", "DATE"):
+            return _day_of(args[0])
+        if (kinds[0], t) == ("str", "VARCHAR"):
+            return args[0]
+        if (kinds[0], t) == ("int", "VARCHAR"):
+            return pc.cast(args[0], pa.string())  # str(int): its decimal digits
         raise _Undecided
+    if f == "div":
+        return _divide(args, kinds)
+    if f == "abs":
+        return _abs(args[0], kinds[0], t)
+    if f == "round":
+        return _round(args[0], kinds[0], e.args[1].value if len(e.args) == 2 else 0)  # type: ignore[union-attr]
+    if f in ("dpipe", "concat"):
+        return _join(f, args, kinds)
     if kinds != ["int", "int"] and not (kinds == ["float", "float"] and t == "DOUBLE"):
         raise _Undecided
     if kinds[0] == "float":
@@ -456,3 +491,109 @@ def _case_of(f: str, v: Any) -> Any:
     if v.null_count < len(v) and not pc.all(pc.string_is_ascii(v)).as_py():
         raise _Undecided
     return pc.ascii_lower(v) if f == "lower" else pc.ascii_upper(v)
+
+
+def _to_int(v: Any, kind: str, t: str) -> Any:
+    """CAST of an int or float column to integer type `t` (`planner.scalar._convert`): a
+    float rounded half to even (Python's `round`); a NaN, an infinity or a value outside `t`
+    (which the rows refuse with their error) sends the table to the rows."""
+    import pyarrow as pa
+
+    pc = _pc()
+    lo, hi = INT_RANGE[t]
+    if kind == "float":
+        x = _numpy(pc.fill_null(v, 0.0))
+        if not np.isfinite(x).all():
+            raise _Undecided
+        r = np.rint(x)  # half to even
+        if len(r) and (r.min() < -(2.0 ** 63) or r.max() >= 2.0 ** 63):
+            raise _Undecided
+        out = pa.array(r.astype(np.int64), pa.int64(),
+                       mask=_numpy(pc.is_null(v)) if v.null_count else None)
+    else:
+        out = pc.cast(v, pa.int64())  # safe: refuses a uint64 past int64
+    if len(out) > out.null_count:
+        mm = pc.min_max(out)
+        if mm["min"].as_py() < lo or mm["max"].as_py() > hi:
+            raise _Undecided
+    return out
+
+
+def _day_of(v: Any) -> Any:
+    """CAST of a TIMESTAMP column to DATE: the day it falls in (`datetime.date()`), its
+    microseconds floored to days."""
+    import pyarrow as pa
+
+    pc = _pc()
+    us = _numpy(pc.fill_null(pc.cast(v, pa.int64()), 0))
+    days = (us // _US_DAY).astype(np.int32)
+    return pa.array(days, pa.int32(), mask=_numpy(pc.is_null(v)) if v.null_count else None) \
+        .cast(pa.date32())
+
+
+def _divide(args: list[Any], kinds: list[str]) -> Any:
+    """`a / b` of ints or floats into DOUBLE (`planner.scalar._div`): both made doubles (an
+    int exactly, else Arrow refuses and the rows decide), then IEEE division, which is the
+    reference's rule for a zero divisor too (0/0 NaN, else an infinity of the signs' sign)."""
+    if any(k not in ("int", "float") for k in kinds):
+        raise _Undecided
+    a, b = (_as_double(x) if k == "int" else x for x, k in zip(args, kinds, strict=True))
+    return _pc().divide(a, b)
+
+
+def _abs(v: Any, kind: str, t: str) -> Any:
+    """ABS of an int column within its SQL type (past it the rows raise) or of a float."""
+    pc = _pc()
+    if kind == "float":
+        return pc.abs(v)
+    if kind != "int" or t not in INT_RANGE:
+        raise _Undecided
+    out = pc.abs_checked(v)  # raises ArrowInvalid for the minimum of its Arrow type
+    if len(out) > out.null_count and pc.max(out).as_py() > INT_RANGE[t][1]:
+        raise _Undecided
+    return out
+
+
+def _join(f: str, args: list[Any], kinds: list[str]) -> Any:
+    """`a || b` (NULL if either is) and CONCAT (NULLs skipped) of strings."""
+    if any(k != "str" for k in kinds):
+        raise _Undecided
+    pc = _pc()
+    if f == "concat":
+        # a NULL is skipped: it adds nothing, as the empty string does (Arrow's own "skip"
+        # lost a row of a lone argument's join in pyarrow 26)
+        args = [pc.fill_null(a, "") for a in args]
+    return pc.binary_join_element_wise(*args, "")
+
+
+def _round(v: Any, kind: str, n: int) -> Any:
+    """ROUND(x, n), 0 <= n <= 15 (`planner.scalar._round`): an int is itself; a double is
+    `round_double`: x * 10**n rounded to an integer, halves away from zero, decided on the
+    exact product, then divided back. The product as a double is within half an ulp of the
+    exact one, so its rounding is the exact product's except where the product lies within
+    an ulp of a half: those values (halves such as 2.5 among them) are rounded one by one by
+    the reference itself."""
+    import pyarrow as pa
+
+    from planner.scalar import round_double
+
+    pc = _pc()
+    if kind == "int":
+        return v
+    if kind != "float":
+        raise _Undecided
+    nulls = _numpy(pc.is_null(v)) if v.null_count else None
+    x = _numpy(pc.fill_null(v, 0.0)).astype(np.float64, copy=True)
+    m = 10.0 ** n
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = x * m
+        a = np.abs(p)
+        whole = np.floor(a)
+        frac = a - whole
+        near = np.isfinite(p) & (a < 2.0 ** 52) & (np.abs(frac - 0.5) <= np.spacing(a))
+        nearest = np.where(frac > 0.5, whole + 1.0, whole)
+        r = np.where(a < 2.0 ** 52, np.copysign(nearest, p), p) / m
+        out = np.where(np.isfinite(p) & np.isfinite(r), r, x)  # the reference keeps x then
+    for i in np.flatnonzero(near).tolist():
+        out[i] = round_double(float(x[i]), n)
+    return pa.array(out, pa.float64(), mask=nulls)

@@ -314,6 +314,86 @@ def test_like_and_case_mappings_over_columns_equal_the_rows() -> None:
                      _reference(m, list(rows_of(ascii_table, 1))))  # type: ignore[arg-type]
 
 
+def test_division_casts_abs_and_joins_over_columns_equal_the_rows() -> None:
+    """`/` (IEEE, zero divisors included), CAST to integer types (floats half to even), of a
+    TIMESTAMP to DATE, of an int to VARCHAR, ABS, `||` and CONCAT over columns equal the
+    rows', value for value and type for type; where the rows raise (a NaN or an out-of-range
+    value cast, the ABS of an INTEGER's minimum) or an int is no double, the columns decline."""
+    ints = [0, 7, -7, None, 3, 2 ** 40, -1]
+    small = [2, 0, -3, 5, None, -(2 ** 31) + 1, -2]
+    floats = [0.5, -0.0, 2.5, -2.5, 1.5, None, 1e15 + 0.5]
+    strs = ["a", None, "", "é", "x y", "b", "c"]
+    stamps = [datetime.datetime(1969, 12, 31, 23, 59), datetime.datetime(1, 1, 1),
+              datetime.datetime(2024, 2, 29, 12), None, datetime.datetime(1970, 1, 1),
+              datetime.datetime(9999, 12, 31, 23, 59, 59, 999999), datetime.datetime(1969, 1, 1)]
+    table = pa.table([pa.array(ints, pa.int64()), pa.array(small, pa.int32()),
+                      pa.array(floats, pa.float64()), pa.array(strs, pa.string()),
+                      pa.array(stamps, pa.timestamp("us"))], names=list("ijfst"))
+    get = Get("t", 5)
+    rows = list(rows_of(table, 5))
+    i, j, f, s, t = (Col(c) for c in range(5))
+    decided = [
+        Call("div", (i, j), "DOUBLE"), Call("div", (f, i), "DOUBLE"),
+        Call("div", (i, Lit(0, "INTEGER")), "DOUBLE"), Call("div", (Lit(1.0, "DOUBLE"), f), "DOUBLE"),
+        Call("div", (f, f), "DOUBLE"), Call("cast", (f,), "BIGINT"),
+        Call("cast", (j,), "INTEGER"),
+        Call("cast", (j,), "SMALLINT"), Call("cast", (i,), "VARCHAR"),
+        Call("cast", (t,), "DATE"), Call("cast", (s,), "VARCHAR"), Call("abs", (i,), "BIGINT"),
+        Call("abs", (f,), "DOUBLE"), Call("dpipe", (s, Lit("!", "VARCHAR")), "VARCHAR"),
+        Call("dpipe", (s, s), "VARCHAR"), Call("concat", (s, Lit("-", "VARCHAR"), s), "VARCHAR"),
+        Call("concat", (s,), "VARCHAR")]
+    for e in decided:
+        m = Mfp(get, (e,), (), (5,))
+        kernel = columns_mfp(m)
+        assert kernel is not None, e
+        want = _reference(m, rows[:5] if e.args[0] == j and e.type == "SMALLINT" else rows)
+        got = kernel(table.slice(0, 5) if e.args[0] == j and e.type == "SMALLINT" else table)
+        assert got is not None, e
+        assert want is not None and _same(list(rows_of(got, 1)), want), (e, want)
+    # the rows raise (or an int is no double): the columns decline
+    nan = table.set_column(2, "f", pa.array([0.5, math.nan] + floats[2:], pa.float64()))
+    wide = table.set_column(0, "i", pa.array(ints[:-1] + [2 ** 53 + 1], pa.int64()))
+    for e, tab, raises in (
+            (Call("cast", (f,), "BIGINT"), nan, True),  # NaN to an int
+            (Call("cast", (f,), "SMALLINT"), table, True),  # 1e15 + 0.5 past SMALLINT
+            (Call("cast", (j,), "SMALLINT"), table, True),  # -2**31 + 1 past SMALLINT
+            (Call("abs", (Call("sub", (j, Lit(1, "INTEGER")), "INTEGER"),), "INTEGER"), table,
+             True),  # abs(-2**31) past INTEGER
+            (Call("div", (i, f), "DOUBLE"), wide, False)):  # 2**53 + 1 is no double
+        m = Mfp(get, (e,), (), (5,))
+        assert columns_mfp(m)(tab) is None, e  # type: ignore[misc]
+        assert (_reference(m, list(rows_of(tab, 5))) is None) == raises, e
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_round_over_columns_equals_the_rows(seed: int) -> None:
+    """ROUND(x, n) of doubles over columns equals `round_double` (halves away from zero
+    decided on the exact product: round(1.005, 2) is 1.0, round(-483.445, 2) -483.44, a
+    negative value rounding to zero -0.0, NaN and infinities themselves, products past 2**52
+    already integral) and of ints (themselves), for n from 0 to 15."""
+    rng = random.Random(100 + seed)
+    special = [2.5, -2.5, 0.5, -0.5, 1.5, 1.005, -483.445, 0.125, 1.25, -0.3, 4.4999999999999,
+               1e16 + 2, -1e300, 5e-324, 0.0, -0.0, math.nan, math.inf, -math.inf, 2.675]
+    floats = [None if rng.random() < 0.05 else rng.choice(special) if rng.random() < 0.4 else
+              round(rng.uniform(-1000, 1000), rng.randint(0, 6)) for _ in range(500)]
+    table = pa.table([pa.array(floats, pa.float64()),
+                      pa.array([rng.randint(-99, 99) for _ in floats], pa.int64())],
+                     names=["f", "i"])
+    rows = list(rows_of(table, 2))
+    get = Get("t", 2)
+    for n in (None, 0, 1, 2, 3, 4, 15):
+        for col, typ in ((0, "DOUBLE"), (1, "BIGINT")):
+            args = (Col(col),) if n is None else (Col(col), Lit(n, "INTEGER"))
+            m = Mfp(get, (Call("round", args, typ),), (), (2,))
+            kernel = columns_mfp(m)
+            assert kernel is not None
+            got = kernel(table)
+            assert got is not None
+            assert _same(list(rows_of(got, 1)), _reference(m, rows)), (n, col)  # type: ignore[arg-type]
+    assert columns_mfp(Mfp(get, (Call("round", (Col(0), Lit(16, "INTEGER")), "DOUBLE"),),
+                           (), (2,))) is None
+
+
 def test_case_and_coalesce_over_columns() -> None:
     """CASE takes the first TRUE condition (a NULL one is not), else its ELSE (NULL when it
     has none); COALESCE the first non-NULL argument; both equal the rows', and a CASE of
@@ -816,7 +896,7 @@ def test_decimal_sums_from_columns_equal_the_rows(seed: int, by_code: bool,
     """SUM and AVG of a DECIMAL of at most 18 digits built from columns (the unscaled values
     summed as ints, by runs or, with few groups, by code): every state and output equals the
     per-row one digit for digit (Decimal('0.00') where values cancel, NULL for a group of
-    NULLs), chunked or not; a MIN of one, or a DECIMAL of more digits, is left to the rows."""
+    NULLs), chunked or not; a DECIMAL of more digits is left to the rows (and its MIN too)."""
     import decimal
 
     import pyarrow.compute as pc
@@ -864,15 +944,14 @@ def test_decimal_sums_from_columns_equal_the_rows(seed: int, by_code: bool,
                 assert repr(_state_view(built.state(g))) == repr(_state_view(want[k])), k
         assert any(w.output()[0][0][0][2] is None for w in want.values())  # the NULLs
         assert (True in by_codes) == by_code  # the path asked for
-    # MIN of a DECIMAL, and a DECIMAL past 18 digits: the rows
+    # a DECIMAL past 18 digits: the rows
     table = pa.table([pa.array([1, 1], pa.int64()),
                       pa.array([decimal.Decimal("1.50"), decimal.Decimal("2.25")],
                                pa.decimal128(12, 2))], names=["k", "d"])
-    assert build_groups(IncrementalAggregates((Agg("min", 1, False, "DECIMAL(12,2)"),)),
-                        table, (0,)) is None
     wide = table.set_column(1, "d", table.column(1).cast(pa.decimal128(38, 2)))
-    assert build_groups(IncrementalAggregates((Agg("sum", 1, False, "DECIMAL(38,2)"),)),
-                        wide, (0,)) is None
+    for f in ("sum", "min"):
+        assert build_groups(IncrementalAggregates((Agg(f, 1, False, "DECIMAL(38,2)"),)),
+                            wide, (0,)) is None
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -988,6 +1067,49 @@ def test_string_extremes_and_distinct_counts_from_columns_equal_the_rows(seed: i
                                                            (2, 1, None, None, 0, 0)]
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_decimal_extremes_from_columns_equal_the_rows(seed: int) -> None:
+    """MIN, MAX and COUNT(DISTINCT) of a DECIMAL(12,2) built from columns (unscaled int64 in
+    the arrays, Decimals at the column's scale where they leave): outputs, the columns sent
+    and states made alone or together equal the per-row ones, zeros and negatives, a group of
+    NULLs only, one past ARRAY_INDEX_MIN distinct values, in chunks."""
+    import decimal
+
+    import planner.aggregate_columns as ac
+
+    rng = random.Random(90 + seed)
+    sizes = [rng.choice([1, 5, 63, 64, 65, 700]) for _ in range(24)] + [900]
+    keys = [k for k, size in enumerate(sizes) for _ in range(size)]
+    rng.shuffle(keys)
+    decs = [None if k == 4 or rng.random() < 0.05 else
+            decimal.Decimal(rng.randint(-(10 ** 11), 10 ** 11) if k == 24 else
+                            rng.choice([0, 1, -1, 250, -99_999, 10 ** 11])).scaleb(-2)
+            for k in keys]
+    table = pa.table([pa.array(keys, pa.int64()), pa.array(decs, pa.decimal128(12, 2))],
+                     names=["k", "d"])
+    chunked = pa.Table.from_batches(table.to_batches(max_chunksize=len(keys) // 3 + 1))
+    plan = IncrementalAggregates((Agg("min", 1, False, "DECIMAL(12,2)"),
+                                  Agg("max", 1, False, "DECIMAL(12,2)"),
+                                  Agg("count", 1, True, "BIGINT")))
+    want = _row_states(plan, table)
+    for t in (table, chunked):
+        alone = build_groups(plan, t, (0,))
+        together = build_groups(plan, t, (0,))
+        assert alone is not None and together is not None
+        rows, _ = alone.rows()
+        cols = alone.columns()
+        assert cols is not None
+        sent = list(rows_of(cols[0], cols[0].num_columns))
+        made = together.states(list(range(len(together.keys))))
+        for g, k in enumerate(alone.keys):
+            assert repr(rows[g]) == repr(want[k].output()[0][0][0]), k
+            assert repr(sent[g]) == repr(tuple(k) + rows[g]), k
+            assert _canon_state(alone.state(g)) == _canon_state(want[k]), k
+            assert _canon_state(made[g]) == _canon_state(want[k]), k
+    outs = [w.output()[0][0][0] for w in want.values()]
+    assert any(o[0] is None for o in outs) and max(o[2] for o in outs) >= ac.ARRAY_INDEX_MIN
+
+
 @pytest.mark.parametrize("own_dictionaries", [False, True])
 def test_encoded_chunks_decode_to_the_column(own_dictionaries: bool,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1097,7 +1219,8 @@ def test_string_extremes_and_distinct_counts_fed_columns_equal_fed_rows(
 
 
 def test_decimal_sums_fed_columns_equal_fed_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A view's SUM and AVG of a DECIMAL column and MIN/MAX of a TIMESTAMP, fed columns
+    """Views of SUM, AVG, MIN and MAX of a DECIMAL column, MIN/MAX of a TIMESTAMP, a GROUP BY
+    of date_trunc and extract, and a projection of `/`, ROUND, CAST and ABS, fed columns
     (built from them) or rows, then the same changes (a value retracted, new ones, a group
     emptied): equal."""
     import decimal
@@ -1121,7 +1244,13 @@ def test_decimal_sums_fed_columns_equal_fed_rows(monkeypatch: pytest.MonkeyPatch
                                                  Column("m", "DECIMAL(15,2)"),
                                                  Column("s", "TIMESTAMP")])})
     sqls = ["SELECT k, sum(m) AS total, avg(m) AS mean, count(m) AS n FROM t GROUP BY k",
-            "SELECT k, min(s) AS first, max(s) AS last FROM t GROUP BY k"]
+            "SELECT k, min(s) AS first, max(s) AS last FROM t GROUP BY k",
+            "SELECT k, min(m) AS lo, max(m) AS hi, count(DISTINCT m) AS nm FROM t GROUP BY k",
+            # a timestamp key, made by functions over columns
+            "SELECT date_trunc('hour', s) AS h, extract('dow' FROM s) AS dw, count(*) AS n"
+            " FROM t GROUP BY 1, 2",
+            "SELECT k, round(k / 3, 2) AS r, CAST(s AS DATE) AS day, abs(k - 15) AS a"
+            " FROM t WHERE k % 2 = 0"]
     def changes(rows: list[Any]) -> list[Any]:
         gone = [r for r in rows if r[0] == 7]
         # each group's first and last time retracted, and a new one before them all
@@ -1132,7 +1261,7 @@ def test_decimal_sums_fed_columns_equal_fed_rows(monkeypatch: pytest.MonkeyPatch
                 + [(r, -1) for r in gone if r != rows[0]]
                 + [(r, -1) for r in ends if r != rows[0] and r[0] != 7])
 
-    _fed_both(table, cat, sqls, changes, built, [True, True])
+    _fed_both(table, cat, sqls, changes, built, [True, True, True, True])
 
 
 def _fed_both(table: Any, cat: Any, sqls: list[str],
