@@ -394,47 +394,59 @@ def _calendar(f: str, part: str, v: Any) -> Any:
     nulls = _numpy(pc.is_null(v)) if v.null_count else None
     if kind == "date":
         days = _numpy(pc.fill_null(pc.cast(v, pa.int32()), 0)).astype(np.int64)
-        us = days * _US_DAY
     else:
-        us = _numpy(pc.fill_null(pc.cast(v, pa.int64()), 0))
-        days = us // _US_DAY
+        stamps = _numpy(pc.fill_null(pc.cast(v, pa.int64()), 0))
+        days = stamps // _US_DAY
     day = days.astype("datetime64[D]")
-    months = day.astype("datetime64[M]").astype(np.int64)  # since 1970-01
-    years = day.astype("datetime64[Y]")
-    isodow = (days + 3) % 7 + 1  # 1970-01-01 was a Thursday
+
+    # each a pass or two over the column, made only for the parts that read it
+    def us() -> np.ndarray:
+        return days * _US_DAY if kind == "date" else stamps
+
+    def months() -> np.ndarray:
+        return day.astype("datetime64[M]").astype(np.int64)  # since 1970-01
+
+    def years() -> np.ndarray:
+        return day.astype("datetime64[Y]")
+
+    def isodow() -> np.ndarray:
+        return (days + 3) % 7 + 1  # 1970-01-01 was a Thursday
+
     if f == "date_trunc":
         if part == "year":
-            at = years.astype("datetime64[D]").astype(np.int64) * _US_DAY
+            at = years().astype("datetime64[D]").astype(np.int64) * _US_DAY
         elif part in ("quarter", "month"):
-            start = months - (months % 12) % 3 if part == "quarter" else months
+            start = months()
+            if part == "quarter":
+                start -= start % 12 % 3
             at = start.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64) * _US_DAY
         elif part == "week":
-            at = (days - (isodow - 1)) * _US_DAY  # back to Monday
+            at = (days - (isodow() - 1)) * _US_DAY  # back to Monday
         elif part == "day":
             at = days * _US_DAY
         elif part in ("hour", "minute"):
             step = 3_600_000_000 if part == "hour" else 60_000_000
-            at = us // step * step
+            at = us() // step * step
         else:
-            at = us  # the reference's other parts: the value itself (a date's midnight)
+            at = us()  # the reference's other parts: the value itself (a date's midnight)
         return pa.array(at, pa.timestamp("us"), mask=nulls)
     if part in ("year", "years", "y"):
-        out = years.astype(np.int64) + 1970
+        out = years().astype(np.int64) + 1970
     elif part in ("month", "months", "mon"):
-        out = months % 12 + 1
+        out = months() % 12 + 1
     elif part in ("day", "days", "d", "dayofmonth"):
-        out = days - months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64) + 1
+        out = days - months().astype("datetime64[M]").astype("datetime64[D]").astype(np.int64) + 1
     elif part == "quarter":
-        out = months % 12 // 3 + 1
+        out = months() % 12 // 3 + 1
     elif part in ("dow", "dayofweek"):
-        out = isodow % 7
+        out = isodow() % 7
     elif part == "isodow":
-        out = isodow
+        out = isodow()
     elif part in ("doy", "dayofyear"):
-        out = days - years.astype("datetime64[D]").astype(np.int64) + 1
+        out = days - years().astype("datetime64[D]").astype(np.int64) + 1
     elif part in ("week", "weeks", "weekofyear"):
         # ISO 8601: the week's Thursday decides its year; week 1 holds that year's first one
-        thursday = days - (isodow - 1) + 3
+        thursday = days - (isodow() - 1) + 3
         first = thursday.astype("datetime64[D]").astype("datetime64[Y]") \
             .astype("datetime64[D]").astype(np.int64)
         out = (thursday - first) // 7 + 1
@@ -445,15 +457,15 @@ def _calendar(f: str, part: str, v: Any) -> Any:
             # int(timedelta.total_seconds()): the microseconds / 10**6 rounded to a double,
             # truncated; a double holds them exactly below 2**53, where NumPy's division
             # rounds as Python's does
-            if len(us) and int(np.abs(us).max()) >= 2 ** 53:
+            if len(stamps) and int(np.abs(stamps).max()) >= 2 ** 53:
                 raise _Undecided
-            out = np.trunc(us.astype(np.float64) / 1e6).astype(np.int64)
+            out = np.trunc(stamps.astype(np.float64) / 1e6).astype(np.int64)
     elif kind == "date":
         if part not in ("hour", "minute", "second"):
             return pa.nulls(len(days), pa.int64())  # the reference knows no 'h' of a date
         out = np.zeros(len(days), np.int64)  # a date's hour, minute and second
     else:
-        of_day = us - days * _US_DAY
+        of_day = stamps - days * _US_DAY
         if part in ("hour", "hours", "h"):
             out = of_day // 3_600_000_000
         elif part in ("minute", "minutes", "m"):
