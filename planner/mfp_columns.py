@@ -22,8 +22,10 @@ int to DOUBLE (exact below 2**53, else Arrow refuses and the rows decide), of a 
 TIMESTAMP (its midnight), of an int or float to an integer type (half to even, within the
 type), of a timestamp to DATE (its day) and of an int or string to VARCHAR; extract of the
 calendar's parts and date_trunc of a DATE or TIMESTAMP; LIKE with a literal pattern (as an RE2
-expression); LOWER and UPPER of ASCII strings; || and CONCAT of strings; CASE and COALESCE
-whose results (NULL aside) are of one kind. Every other value may be projected through
+expression); LOWER and UPPER of ASCII strings; || and CONCAT of strings; -x, FLOOR and CEIL;
+// of ints (towards zero); LENGTH, STARTS_WITH, ENDS_WITH, CONTAINS, SUBSTR from a literal
+position >= 1 and REPLACE of a literal non-empty pattern; CASE and COALESCE whose results
+(NULL aside) are of one kind. Every other value may be projected through
 untouched.
 
 The Mfp's order (maps, then filters after the maps they read) does not matter here: nothing
@@ -104,6 +106,20 @@ def _supported(e: Scalar) -> bool:
                                     and 0 <= e.args[1].value <= 15)
     if f in ("dpipe", "concat"):
         return len(e.args) >= 1
+    if f in ("neg", "floor", "ceil", "length"):
+        return len(e.args) == 1
+    if f == "intdiv":
+        return len(e.args) == 2 and norm_type(e.type) in INT_RANGE
+    if f in ("starts_with", "ends_with", "contains"):
+        return len(e.args) == 2 and isinstance(e.args[1], Lit)
+    if f == "substr":  # from a literal position 1 on, for a literal length if any
+        bounds = e.args[1:]
+        return 1 <= len(bounds) <= 2 and all(
+            isinstance(a, Lit) and a.value.__class__ is int for a in bounds) and \
+            bounds[0].value >= 1 and bounds[-1].value >= 0  # type: ignore[union-attr]
+    if f == "replace":
+        return len(e.args) == 3 and all(isinstance(a, Lit) and a.value.__class__ is str
+                                        for a in e.args[1:]) and e.args[1].value != ""  # type: ignore[union-attr]
     if f in ("extract", "date_trunc"):
         part = e.args[0]
         return (len(e.args) == 2 and isinstance(part, Lit) and part.value.__class__ is str
@@ -265,6 +281,11 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
         return _round(args[0], kinds[0], e.args[1].value if len(e.args) == 2 else 0)  # type: ignore[union-attr]
     if f in ("dpipe", "concat"):
         return _join(f, args, kinds)
+    if f in ("neg", "floor", "ceil", "intdiv"):
+        return _numeric_call(f, args, kinds, t)
+    if f in ("length", "starts_with", "ends_with", "contains", "substr", "replace"):
+        return _string_call(f, args[0], kinds[0],
+                            [a.value for a in e.args[1:]])  # type: ignore[union-attr]
     if kinds != ["int", "int"] and not (kinds == ["float", "float"] and t == "DOUBLE"):
         raise _Undecided
     if kinds[0] == "float":
@@ -609,3 +630,71 @@ def _round(v: Any, kind: str, n: int) -> Any:
     for i in np.flatnonzero(near).tolist():
         out[i] = round_double(float(x[i]), n)
     return pa.array(out, pa.float64(), mask=nulls)
+
+
+def _numeric_call(f: str, args: list[Any], kinds: list[str], t: str) -> Any:
+    """-x, FLOOR, CEIL and `//` (`planner.scalar`): an int's result within its SQL type (past it,
+    or a zero divisor, the rows raise); FLOOR and CEIL of an int itself, of a float its
+    integral value as a float with no negative zero (Python's `float(math.floor(x))`),
+    NaN and infinities themselves; `//` of ints truncated towards zero."""
+    import pyarrow as pa
+
+    pc = _pc()
+    if f in ("floor", "ceil"):
+        if kinds[0] == "int":
+            return args[0]
+        if kinds[0] != "float":
+            raise _Undecided
+        x = _numpy(pc.fill_null(args[0], 0.0))
+        whole = (np.floor(x) if f == "floor" else np.ceil(x)) + 0.0  # -0.0 + 0.0 is 0.0
+        return pa.array(whole, pa.float64(),
+                        mask=_numpy(pc.is_null(args[0])) if args[0].null_count else None)
+    if f == "neg" and kinds[0] == "float":
+        return pc.negate(args[0])
+    if any(k != "int" for k in kinds) or t not in INT_RANGE:
+        raise _Undecided
+    if f == "neg":
+        out = pc.negate_checked(pc.cast(args[0], pa.int64()))  # raises past int64
+    else:
+        a, b = (pc.cast(x, pa.int64()) for x in args)
+        nulls = pc.or_(pc.is_null(a), pc.is_null(b))
+        x, y = _numpy(pc.fill_null(a, 0)), _numpy(pc.fill_null(b, 1))
+        live = ~_numpy(nulls)
+        if ((y == 0) & live).any() or (x == np.iinfo(np.int64).min).any():
+            raise _Undecided  # a zero divisor raises; the minimum has no absolute value
+        y = np.where(live, y, 1)
+        q = np.abs(x) // np.abs(y)
+        out = pa.array(np.where((x < 0) != (y < 0), -q, q), pa.int64(),
+                       mask=_numpy(nulls) if a.null_count or b.null_count else None)
+    lo, hi = INT_RANGE[t]
+    if len(out) > out.null_count:
+        mm = pc.min_max(out)
+        if mm["min"].as_py() < lo or mm["max"].as_py() > hi:
+            raise _Undecided
+    return out
+
+
+def _string_call(f: str, v: Any, kind: str, literals: list[Any]) -> Any:
+    """LENGTH (code points), STARTS_WITH, ENDS_WITH, CONTAINS, SUBSTR from a position >= 1
+    (code points, as Python's slicing) and REPLACE of a non-empty pattern (every
+    non-overlapping occurrence, left to right, as `str.replace`), of a string column."""
+    import pyarrow as pa
+
+    pc = _pc()
+    if kind != "str" or isinstance(v, pa.Scalar):
+        raise _Undecided
+    if f == "length":
+        return pc.cast(pc.utf8_length(v), pa.int64())
+    if f == "substr":
+        begin = literals[0] - 1
+        stop = begin + literals[1] if len(literals) > 1 else None
+        return pc.utf8_slice_codeunits(v, start=begin, stop=stop)
+    if literals[0].__class__ is not str:
+        raise _Undecided
+    if f == "replace":
+        return pc.replace_substring(v, pattern=literals[0], replacement=literals[1])
+    if f == "starts_with":
+        return pc.starts_with(v, pattern=literals[0])
+    if f == "ends_with":
+        return pc.ends_with(v, pattern=literals[0])
+    return pc.match_substring(v, pattern=literals[0])

@@ -394,6 +394,59 @@ def test_round_over_columns_equals_the_rows(seed: int) -> None:
                            (), (2,))) is None
 
 
+def test_signs_floors_int_division_and_string_calls_over_columns_equal_the_rows() -> None:
+    """-x, FLOOR, CEIL (no negative zero: Python's float(math.floor(x))), `//` of ints
+    (towards zero), LENGTH in code points, STARTS_WITH, ENDS_WITH, CONTAINS, SUBSTR and REPLACE
+    over columns equal the rows' value for value and type for type; a zero divisor, the
+    minimum's negation or absolute value and a result past the SQL type go to the rows."""
+    strs = ["", "a", "abc", "éé", "\U0001f600x", "name1", None, "aaa", "héllo wörld", "cab"]
+    ints = [0, 7, -7, None, 2 ** 63 - 1, -(2 ** 63) + 1, 3, -1, 5, 9]
+    small = [2, -3, 5, 1, None, -1, -2, 4, 7, -(2 ** 31) + 1]
+    floats = [0.5, -0.5, -0.0, 1.5, -1.5, math.nan, math.inf, None, 2.0, -2.5]
+    table = pa.table([pa.array(strs, pa.string()), pa.array(ints, pa.int64()),
+                      pa.array(small, pa.int32()), pa.array(floats, pa.float64())],
+                     names=list("sijf"))
+    get = Get("t", 4)
+    rows = list(rows_of(table, 4))
+    s, i, j, f = (Col(c) for c in range(4))
+
+    def lit(v: Any) -> Lit:
+        return Lit(v, "VARCHAR" if isinstance(v, str) else "BIGINT")
+
+    decided = [
+        Call("neg", (i,), "BIGINT"), Call("neg", (f,), "DOUBLE"), Call("floor", (f,), "DOUBLE"),
+        Call("ceil", (f,), "DOUBLE"), Call("floor", (i,), "BIGINT"),
+        Call("intdiv", (i, j), "BIGINT"), Call("intdiv", (i, lit(-3)), "BIGINT"),
+        Call("length", (s,), "BIGINT"), Call("starts_with", (s, lit("a")), "BOOLEAN"),
+        Call("ends_with", (s, lit("c")), "BOOLEAN"), Call("contains", (s, lit("é")), "BOOLEAN"),
+        Call("contains", (s, lit("")), "BOOLEAN"), Call("substr", (s, lit(1), lit(2)), "VARCHAR"),
+        Call("substr", (s, lit(2)), "VARCHAR"), Call("substr", (s, lit(3), lit(0)), "VARCHAR"),
+        Call("substr", (s, lit(10), lit(2)), "VARCHAR"),
+        Call("replace", (s, lit("a"), lit("xy")), "VARCHAR"),
+        Call("replace", (s, lit("é"), lit("")), "VARCHAR")]
+    for e in decided:
+        m = Mfp(get, (e,), (), (4,))
+        kernel = columns_mfp(m)
+        assert kernel is not None, e
+        got = kernel(table)
+        assert got is not None, e
+        want = _reference(m, rows)
+        assert want is not None and _same(list(rows_of(got, 1)), want), (e, want)
+    low = table.set_column(1, "i", pa.array([-(2 ** 63)] + ints[1:], pa.int64()))
+    zero = table.set_column(2, "j", pa.array([0] + small[1:], pa.int32()))
+    for e, tab, raises in ((Call("intdiv", (i, j), "BIGINT"), zero, True),  # a zero divisor
+                           (Call("neg", (i,), "BIGINT"), low, True),
+                           # the minimum has no absolute value: the rows divide it
+                           (Call("intdiv", (i, j), "BIGINT"), low, False),
+                           (Call("neg", (j,), "SMALLINT"), table, True)):  # past SMALLINT
+        m = Mfp(get, (e,), (), (4,))
+        assert columns_mfp(m)(tab) is None, e  # type: ignore[misc]
+        assert (_reference(m, list(rows_of(tab, 4))) is None) == raises, e
+    for e in (Call("substr", (s, lit(0), lit(2)), "VARCHAR"),
+              Call("replace", (s, lit(""), lit("x")), "VARCHAR")):
+        assert columns_mfp(Mfp(get, (e,), (), (4,))) is None, e
+
+
 def test_case_and_coalesce_over_columns() -> None:
     """CASE takes the first TRUE condition (a NULL one is not), else its ELSE (NULL when it
     has none); COALESCE the first non-NULL argument; both equal the rows', and a CASE of
@@ -954,6 +1007,34 @@ def test_decimal_sums_from_columns_equal_the_rows(seed: int, by_code: bool,
                             wide, (0,)) is None
 
 
+def _built_as_the_rows(plan: IncrementalAggregates, tables: list[Any],
+                       want: dict[Any, Any]) -> None:
+    """Each of `tables` built from columns by key (0,), alone and with every state made
+    together (`BuiltGroups.states`): every group's output, the records read, every aggregate
+    sent as an array, the group's row among the columns sent, and its state equal the
+    per-row `want`."""
+    import planner.aggregate_columns as ac
+
+    for t in tables:
+        alone = build_groups(plan, t, (0,))
+        together = build_groups(plan, t, (0,))
+        assert alone is not None and together is not None
+        rows, read = alone.rows()
+        assert read == sum(want[k].output()[1] for k in alone.keys)
+        assert all(alone._array(a, slot) is not None
+                   for a, slot in zip(plan.aggs, plan.slots, strict=True))
+        cols = alone.columns()
+        assert cols is not None
+        sent = list(rows_of(cols[0], cols[0].num_columns))
+        made = together.states(list(range(len(together.keys))))
+        assert len(made) >= ac.BULK_STATES
+        for g, k in enumerate(alone.keys):
+            assert repr(rows[g]) == repr(want[k].output()[0][0][0]), k
+            assert repr(sent[g]) == repr(tuple(k) + rows[g]), k
+            assert _canon_state(alone.state(g)) == _canon_state(want[k]), k
+            assert _canon_state(made[g]) == _canon_state(want[k]), k
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_timestamp_extremes_from_columns_equal_the_rows(seed: int) -> None:
     """MIN and MAX of a TIMESTAMP built from columns (microseconds in arrays, datetimes where
@@ -961,7 +1042,6 @@ def test_timestamp_extremes_from_columns_equal_the_rows(seed: int) -> None:
     (`BuiltGroups.states`, the parts sorted together), equal the per-row ones, for groups of a
     few values, of many, of repeated values and of NULLs only, in chunks; a value past
     Python's datetime range is left to the rows."""
-    import planner.aggregate_columns as ac
 
     rng = random.Random(60 + seed)
     sizes = [rng.choice([1, 5, 63, 64, 65, 300, 700]) for _ in range(30)]
@@ -979,18 +1059,7 @@ def test_timestamp_extremes_from_columns_equal_the_rows(seed: int) -> None:
                                   Agg("max", 1, False, "TIMESTAMP"),
                                   Agg("count", 1, False, "BIGINT")))
     want = _row_states(plan, table)
-
-    for t in (table, chunked):
-        alone = build_groups(plan, t, (0,))
-        together = build_groups(plan, t, (0,))
-        assert alone is not None and together is not None
-        rows, _ = alone.rows()
-        made = together.states(list(range(len(together.keys))))
-        assert len(made) >= ac.BULK_STATES
-        for g, k in enumerate(alone.keys):
-            assert repr(rows[g]) == repr(want[k].output()[0][0][0]), k
-            assert _canon_state(alone.state(g)) == _canon_state(want[k]), k
-            assert _canon_state(made[g]) == _canon_state(want[k]), k
+    _built_as_the_rows(plan, [table, chunked], want)
     assert any(w.output()[0][0][0][1] is None for w in want.values())  # the NULLs' group
     # 10000-01-01, a TIMESTAMP DuckDB holds and Python's datetime does not
     past = pa.array([253402300800000000], pa.int64()).cast(pa.timestamp("us"))
@@ -1034,24 +1103,7 @@ def test_string_extremes_and_distinct_counts_from_columns_equal_the_rows(seed: i
             Agg("count", 5, True, "BIGINT"))
     plan = IncrementalAggregates(aggs)
     want = _row_states(plan, table)
-    for t in (table, chunked):
-        alone = build_groups(plan, t, (0,))
-        together = build_groups(plan, t, (0,))
-        assert alone is not None and together is not None
-        rows, read = alone.rows()
-        assert read == sum(want[k].output()[1] for k in alone.keys)
-        cols = alone.columns()
-        assert cols is not None
-        assert all(alone._array(a, slot) is not None
-                   for a, slot in zip(plan.aggs, plan.slots, strict=True))
-        got = list(rows_of(cols[0], cols[0].num_columns))
-        made = together.states(list(range(len(together.keys))))
-        assert len(made) >= ac.BULK_STATES
-        for g, k in enumerate(alone.keys):
-            assert repr(rows[g]) == repr(want[k].output()[0][0][0]), k
-            assert repr(got[g]) == repr(tuple(k) + rows[g]), k
-            assert _canon_state(alone.state(g)) == _canon_state(want[k]), k
-            assert _canon_state(made[g]) == _canon_state(want[k]), k
+    _built_as_the_rows(plan, [table, chunked], want)
     outs = [w.output()[0][0][0] for w in want.values()]
     assert any(o[1] is None and o[3] == 0 for o in outs)  # the group of NULL strings
     assert max(o[3] for o in outs) >= ac.ARRAY_INDEX_MIN or seed > 0
@@ -1092,20 +1144,7 @@ def test_decimal_extremes_from_columns_equal_the_rows(seed: int) -> None:
                                   Agg("max", 1, False, "DECIMAL(12,2)"),
                                   Agg("count", 1, True, "BIGINT")))
     want = _row_states(plan, table)
-    for t in (table, chunked):
-        alone = build_groups(plan, t, (0,))
-        together = build_groups(plan, t, (0,))
-        assert alone is not None and together is not None
-        rows, _ = alone.rows()
-        cols = alone.columns()
-        assert cols is not None
-        sent = list(rows_of(cols[0], cols[0].num_columns))
-        made = together.states(list(range(len(together.keys))))
-        for g, k in enumerate(alone.keys):
-            assert repr(rows[g]) == repr(want[k].output()[0][0][0]), k
-            assert repr(sent[g]) == repr(tuple(k) + rows[g]), k
-            assert _canon_state(alone.state(g)) == _canon_state(want[k]), k
-            assert _canon_state(made[g]) == _canon_state(want[k]), k
+    _built_as_the_rows(plan, [table, chunked], want)
     outs = [w.output()[0][0][0] for w in want.values()]
     assert any(o[0] is None for o in outs) and max(o[2] for o in outs) >= ac.ARRAY_INDEX_MIN
 
