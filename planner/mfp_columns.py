@@ -292,16 +292,27 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
         if f not in _FLOAT_ARITH:
             raise _Undecided
         return getattr(pc, _FLOAT_ARITH[f])(args[0], args[1])  # IEEE, as Python's floats
-    lo, hi = INT_RANGE[t]
     if f == "mod":
         out = _int_mod(args[0], args[1])
     else:
         out = getattr(pc, _ARITH[f])(args[0], args[1])  # raises ArrowInvalid past int64
+    return _within(out, t)
+
+
+def _within(out: Any, t: str) -> Any:
+    """`out`, an integer column computed for SQL type `t`, when every value fits `t`; past
+    it the per-row path raises its out-of-range error, so the table goes to the rows."""
+    lo, hi = INT_RANGE[t]
     if len(out) > out.null_count:
-        mm = pc.min_max(out)
+        mm = _pc().min_max(out)
         if mm["min"].as_py() < lo or mm["max"].as_py() > hi:
-            raise _Undecided  # the per-row path raises the out-of-range error
+            raise _Undecided
     return out
+
+
+def _nulls(v: Any) -> np.ndarray | None:
+    """Column `v`'s NULLs as a NumPy mask (None: it has none), to rebuild a result with."""
+    return _numpy(_pc().is_null(v)) if v.null_count else None
 
 
 def _as_double(v: Any) -> Any:
@@ -412,7 +423,7 @@ def _calendar(f: str, part: str, v: Any) -> Any:
     kind = _kind(v)
     if kind not in ("date", "timestamp") or isinstance(v, pa.Scalar):
         raise _Undecided
-    nulls = _numpy(pc.is_null(v)) if v.null_count else None
+    nulls = _nulls(v)
     if kind == "date":
         days = _numpy(pc.fill_null(pc.cast(v, pa.int32()), 0)).astype(np.int64)
     else:
@@ -533,7 +544,6 @@ def _to_int(v: Any, kind: str, t: str) -> Any:
     import pyarrow as pa
 
     pc = _pc()
-    lo, hi = INT_RANGE[t]
     if kind == "float":
         x = _numpy(pc.fill_null(v, 0.0))
         if not np.isfinite(x).all():
@@ -541,15 +551,10 @@ def _to_int(v: Any, kind: str, t: str) -> Any:
         r = np.rint(x)  # half to even
         if len(r) and (r.min() < -(2.0 ** 63) or r.max() >= 2.0 ** 63):
             raise _Undecided
-        out = pa.array(r.astype(np.int64), pa.int64(),
-                       mask=_numpy(pc.is_null(v)) if v.null_count else None)
+        out = pa.array(r.astype(np.int64), pa.int64(), mask=_nulls(v))
     else:
         out = pc.cast(v, pa.int64())  # safe: refuses a uint64 past int64
-    if len(out) > out.null_count:
-        mm = pc.min_max(out)
-        if mm["min"].as_py() < lo or mm["max"].as_py() > hi:
-            raise _Undecided
-    return out
+    return _within(out, t)
 
 
 def _day_of(v: Any) -> Any:
@@ -560,8 +565,7 @@ def _day_of(v: Any) -> Any:
     pc = _pc()
     us = _numpy(pc.fill_null(pc.cast(v, pa.int64()), 0))
     days = (us // _US_DAY).astype(np.int32)
-    return pa.array(days, pa.int32(), mask=_numpy(pc.is_null(v)) if v.null_count else None) \
-        .cast(pa.date32())
+    return pa.array(days, pa.int32(), mask=_nulls(v)).cast(pa.date32())
 
 
 def _divide(args: list[Any], kinds: list[str]) -> Any:
@@ -581,10 +585,7 @@ def _abs(v: Any, kind: str, t: str) -> Any:
         return pc.abs(v)
     if kind != "int" or t not in INT_RANGE:
         raise _Undecided
-    out = pc.abs_checked(v)  # raises ArrowInvalid for the minimum of its Arrow type
-    if len(out) > out.null_count and pc.max(out).as_py() > INT_RANGE[t][1]:
-        raise _Undecided
-    return out
+    return _within(pc.abs_checked(v), t)  # (ArrowInvalid for its Arrow type's minimum)
 
 
 def _join(f: str, args: list[Any], kinds: list[str]) -> Any:
@@ -615,7 +616,7 @@ def _round(v: Any, kind: str, n: int) -> Any:
         return v
     if kind != "float":
         raise _Undecided
-    nulls = _numpy(pc.is_null(v)) if v.null_count else None
+    nulls = _nulls(v)
     x = _numpy(pc.fill_null(v, 0.0)).astype(np.float64, copy=True)
     m = 10.0 ** n
     with np.errstate(invalid="ignore", over="ignore"):
@@ -647,8 +648,7 @@ def _numeric_call(f: str, args: list[Any], kinds: list[str], t: str) -> Any:
             raise _Undecided
         x = _numpy(pc.fill_null(args[0], 0.0))
         whole = (np.floor(x) if f == "floor" else np.ceil(x)) + 0.0  # -0.0 + 0.0 is 0.0
-        return pa.array(whole, pa.float64(),
-                        mask=_numpy(pc.is_null(args[0])) if args[0].null_count else None)
+        return pa.array(whole, pa.float64(), mask=_nulls(args[0]))
     if f == "neg" and kinds[0] == "float":
         return pc.negate(args[0])
     if any(k != "int" for k in kinds) or t not in INT_RANGE:
@@ -666,12 +666,7 @@ def _numeric_call(f: str, args: list[Any], kinds: list[str], t: str) -> Any:
         q = np.abs(x) // np.abs(y)
         out = pa.array(np.where((x < 0) != (y < 0), -q, q), pa.int64(),
                        mask=_numpy(nulls) if a.null_count or b.null_count else None)
-    lo, hi = INT_RANGE[t]
-    if len(out) > out.null_count:
-        mm = pc.min_max(out)
-        if mm["min"].as_py() < lo or mm["max"].as_py() > hi:
-            raise _Undecided
-    return out
+    return _within(out, t)
 
 
 def _string_call(f: str, v: Any, kind: str, literals: list[Any]) -> Any:
