@@ -30,6 +30,7 @@ from engine.progress import (
     backward_plan,
     backward_reach,
     compute_reach,
+    insert_minimal,
     reach_plan,
 )
 
@@ -107,6 +108,9 @@ class Operator:
         # construction, so the scheduler counts them) and nothing queued, it has nothing to do
         # and its reach is its input's frontier.
         self._passthrough = self._identity and self._stateless and not self.needs_frontier
+        # `reach`'s last answer with nothing queued: (capabilities, input frontiers' elements,
+        # the antichain it returned).
+        self._reach_memo: tuple[tuple[Time, ...], list[list[Time]], Antichain] | None = None
 
     # -- progress ------------------------------------------------------------------------------
     # `summary` as `(drop, inc, app)` (see `progress`): a class that overrides `summary`
@@ -130,28 +134,56 @@ class Operator:
 
     def reach(self, frontiers: list[Antichain]) -> Antichain:
         """A lower bound on every time this operator may still send at, given its input frontiers."""
-        if self._identity and len(frontiers) == 1 and not self.has_messages():
-            caps = self.capabilities()
-            if not isinstance(caps, (list, tuple)):
-                caps = list(caps)
-            if not caps:
-                # Most operators hold nothing after their turn and do not change times: their
-                # reach is their input's frontier. No code inserts into a frontier it was
-                # handed (joins and meets build new antichains), so the object is shared.
-                return frontiers[0]
-            out = Antichain(caps)
-            for t in frontiers[0].elements:
-                out.insert(t)
-            return out
+        if self.has_messages():
+            els: list[Time] = []
+            for t in self.pointstamps():
+                insert_minimal(els, t)
+            return self._with_inputs(els, frontiers)
+        caps = self.capabilities()
+        if not isinstance(caps, (list, tuple)):
+            caps = list(caps)
+        if not caps and self._identity and frontiers:
+            # Most operators hold nothing after their turn and do not change times: their
+            # reach is their input's frontier (their inputs' one, when they all agree, as a
+            # loop's inputs do in most rounds). No code inserts into a frontier it was
+            # handed (joins and meets build new antichains), so the object is shared.
+            first = frontiers[0]
+            for f in frontiers:
+                if f is not first and f.elements != first.elements:
+                    break
+            else:
+                return first
+        # With nothing queued the reach is a function of the capabilities and the input
+        # frontiers alone, which a loop round mostly leaves as they were: the last answer is
+        # reused (shared, as above), and so are the frontier comparisons downstream, which
+        # find the same object.
+        held = tuple(caps)
+        inputs = [f.elements for f in frontiers]
+        memo = self._reach_memo
+        if memo is not None and memo[0] == held and memo[1] == inputs:
+            return memo[2]
+        els = []
+        for t in caps:
+            insert_minimal(els, t)
+        out = self._with_inputs(els, frontiers)
+        self._reach_memo = (held, inputs, out)
+        return out
+
+    def _with_inputs(self, els: list[Time], frontiers: list[Antichain]) -> Antichain:
+        """The antichain of `els` (minimal) and the input frontiers mapped by `summary`."""
+        if self._identity:
+            for f in frontiers:
+                for t in f.elements:
+                    insert_minimal(els, t)
+        else:
+            summary = self.summary
+            for f in frontiers:
+                for t in f.elements:
+                    s = summary(t)
+                    if s is not None:
+                        insert_minimal(els, s)
         out = Antichain()
-        for t in self.pointstamps():
-            out.insert(t)
-        summary = self.summary
-        for f in frontiers:
-            for t in f.elements:
-                s = summary(t)
-                if s is not None:
-                    out.insert(s)
+        out.elements = els
         return out
 
     def has_messages(self) -> bool:

@@ -76,7 +76,7 @@ def compute_reach(ops: Sequence[Node], plan: ReachPlan | None = None) -> list[An
     if plan is None:
         plan = reach_plan(ops)
     # The scheduler calls this every step, so antichains are plain lists here (no method call
-    # per insertion) and wrapped once at the end; `_insert` keeps each list minimal.
+    # per insertion) and wrapped once at the end; `insert_minimal` keeps each list minimal.
     lists: list[list[Time]] = [[] for _ in ops]
     work: list[tuple[int, Time]] = []
     for op in ops:
@@ -91,7 +91,7 @@ def compute_reach(ops: Sequence[Node], plan: ReachPlan | None = None) -> list[An
             work.append((i, t))
     while work:
         i, t = work.pop()
-        if not _insert(lists[i], t):
+        if not insert_minimal(lists[i], t):
             continue
         for dst, summary in plan[i]:
             if summary is None:
@@ -108,7 +108,7 @@ def compute_reach(ops: Sequence[Node], plan: ReachPlan | None = None) -> list[An
     return reach
 
 
-def _insert(els: list[Time], t: Time) -> bool:
+def insert_minimal(els: list[Time], t: Time) -> bool:
     """Add `t` to the minimal list `els` unless some element is `<= t`; drop what it dominates."""
     if not els:
         els.append(t)
@@ -253,10 +253,10 @@ def backward_reach(ops: Sequence[Node], plan: BackwardPlan) -> list[Antichain | 
             for s in summaries:
                 if s == IDENTITY:
                     for t in pts:
-                        _insert(els, t)
+                        insert_minimal(els, t)
                 else:
                     for t in pts:
-                        _insert(els, apply_summary(s, t))
+                        insert_minimal(els, apply_summary(s, t))
         a = Antichain()
         a.elements = els
         reach[q] = a
