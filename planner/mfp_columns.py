@@ -24,9 +24,13 @@ type), of a timestamp to DATE (its day) and of an int or string to VARCHAR; extr
 calendar's parts and date_trunc of a DATE or TIMESTAMP; LIKE with a literal pattern (as an RE2
 expression); LOWER and UPPER of ASCII strings; || and CONCAT of strings; -x, FLOOR and CEIL;
 // of ints (towards zero); LENGTH, STARTS_WITH, ENDS_WITH, CONTAINS, SUBSTR from a literal
-position >= 1 and REPLACE of a literal non-empty pattern; CASE and COALESCE whose results
-(NULL aside) are of one kind. Every other value may be projected through
-untouched.
+position >= 1 and REPLACE of a literal non-empty pattern; IS DISTINCT FROM and NULLIF of
+two values compared as above; GREATEST and LEAST of ints, floats (no NaN or -0.0: Python's max
+picks among ties by position), strings, dates or timestamps; TRIM, LTRIM and RTRIM of Python's
+whitespace or of literal characters; % of doubles (C's fmod, as math.fmod); date_diff in years,
+months, quarters, weeks or days; a DATE or TIMESTAMP plus or minus a constant INTERVAL (months
+first, the day clamped to the month's end); CASE and COALESCE whose results (NULL aside) are of
+one kind. Every other value may be projected through untouched.
 
 The Mfp's order (maps, then filters after the maps they read) does not matter here: nothing
 in the subset raises, and any would-be error makes the whole table go to the per-row path. So
@@ -45,7 +49,7 @@ import numpy as np
 
 from engine.columns_at import value_kind
 from planner.ir import Call, Col, Lit, Mfp, Scalar
-from planner.scalar import INT_RANGE, norm_type
+from planner.scalar import INT_RANGE, Interval, norm_type
 
 _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
         "gt": "greater", "ge": "greater_equal"}
@@ -82,6 +86,10 @@ def _supported(e: Scalar) -> bool:
         results = [*e.args[1:-1:2], e.args[-1]] if e.func == "case" else list(e.args)
         return bool(results) and all(_supported(c) for c in conds) and all(
             _is_null(v) or _supported(v) for v in results)
+    if isinstance(e, Call) and e.func in ("add_interval", "sub_interval"):
+        # a DATE or TIMESTAMP and a constant INTERVAL (the binder allows no other)
+        return len(e.args) == 2 and _supported(e.args[0]) and isinstance(e.args[1], Lit) \
+            and isinstance(e.args[1].value, Interval)
     if not isinstance(e, Call) or not all(_supported(a) for a in e.args):
         return False
     f = e.func
@@ -90,8 +98,7 @@ def _supported(e: Scalar) -> bool:
     if f in ("not", "is_null"):
         return len(e.args) == 1
     if f in _ARITH or f == "mod":
-        return len(e.args) == 2 and (norm_type(e.type) in INT_RANGE or (
-            f in _FLOAT_ARITH and norm_type(e.type) == "DOUBLE"))
+        return len(e.args) == 2 and (norm_type(e.type) in INT_RANGE or norm_type(e.type) == "DOUBLE")
     if f == "cast":
         return norm_type(e.type) in ("DOUBLE", "TIMESTAMP", "DATE", "VARCHAR") or \
             norm_type(e.type) in INT_RANGE
@@ -128,6 +135,16 @@ def _supported(e: Scalar) -> bool:
         return len(e.args) == 2 and isinstance(e.args[1], Lit)
     if f in ("lower", "upper"):
         return len(e.args) == 1
+    if f in ("is_distinct", "nullif"):
+        return len(e.args) == 2
+    if f in ("greatest", "least"):
+        return len(e.args) >= 1
+    if f in ("trim", "ltrim", "rtrim"):  # Python's whitespace, or literal characters
+        return len(e.args) == 1 or (len(e.args) == 2 and isinstance(e.args[1], Lit))
+    if f == "date_diff":
+        part = e.args[0]
+        return len(e.args) == 3 and isinstance(part, Lit) and part.value.__class__ is str \
+            and part.value.lower() in _DIFF
     return False
 
 
@@ -219,6 +236,9 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
         return _choice(e, cols)
     if f == "like":
         return _like(_eval(e.args[0], cols), _scalar(e.args[1]))  # type: ignore[arg-type]
+    if f in ("add_interval", "sub_interval"):
+        iv = e.args[1].value  # type: ignore[union-attr]
+        return _plus_interval(_eval(e.args[0], cols), iv if f == "add_interval" else -iv)
     if (f in _CMP or f in _ARITH or f == "div") and not all(isinstance(a, Lit) for a in e.args):
         # a literal beside a column stays a scalar: Arrow broadcasts it (no column of copies)
         args = [_scalar(a) if isinstance(a, Lit) else _eval(a, cols) for a in e.args]
@@ -226,17 +246,7 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
         args = [_eval(a, cols) for a in e.args]
     kinds = [_kind(a) for a in args]
     if f in _CMP:
-        if sorted(kinds) == ["float", "int"]:
-            # an int with a float: the int as a double where that is exact (Python's exact
-            # comparison then agrees); a literal past 2**53 or a column Arrow refuses to
-            # cast exactly sends the table to the rows
-            args = [_as_double(a) if k == "int" else a for a, k in zip(args, kinds, strict=True)]
-            kinds = ["float", "float"]
-        if kinds[0] != kinds[1] or kinds[0] in ("bool", "other"):
-            raise _Undecided  # e.g. an int compared with a float: Python's exact rule, per row
-        if kinds[0] == "float" and (_has_nan(args[0]) or _has_nan(args[1])):
-            raise _Undecided
-        return getattr(pc, _CMP[f])(args[0], args[1])
+        return getattr(pc, _CMP[f])(*_comparable(args, kinds))
     if f in ("and", "or"):
         if any(k != "bool" for k in kinds):
             raise _Undecided
@@ -254,6 +264,16 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
         return _calendar(f, e.args[0].value.lower(), args[1])  # type: ignore[union-attr]
     if f in ("lower", "upper"):
         return _case_of(f, args[0])
+    if f == "is_distinct":
+        return _is_distinct(*_comparable(args, kinds))
+    if f == "nullif":
+        return _nullif(args[0], _comparable(args, kinds))
+    if f in ("greatest", "least"):
+        return _extreme(f, args, kinds)
+    if f in ("trim", "ltrim", "rtrim"):
+        return _trim(f, args[0], kinds[0], e.args[1].value if len(e.args) == 2 else None)  # type: ignore[union-attr]
+    if f == "date_diff":
+        return _date_diff(e.args[0].value.lower(), args[1], args[2])  # type: ignore[union-attr]
     t = norm_type(e.type)
     if f == "cast":
         import pyarrow as pa
@@ -289,6 +309,8 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
     if kinds != ["int", "int"] and not (kinds == ["float", "float"] and t == "DOUBLE"):
         raise _Undecided
     if kinds[0] == "float":
+        if f == "mod":
+            return _float_mod(args[0], args[1])
         if f not in _FLOAT_ARITH:
             raise _Undecided
         return getattr(pc, _FLOAT_ARITH[f])(args[0], args[1])  # IEEE, as Python's floats
@@ -297,6 +319,178 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
     else:
         out = getattr(pc, _ARITH[f])(args[0], args[1])  # raises ArrowInvalid past int64
     return _within(out, t)
+
+
+def _comparable(args: list[Any], kinds: list[str]) -> tuple[Any, Any]:
+    """Two values to compare as Python compares them: of one kind, an int with a float both
+    as doubles where that is exact (Python's exact comparison then agrees; a literal past
+    2**53 or a column Arrow refuses to cast exactly sends the table to the rows), and no NaN."""
+    if sorted(kinds) == ["float", "int"]:
+        args = [_as_double(a) if k == "int" else a for a, k in zip(args, kinds, strict=True)]
+        kinds = ["float", "float"]
+    if kinds[0] != kinds[1] or kinds[0] in ("bool", "other"):
+        raise _Undecided
+    if kinds[0] == "float" and (_has_nan(args[0]) or _has_nan(args[1])):
+        raise _Undecided
+    return args[0], args[1]
+
+
+def _is_distinct(a: Any, b: Any) -> Any:
+    """a IS DISTINCT FROM b: two NULLs are not distinct, a NULL and a value are, two values
+    are when unequal."""
+    pc = _pc()
+    return pc.if_else(pc.is_null(a), pc.is_valid(b), pc.fill_null(pc.not_equal(a, b), True))
+
+
+def _nullif(a: Any, compared: tuple[Any, Any]) -> Any:
+    """NULLIF(a, b): NULL where a and b are both values and equal (`compared`: the two as
+    `_comparable` makes them), else a, of a's type."""
+    import pyarrow as pa
+
+    pc = _pc()
+    same = pc.fill_null(pc.equal(*compared), False)
+    return pc.if_else(same, pa.scalar(None, a.type), a)
+
+
+def _extreme(f: str, args: list[Any], kinds: list[str]) -> Any:
+    """GREATEST and LEAST of values of one kind, NULLs skipped (NULL when all are), as
+    Python's max and min of the values pick them. Equal values are the same value, except a
+    float's zeros: max(0.0, -0.0) is whichever comes first, so a -0.0 (or a NaN, which Python
+    orders by position) sends the table to the rows."""
+    import pyarrow as pa
+
+    pc = _pc()
+    kind = kinds[0]
+    if any(k != kind for k in kinds) or kind not in ("int", "float", "str", "date", "timestamp"):
+        raise _Undecided
+    if kind == "int":
+        args = [pc.cast(a, pa.int64()) for a in args]
+    if kind == "float":
+        for a in args:
+            x = _numpy(pc.fill_null(a, 1.0))
+            if np.isnan(x).any() or ((x == 0) & np.signbit(x)).any():
+                raise _Undecided
+    fn = pc.max_element_wise if f == "greatest" else pc.min_element_wise
+    return fn(*args, skip_nulls=True)
+
+
+# The characters Python's `str.strip()` removes (those `str.isspace()` is true of): Arrow's
+# own whitespace leaves out U+001C to U+001F, so the set is passed as characters to trim.
+_PY_SPACE = "".join(map(chr, (
+    0x9, 0xA, 0xB, 0xC, 0xD, 0x1C, 0x1D, 0x1E, 0x1F, 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
+    0x2028, 0x2029, 0x202F, 0x205F, 0x3000)))
+
+
+def _trim(f: str, v: Any, kind: str, chars: str | None) -> Any:
+    """TRIM, LTRIM and RTRIM of strings: Python's whitespace, or each of literal `chars`."""
+    if kind != "str":
+        raise _Undecided
+    pc = _pc()
+    fn = {"trim": pc.utf8_trim, "ltrim": pc.utf8_ltrim, "rtrim": pc.utf8_rtrim}[f]
+    return v if chars == "" else fn(v, characters=_PY_SPACE if chars is None else chars)
+
+
+def _day_numbers(v: Any, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """A DATE or TIMESTAMP column's days since 1970-01-01 (floored) and microseconds since
+    then (a date's midnight), NULLs as 0."""
+    import pyarrow as pa
+
+    pc = _pc()
+    if kind == "date":
+        days = _numpy(pc.fill_null(pc.cast(v, pa.int32()), 0)).astype(np.int64)
+        return days, days * _US_DAY
+    stamps = _numpy(pc.fill_null(pc.cast(v, pa.int64()), 0))
+    return stamps // _US_DAY, stamps
+
+
+def _months(days: np.ndarray) -> np.ndarray:
+    """Months since 1970-01 of days since 1970-01-01, floored."""
+    return days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+
+
+def _month_start(months: np.ndarray) -> np.ndarray:
+    """The first day (days since 1970-01-01) of months since 1970-01."""
+    return months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+
+
+# The parts `date_diff` computes over columns (`planner.scalar._date_diff` is the reference).
+_DIFF = frozenset({"year", "years", "month", "months", "quarter", "week", "weeks", "day", "days"})
+
+
+def _date_diff(part: str, a: Any, b: Any) -> Any:
+    """date_diff(part, a, b) of DATE or TIMESTAMP columns: calendar years, months or quarters
+    between them, or whole days (weeks: the days over 7, towards zero) between their dates."""
+    import pyarrow as pa
+
+    pc = _pc()
+    kinds = (_kind(a), _kind(b))
+    if any(k not in ("date", "timestamp") for k in kinds):
+        raise _Undecided
+    da, db = _day_numbers(a, kinds[0])[0], _day_numbers(b, kinds[1])[0]
+    nulls = None
+    if a.null_count or b.null_count:
+        nulls = ~_numpy(pc.and_(pc.is_valid(a), pc.is_valid(b)))
+    if part in ("year", "years"):
+        out = _months(db) // 12 - _months(da) // 12
+    elif part in ("month", "months"):
+        out = _months(db) - _months(da)
+    elif part == "quarter":
+        # (year * 12 + month - 1) // 3, less 1970 * 12 // 3 (a whole number of quarters)
+        out = _months(db) // 3 - _months(da) // 3
+    else:
+        out = db - da
+        if part in ("week", "weeks"):
+            out = np.sign(out) * (np.abs(out) // 7)
+    return pa.array(out, pa.int64(), mask=nulls)
+
+
+# TIMESTAMP's range, in microseconds since 1970: 0001-01-01 to 9999-12-31 23:59:59.999999.
+_US_MIN, _US_MAX = -62_135_596_800_000_000, 253_402_300_799_999_999
+
+
+def _plus_interval(v: Any, iv: Interval) -> Any:
+    """A DATE or TIMESTAMP column plus a constant INTERVAL, as `planner.scalar._add_interval`
+    adds it: the months first (the day clamped to the new month's last), then the days and
+    microseconds. A result past years 1 to 9999 leaves the rows to raise."""
+    import pyarrow as pa
+
+    kind = _kind(v)
+    if kind not in ("date", "timestamp") or isinstance(v, pa.Scalar) or \
+            abs(iv.months) > 120_000 or abs(iv.days) > 3_700_000 or abs(iv.micros) > 2 ** 62:
+        raise _Undecided
+    nulls = _nulls(v)
+    days, stamps = _day_numbers(v, kind)
+    of_day = stamps - days * _US_DAY
+    if iv.months:
+        months = _months(days)
+        into = days - _month_start(months)  # days into the month
+        months = months + iv.months
+        if len(months) and not (-1969 * 12 <= months.min() and months.max() < 8030 * 12):
+            raise _Undecided  # a year outside 1 to 9999
+        start = _month_start(months)
+        days = start + np.minimum(into, _month_start(months + 1) - start - 1)
+    out = (days + iv.days) * _US_DAY + of_day + iv.micros
+    if len(out) and (out.min() < _US_MIN or out.max() > _US_MAX):
+        raise _Undecided
+    return pa.array(out, pa.timestamp("us"), mask=nulls)
+
+
+def _float_mod(a: Any, b: Any) -> Any:
+    """% of doubles: C's fmod (exact, the dividend's sign), NaN for a zero divisor, NULL where
+    either is NULL. An infinite dividend (math.fmod raises) leaves the rows to decide."""
+    import pyarrow as pa
+
+    pc = _pc()
+    x = _numpy(pc.fill_null(a, 0.0))
+    y = _numpy(pc.fill_null(b, 1.0))
+    if np.isinf(x).any():
+        raise _Undecided
+    nulls = None
+    if a.null_count or b.null_count:
+        nulls = ~_numpy(pc.and_(pc.is_valid(a), pc.is_valid(b)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.fmod(x, y)
+    return pa.array(r, pa.float64(), mask=nulls)
 
 
 def _within(out: Any, t: str) -> Any:
@@ -419,24 +613,16 @@ def _calendar(f: str, part: str, v: Any) -> Any:
     Python's dates and datetimes count them. NULL stays NULL."""
     import pyarrow as pa
 
-    pc = _pc()
     kind = _kind(v)
     if kind not in ("date", "timestamp") or isinstance(v, pa.Scalar):
         raise _Undecided
     nulls = _nulls(v)
-    if kind == "date":
-        days = _numpy(pc.fill_null(pc.cast(v, pa.int32()), 0)).astype(np.int64)
-    else:
-        stamps = _numpy(pc.fill_null(pc.cast(v, pa.int64()), 0))
-        days = stamps // _US_DAY
+    days, stamps = _day_numbers(v, kind)
     day = days.astype("datetime64[D]")
 
     # each a pass or two over the column, made only for the parts that read it
-    def us() -> np.ndarray:
-        return days * _US_DAY if kind == "date" else stamps
-
     def months() -> np.ndarray:
-        return day.astype("datetime64[M]").astype(np.int64)  # since 1970-01
+        return _months(days)
 
     def years() -> np.ndarray:
         return day.astype("datetime64[Y]")
@@ -458,9 +644,9 @@ def _calendar(f: str, part: str, v: Any) -> Any:
             at = days * _US_DAY
         elif part in ("hour", "minute"):
             step = 3_600_000_000 if part == "hour" else 60_000_000
-            at = us() // step * step
+            at = stamps // step * step
         else:
-            at = us()  # the reference's other parts: the value itself (a date's midnight)
+            at = stamps  # the reference's other parts: the value itself (a date's midnight)
         return pa.array(at, pa.timestamp("us"), mask=nulls)
     if part in ("year", "years", "y"):
         out = years().astype(np.int64) + 1970

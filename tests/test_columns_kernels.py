@@ -447,6 +447,141 @@ def test_signs_floors_int_division_and_string_calls_over_columns_equal_the_rows(
         assert columns_mfp(Mfp(get, (e,), (), (4,))) is None, e
 
 
+def _decided_as_the_rows(table: pa.Table, exprs: list[Any]) -> None:
+    """Each of `exprs` as the only map of an Mfp over `table`: in the subset, decided over the
+    columns, and equal to the rows value for value and class for class."""
+    get = Get("t", table.num_columns)
+    rows = list(rows_of(table, table.num_columns))
+    for e in exprs:
+        m = Mfp(get, (e,), (), (table.num_columns,))
+        kernel = columns_mfp(m)
+        assert kernel is not None, e
+        got = kernel(table)
+        assert got is not None, e
+        want = _reference(m, rows)
+        assert want is not None and _same(list(rows_of(got, 1)), want), (e, want)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_null_safe_comparisons_extremes_trims_and_float_remainders_equal_the_rows(seed: int) -> None:
+    """IS DISTINCT FROM, NULLIF (the first argument's value and type), GREATEST and LEAST
+    (NULLs skipped), TRIM, LTRIM and RTRIM (Python's whitespace, U+001C and U+3000 among it,
+    or literal characters) and % of doubles (C's fmod: NaN for a zero divisor, the dividend's
+    sign) over columns equal the rows; a -0.0 or a NaN among GREATEST's floats, a NaN
+    compared, and an infinite dividend go to the rows."""
+    rng = random.Random(seed)
+    n = 60
+    ints = [rng.choice([None, 0, 1, -1, 7, 2 ** 40, rng.randrange(-9, 9)]) for _ in range(n)]
+    other = [rng.choice([None, 0, 1, -1, 7, rng.randrange(-9, 9)]) for _ in range(n)]
+    floats = [rng.choice([None, 0.5, -2.25, 3.0, 1e300, 7.0, rng.uniform(-9, 9)]) for _ in range(n)]
+    divs = [rng.choice([None, 0.0, -0.0, 2.0, -3.5, 0.25, math.inf, math.nan]) for _ in range(n)]
+    pad = ["", " ", "\t", "\x1c", "\u3000", "\n ", "xy", "x"]
+    strs = [None if rng.random() < 0.1 else rng.choice(pad) + rng.choice(STRS) + rng.choice(pad)
+            for _ in range(n)]
+    names = rng.choices(["a", "b", "é"], k=n)
+    table = pa.table([pa.array(ints, pa.int64()), pa.array(other, pa.int32()),
+                      pa.array(floats, pa.float64()), pa.array(divs, pa.float64()),
+                      pa.array(strs, pa.string()), pa.array(names, pa.string())],
+                     names=list("ijfdsn"))
+    i, j, f, d, st, nm = (Col(c) for c in range(6))
+    _decided_as_the_rows(table, [
+        Call("is_distinct", (i, j), "BOOLEAN"), Call("is_distinct", (st, nm), "BOOLEAN"),
+        Call("is_distinct", (i, f), "BOOLEAN"), Call("is_distinct", (i, Lit(1, "BIGINT")), "BOOLEAN"),
+        Call("nullif", (i, j), "BIGINT"), Call("nullif", (j, f), "INTEGER"),
+        Call("nullif", (st, Lit("a", "VARCHAR")), "VARCHAR"),
+        Call("greatest", (i, j), "BIGINT"), Call("least", (i, j, Lit(3, "BIGINT")), "BIGINT"),
+        Call("greatest", (f, Lit(2.5, "DOUBLE")), "DOUBLE"), Call("least", (st, nm), "VARCHAR"),
+        Call("greatest", (i,), "BIGINT"),
+        Call("trim", (st,), "VARCHAR"), Call("ltrim", (st,), "VARCHAR"),
+        Call("rtrim", (st,), "VARCHAR"), Call("trim", (st, Lit("x y", "VARCHAR")), "VARCHAR"),
+        Call("rtrim", (st, Lit("", "VARCHAR")), "VARCHAR"),
+        Call("mod", (f, d), "DOUBLE"), Call("mod", (Lit(-7.5, "DOUBLE"), d), "DOUBLE"),
+    ])
+    get = Get("t", 6)
+    nan = table.set_column(2, "f", pa.array([math.nan] + floats[1:], pa.float64()))
+    neg_zero = table.set_column(2, "f", pa.array([-0.0] + floats[1:], pa.float64()))
+    inf = table.set_column(2, "f", pa.array([-math.inf] + floats[1:], pa.float64()))
+    for e, tab in ((Call("greatest", (f, d), "DOUBLE"), table),  # NaN and -0.0 among d
+                   (Call("least", (f, Lit(0.0, "DOUBLE")), "DOUBLE"), neg_zero),
+                   (Call("nullif", (f, Lit(1.0, "DOUBLE")), "DOUBLE"), nan),
+                   (Call("is_distinct", (f, d), "BOOLEAN"), table),
+                   (Call("mod", (f, d), "DOUBLE"), inf)):
+        m = Mfp(get, (e,), (), (6,))
+        assert columns_mfp(m)(tab) is None, e  # type: ignore[misc]
+        rows = list(rows_of(tab, 6))
+        try:
+            want = _reference(m, rows)
+        except ValueError:  # math.fmod of an infinity
+            continue
+        assert want is not None, e
+
+
+def test_python_whitespace_is_what_trim_removes() -> None:
+    from planner.mfp_columns import _PY_SPACE
+
+    assert set(_PY_SPACE) == {chr(c) for c in range(0x110000) if chr(c).isspace()}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_date_diffs_and_intervals_over_columns_equal_the_rows(seed: int) -> None:
+    """date_diff of every part it computes over columns (calendar years, months, quarters;
+    days and weeks, towards zero, between the dates of timestamps), and DATE or TIMESTAMP
+    plus or minus an INTERVAL (months first, the day clamped to the month's end: Jan 31 plus
+    a month is Feb 28 or 29; then days and microseconds) over columns equal the rows, before
+    1970 and after; a result outside years 1 to 9999 goes to the rows, which raise."""
+    from planner.scalar import Interval
+
+    rng = random.Random(seed)
+    n = 80
+
+    def day() -> datetime.date:
+        return datetime.date(1, 1, 1) + datetime.timedelta(days=rng.randrange(3_652_059))
+
+    def stamp() -> datetime.datetime:
+        d = rng.choice([day(), datetime.date(2024, 1, 31), datetime.date(1969, 12, 31),
+                        datetime.date(2023, 3, 31)])
+        return datetime.datetime(d.year, d.month, d.day) + datetime.timedelta(
+            microseconds=rng.randrange(86_400_000_000))
+
+    a = [None if rng.random() < 0.1 else rng.choice(
+        [day(), datetime.date(2024, 2, 29), datetime.date(1970, 1, 1), datetime.date(1960, 5, 31)])
+        for _ in range(n)]
+    b = [None if rng.random() < 0.1 else stamp() for _ in range(n)]
+    mid = [None if x is None else x.replace(year=rng.randrange(1900, 2100)) if x.year > 1 and not (
+        x.month == 2 and x.day == 29) else x for x in a]
+    table = pa.table([pa.array(a, pa.date32()), pa.array(b, pa.timestamp("us")),
+                      pa.array(mid, pa.date32())], names=list("abm"))
+    da, tb, dm = Col(0), Col(1), Col(2)
+
+    def part(p: str) -> Lit:
+        return Lit(p, "VARCHAR")
+
+    diffs = [Call("date_diff", (part(p), x, y), "BIGINT")
+             for p in ("year", "months", "quarter", "week", "day", "days")
+             for x, y in ((da, tb), (tb, da), (dm, Lit(datetime.date(2000, 3, 15), "DATE")))]
+    ivs = [Interval(1, 0, 0), Interval(-1, 0, 0), Interval(13, 2, 5), Interval(0, 40, 3_600_000_000),
+           Interval(-25, -1, -1), Interval(0, 0, 86_399_999_999)]
+    moved = [Call(f, (dm, Lit(iv, "INTERVAL")), "TIMESTAMP") for iv in ivs
+             for f in ("add_interval", "sub_interval")]
+    month_ends = pa.table([pa.array([datetime.date(2024, 1, 31), datetime.date(2023, 1, 31),
+                                     datetime.date(2024, 3, 31), None], pa.date32()),
+                           pa.array([datetime.datetime(2024, 1, 31, 23, 59), datetime.datetime(
+                               2000, 12, 31, 1), datetime.datetime(1900, 3, 30), None],
+                               pa.timestamp("us"))], names=["d", "t"])
+    _decided_as_the_rows(table, diffs + moved)
+    _decided_as_the_rows(month_ends, [Call(f, (Col(c), Lit(iv, "INTERVAL")), "TIMESTAMP")
+                                      for iv in ivs for c in (0, 1)
+                                      for f in ("add_interval", "sub_interval")])
+    # past the range: 9999-12-31 plus a day, 0001-01-01 less a month
+    for v, iv in ((datetime.date(9999, 12, 31), Interval(0, 1, 0)),
+                  (datetime.date(1, 1, 1), Interval(-1, 0, 0)),
+                  (datetime.date(9999, 12, 31), Interval(0, 0, 86_400_000_000))):
+        tab = pa.table([pa.array([datetime.date(2024, 1, 1), v], pa.date32())], names=["d"])
+        m = Mfp(Get("t", 1), (Call("add_interval", (Col(0), Lit(iv, "INTERVAL")), "TIMESTAMP"),), (), (1,))
+        assert columns_mfp(m)(tab) is None, (v, iv)  # type: ignore[misc]
+        assert _reference(m, list(rows_of(tab, 1))) is None, (v, iv)
+
+
 def test_case_and_coalesce_over_columns() -> None:
     """CASE takes the first TRUE condition (a NULL one is not), else its ELSE (NULL when it
     has none); COALESCE the first non-NULL argument; both equal the rows', and a CASE of
