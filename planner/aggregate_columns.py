@@ -27,7 +27,8 @@ rows) when the table holds something this module does not decide exactly. The su
   leave the arrays), dates and timestamps (MIN and MAX: days and microseconds, made dates and
   datetimes where they leave the arrays), strings (MIN and MAX: ranks among the column's
   sorted distinct values, `_string_ranks`); COUNT(DISTINCT x) of any of these (one sort of
-  (group, value) pairs); and COUNT(x) of a column of any type, which reads only its validity
+  (group, value) pairs, `_distinct_pairs`), SUM and AVG(DISTINCT x) of ints (the same pairs
+  summed and counted); and COUNT(x) of a column of any type, which reads only its validity
   (`_counted_only`).
 
 The Python work at hydration is a constant number of calls per group (its key), never a
@@ -110,8 +111,9 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
                  ) -> BuiltGroups | None:
     """The groups of `table`'s rows keyed by its columns `key`, held as arrays (see
     `BuiltGroups`); None for what this module leaves to rows."""
-    if any(a.func not in _FUNCS or a.distinct and a.func != "count" for a in plan.aggs):
-        return None  # of DISTINCT aggregates, COUNT(DISTINCT x) alone (its values' map)
+    if any(a.func not in _FUNCS or a.distinct and a.func not in ("count", "sum", "avg")
+           for a in plan.aggs):
+        return None  # of DISTINCT aggregates, COUNT, SUM and AVG (of ints: below)
     if any(kind == "stat" for kind, *_ in plan.accs):
         return None
     n = table.num_rows
@@ -181,9 +183,18 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
     sizes = np.diff(np.append(starts, n))
     key_table = table.select(list(key)).take(key_rows)
     sums: dict[int, Any] = {}
-    for i, (kind, x, _, _) in enumerate(plan.accs):
+    distinct_n: dict[int, np.ndarray] = {}
+    for i, (kind, x, _, distinct) in enumerate(plan.accs):
         vals, valid, vkind = cols[x]
-        if kind == "sum" and vkind in ("int", DECIMAL):
+        if distinct:
+            # SUM or AVG(DISTINCT x) of ints: each group's distinct values summed and counted,
+            # as the rows feed each value to the sum once (`AggregateState._feed`)
+            got = _distinct_sums(vals, valid, vkind, np.append(starts, n)) \
+                if vkind == "int" else None
+            if got is None:
+                return None
+            sums[i], distinct_n[i] = got
+        elif kind == "sum" and vkind in ("int", DECIMAL):
             bound = int(np.abs(vals).max()) if len(vals) else 0
             if bound and bound * n >= 2 ** 63:
                 return None
@@ -202,7 +213,7 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
     kinds = {x: kind for x, (_, _, kind) in cols.items()}
     values = {x: cols[x] for x in plan.value_args}
     return BuiltGroups(plan, keys, np.append(starts, n), kinds, sums, counts, values,
-                       key_table, _scales(table, kinds), dictionaries)
+                       key_table, _scales(table, kinds), dictionaries, distinct_n)
 
 
 def _scales(table: Any, kinds: dict[int, str]) -> dict[int, int]:
@@ -295,14 +306,15 @@ class BuiltGroups:
     not each distinct value's), `records()` all groups'."""
 
     __slots__ = ("plan", "keys", "bounds", "kinds", "sums", "counts", "values", "held",
-                 "key_table", "out", "scales", "dictionaries")
+                 "key_table", "out", "scales", "dictionaries", "distinct_n")
 
     def __init__(self, plan: IncrementalAggregates, keys: list[Any], bounds: np.ndarray,
                  kinds: dict[int, str], sums: dict[int, Any], counts: dict[int, np.ndarray],
                  values: dict[int, tuple[np.ndarray, np.ndarray | None, str]],
                  key_table: Any = None,
                  scales: dict[int, int] | None = None,
-                 dictionaries: dict[int, Any] | None = None) -> None:
+                 dictionaries: dict[int, Any] | None = None,
+                 distinct_n: dict[int, np.ndarray] | None = None) -> None:
         self.plan, self.keys, self.bounds, self.kinds = plan, keys, bounds, kinds
         self.sums, self.counts, self.values = sums, counts, values
         for i, sm in sums.items():
@@ -321,6 +333,8 @@ class BuiltGroups:
         self.scales = scales or {}
         # a STRING argument's distinct values, sorted: its values are their ranks
         self.dictionaries = dictionaries or {}
+        # a DISTINCT accumulator's count of distinct values per group (its sums are theirs)
+        self.distinct_n = distinct_n or {}
 
     def states(self, gs: list[int]) -> list[AggregateState]:
         """`state(g)` for each of the distinct groups `gs`. From `BULK_STATES` groups, in a
@@ -407,6 +421,10 @@ class BuiltGroups:
                     acc.__init__()  # type: ignore[misc]
                     for v in part.tolist():
                         acc.add(v, 1)
+        for i, n in self.distinct_n.items():
+            acc = st.accs[i]
+            acc.n = int(n[g])
+            acc.exact = int(self.sums[i][g])
         return st
 
     def _held(self) -> np.ndarray:
@@ -433,7 +451,7 @@ class BuiltGroups:
                                       else 64 * 2 * len(keys))
         for vals, valid, _ in self.values.values():
             total += vals.nbytes + (valid.nbytes if valid is not None else 0)
-        for c in self.counts.values():
+        for c in (*self.counts.values(), *self.distinct_n.values()):
             total += c.nbytes
         if self.out is not None:
             total += self.out.nbytes
@@ -521,7 +539,7 @@ class BuiltGroups:
     def _read(self, a: Any) -> int:
         """The records aggregate `a`'s column reads: one per group (COUNT(*) reads none, nor
         does COUNT(DISTINCT x): the size of its value map, as `AggregateState.output`)."""
-        return 0 if a.func == "count_star" or a.distinct else len(self.keys)
+        return 0 if a.func == "count_star" or a.func == "count" and a.distinct else len(self.keys)
 
     def _column(self, a: Any, slot: int) -> list[Any]:
         """Aggregate `a`'s value in every group."""
@@ -539,8 +557,7 @@ class BuiltGroups:
             if not has.all():
                 out = [v if h else None for v, h in zip(out, has.tolist(), strict=True)]
             return out
-        kind, x, _, _ = self.plan.accs[slot]
-        n = self.counts[x]
+        n = self._count(slot)
         if f == "count":
             return n.tolist()
         totals = self._totals(slot)
@@ -587,8 +604,8 @@ class BuiltGroups:
             taken = strings.take(np.where(has, found, 0))
             return taken if has.all() else pc.if_else(pa.array(has), taken,
                                                       pa.scalar(None, strings.type))
-        _, x, _, _ = self.plan.accs[slot]
-        n = self.counts[x]
+        x = self.plan.accs[slot][1]
+        n = self._count(slot)
         if f == "count":
             return pa.array(n)
         s, kind = self.sums[slot], self.kinds[x]
@@ -625,24 +642,15 @@ class BuiltGroups:
 
     def _distinct_counts(self, x: int) -> np.ndarray:
         """COUNT(DISTINCT x) per group: how many distinct values (NULL not one) each group's
-        part holds, by one sort of (group, value) pairs made one int64 each. Floats are
-        ranked first (there is no NaN or -0.0: `build_groups` leaves those to the rows)."""
-        vals, valid, kind = self.values[x]
-        groups = len(self.keys)
-        owner = np.repeat(np.arange(groups, dtype=np.int64), np.diff(self.bounds))
-        if valid is not None:
-            vals, owner = vals[valid], owner[valid]
-        if not len(vals):
-            return np.zeros(groups, np.int64)
-        if kind != "float":
-            lo, hi = int(vals.min()), int(vals.max())
-        if kind == "float" or (hi - lo + 1) * groups >= 1 << 62:
-            # ranks below the row count: (rows * groups) stays below 2**62
-            vals = np.unique(vals, return_inverse=True)[1].astype(np.int64)
-            lo, hi = 0, int(vals.max())
-        span = hi - lo + 1
-        pairs = np.unique(owner * span + (vals - lo))
-        return np.bincount(pairs // span, minlength=groups).astype(np.int64)
+        part holds (`_distinct_pairs`)."""
+        groups, _ = _distinct_pairs(*self.values[x], self.bounds)
+        return np.bincount(groups, minlength=len(self.keys)).astype(np.int64)
+
+    def _count(self, slot: int) -> np.ndarray:
+        """Accumulator `slot`'s count of values per group: of its distinct values for a
+        DISTINCT one."""
+        n = self.distinct_n.get(slot)
+        return self.counts[self.plan.accs[slot][1]] if n is None else n
 
     def _in_range(self, a: Any, i: int, has: np.ndarray) -> bool:
         """Whether `_finish_sum(a, total)` is the total itself for every group with a value:
@@ -1205,6 +1213,46 @@ def _index_present(idx: Any, present: list[Any], kind: str) -> None:
     else:
         # numbers without NaN (Decimals too): _value_entry(v) is (2, v, 0, v), in v's order
         idx.update(list(zip(repeat(2), present, repeat(0), present)))
+
+
+def _distinct_pairs(vals: np.ndarray, valid: np.ndarray | None, kind: str, bounds: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's distinct values (NULL not one) as `(group, value)` pairs, in group then
+    value order, by one sort of the pairs made one int64 each. Floats, and ints whose span
+    times the groups reaches 2**62, are ranked first (there is no NaN or -0.0: `build_groups`
+    leaves those to the rows) and their values taken back by rank."""
+    groups = len(bounds) - 1
+    owner = np.repeat(np.arange(groups, dtype=np.int64), np.diff(bounds))
+    if valid is not None:
+        vals, owner = vals[valid], owner[valid]
+    if not len(vals):
+        return owner, vals
+    uniq = None
+    if kind != "float":
+        lo, hi = int(vals.min()), int(vals.max())
+    if kind == "float" or (hi - lo + 1) * groups >= 1 << 62:
+        # ranks below the row count: (rows * groups) stays below 2**62
+        uniq, ranks = np.unique(vals, return_inverse=True)
+        vals, lo, hi = ranks.astype(np.int64), 0, len(uniq) - 1
+    span = hi - lo + 1
+    pairs = np.unique(owner * span + (vals - lo))
+    found = pairs % span + lo
+    return pairs // span, found if uniq is None else uniq[found]
+
+
+def _distinct_sums(vals: np.ndarray, valid: np.ndarray | None, kind: str, bounds: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per group, the sum and the count of its distinct int values (NULL not one), or None
+    when a sum could pass int64 (the rows add Python ints)."""
+    owner, found = _distinct_pairs(vals, valid, kind, bounds)
+    n = np.bincount(owner, minlength=len(bounds) - 1).astype(np.int64)
+    sums = np.zeros(len(n), np.int64)
+    if len(found):
+        if int(np.abs(found).max()) * int(n.max()) >= 2 ** 63:
+            return None
+        has = n > 0
+        sums[has] = np.add.reduceat(found, (np.cumsum(n) - n)[has])
+    return sums, n
 
 
 def _distinct(part: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
