@@ -516,6 +516,39 @@ def test_null_safe_comparisons_extremes_trims_and_float_remainders_equal_the_row
         assert want is not None, e
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_casts_of_plain_strings_over_columns_equal_the_rows(seed: int) -> None:
+    """CAST of strings in plain form (digits, decimal numbers, YYYY-MM-DD) to integer types,
+    DOUBLE and DATE over columns equal the rows (Python's int(), float(), fromisoformat());
+    a string in any other form, one past the type, a year 0 or a February 30th go to the
+    rows, which parse (or refuse) it themselves."""
+    rng = random.Random(seed)
+    n = 50
+    ints = [None if rng.random() < 0.1 else rng.choice(["-0", "007", "-12", "32767", "0"]) if rng.random() < 0.3
+            else str(rng.randrange(-10 ** 12, 10 ** 12)) for _ in range(n)]
+    floats = [None if rng.random() < 0.1 else rng.choice(
+        ["1.", ".5", "-2.5e3", "1E5", "1e400", "4.9e-324", "0.1", "-0.0", "00.25", "7"])
+        if rng.random() < 0.5 else repr(rng.uniform(-1e6, 1e6)) for _ in range(n)]
+    dates = [None if rng.random() < 0.1 else (datetime.date(1, 1, 1) + datetime.timedelta(
+        days=rng.randrange(3_652_059))).isoformat() for _ in range(n)]
+    table = pa.table([pa.array(ints, pa.string()), pa.array(floats, pa.string()),
+                      pa.array(dates, pa.string())], names=list("ifd"))
+    i, f, d = Col(0), Col(1), Col(2)
+    _decided_as_the_rows(table, [Call("cast", (i,), "BIGINT"), Call("cast", (f,), "DOUBLE"),
+                                 Call("cast", (i,), "DOUBLE"), Call("cast", (d,), "DATE")])
+    get = Get("t", 3)
+    for col, t, bad in ((0, "BIGINT", "1_000"), (0, "BIGINT", " 5"), (0, "BIGINT", "+5"),
+                        (0, "BIGINT", "1.5"), (0, "BIGINT", "\u0663"), (0, "SMALLINT", "40000"),
+                        (0, "BIGINT", "9223372036854775808"), (1, "DOUBLE", "inf"),
+                        (1, "DOUBLE", "1_0.5"), (2, "DATE", "0000-01-01"),
+                        (2, "DATE", "2024-02-30"), (2, "DATE", "2024-1-05")):
+        vals = [ints, floats, dates][col]
+        tab = table.set_column(col, "ifd"[col], pa.array([bad] + vals[1:], pa.string()))
+        m = Mfp(get, (Call("cast", (Col(col),), t),), (), (3,))
+        assert columns_mfp(m)(tab) is None, (t, bad)  # type: ignore[misc]
+        _reference(m, list(rows_of(tab, 3)))  # the rows decide: a value or their error
+
+
 def test_python_whitespace_is_what_trim_removes() -> None:
     from planner.mfp_columns import _PY_SPACE
 
