@@ -23,7 +23,8 @@ TIMESTAMP (its midnight), of an int or float to an integer type (half to even, w
 type), of a timestamp to DATE (its day), of an int or string to VARCHAR, and of a string in
 plain form (digits; a decimal number; YYYY-MM-DD) to an integer type, DOUBLE or DATE; extract of the
 calendar's parts and date_trunc of a DATE or TIMESTAMP; LIKE with a literal pattern (as an RE2
-expression); LOWER and UPPER of ASCII strings; || and CONCAT of strings; -x, FLOOR and CEIL;
+expression); LOWER and UPPER of strings (Arrow's Unicode mapping where no character maps
+otherwise in Python); || and CONCAT of strings; -x, FLOOR and CEIL;
 // of ints (towards zero); LENGTH, STARTS_WITH, ENDS_WITH, CONTAINS, SUBSTR from a literal
 position >= 1 and REPLACE of a literal non-empty pattern; IS DISTINCT FROM and NULLIF of
 two values compared as above; GREATEST and LEAST of ints, floats (no NaN or -0.0: Python's max
@@ -43,6 +44,7 @@ sends the table to the rows, which then decide.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -743,17 +745,43 @@ def _like(v: Any, pattern: Any) -> Any:
 
 
 def _case_of(f: str, v: Any) -> Any:
-    """LOWER or UPPER of a string column whose every value is ASCII, where Arrow's ASCII
-    mapping is Python's `str.lower` and `str.upper`; other strings go to the rows (Python's
-    full case mappings, such as 'ß'.upper() == 'SS')."""
+    """LOWER or UPPER of a string column: Arrow's ASCII mapping where every value is ASCII;
+    else Arrow's Unicode mapping, where no value holds a character that it maps otherwise
+    than Python's `str.lower` and `str.upper` (`_unlike_python`); other columns go to the
+    rows."""
     import pyarrow as pa
 
     pc = _pc()
     if _kind(v) != "str" or isinstance(v, pa.Scalar):
         raise _Undecided
-    if v.null_count < len(v) and not pc.all(pc.string_is_ascii(v)).as_py():
+    if v.null_count == len(v) or pc.all(pc.string_is_ascii(v)).as_py():
+        return pc.ascii_lower(v) if f == "lower" else pc.ascii_upper(v)
+    if pc.any(pc.match_substring_regex(v, _unlike_python(f))).as_py():
         raise _Undecided
-    return pc.ascii_lower(v) if f == "lower" else pc.ascii_upper(v)
+    return pc.utf8_lower(v) if f == "lower" else pc.utf8_upper(v)
+
+
+# Every character with a case mapping lies below this code point, in Python's tables and in
+# Arrow's (a test checks the whole range).
+_CASED_END = 0x20000
+
+
+@functools.cache
+def _unlike_python(f: str) -> str:
+    """An RE2 class of the characters Arrow's `utf8_lower` / `utf8_upper` (one code point at a
+    time, by utf8proc's tables) maps otherwise than Python's `str.lower` / `str.upper`: full
+    mappings ('ß'.upper() is 'SS', 'İ'.lower() two code points) and tables of another Unicode
+    version. For LOWER, Σ as well: Python maps it to ς at a word's end. Found once per
+    process, in about 0.1 s."""
+    import pyarrow as pa
+
+    chars = [chr(c) for c in range(_CASED_END) if not 0xD800 <= c <= 0xDFFF]
+    arrow = (_pc().utf8_lower if f == "lower" else _pc().utf8_upper)(pa.array(chars)).to_pylist()
+    python = str.lower if f == "lower" else str.upper
+    unlike = [c for c, a in zip(chars, arrow, strict=True) if python(c) != a]
+    if f == "lower":
+        unlike.append("\u03a3")
+    return "[" + "".join("\\x{%x}" % ord(c) for c in unlike) + "]"
 
 
 def _to_int(v: Any, kind: str, t: str) -> Any:

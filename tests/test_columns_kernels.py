@@ -288,9 +288,9 @@ def test_calendar_functions_over_columns_equal_the_rows(seed: int) -> None:
 
 def test_like_and_case_mappings_over_columns_equal_the_rows() -> None:
     """LIKE with `%`, `_`, RE2's syntax characters, a newline and characters past ASCII, of
-    strings and NULLs, equals the rows' match; LOWER and UPPER of ASCII strings too, and a
-    column holding other characters (Python's full case mappings: 'ß'.upper() is 'SS') is
-    left to the rows."""
+    strings and NULLs, equals the rows' match; LOWER and UPPER too, and a column holding a
+    character Arrow maps otherwise (Python's full case mappings: 'ß'.upper() is 'SS'; a
+    word-final Σ) is left to the rows."""
     values = ["", "a", "abc", "a.c", "a+c", "a\nc", "é", "éa", "x%y", "x_y", "(a)", "[a]",
               "a\\b", "ß", "$^", "ab{2}", "a|b", "ABC", "mixed Case 9", None]
     table = pa.table([pa.array(values, pa.string())], names=["s"])
@@ -305,13 +305,57 @@ def test_like_and_case_mappings_over_columns_equal_the_rows() -> None:
         assert _same(list(rows_of(got, 1)), _reference(m, rows)), p  # type: ignore[arg-type]
     for f in ("lower", "upper"):
         m = Mfp(get, (Call(f, (Col(0),), "VARCHAR"),), (), (1,))
-        assert columns_mfp(m)(table) is None  # type: ignore[misc]  # 'é', 'ß': the rows
+        # 'ß' upper-cased is 'SS' in Python, 'ß' in Arrow; Σ at a word's end is ς in Python
+        got = columns_mfp(m)(table)  # type: ignore[misc]
+        assert (got is None) == (f == "upper")
+        if got is not None:
+            assert _same(list(rows_of(got, 1)), _reference(m, rows))  # type: ignore[arg-type]
+        sigma = pa.table([pa.array(["ΟΔΟΣ", "é"])], names=["s"])
+        assert (columns_mfp(m)(sigma) is None) == (f == "lower")  # type: ignore[misc]
         ascii_table = pa.table([pa.array(["", "aBc", "X Y-z", None, "mixed Case 9"])],
                                names=["s"])
         got = columns_mfp(m)(ascii_table)  # type: ignore[misc]
         assert got is not None
         assert _same(list(rows_of(got, 1)),
                      _reference(m, list(rows_of(ascii_table, 1))))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_case_mappings_of_unicode_strings_over_columns_equal_the_rows(seed: int) -> None:
+    """LOWER and UPPER of strings past ASCII (accents, Cyrillic, Greek, Deseret, titlecase
+    letters such as 'ǅ') by Arrow's mapping equal the rows wherever the column holds no
+    character Arrow maps otherwise than Python; a column holding one ('ß', 'İ', 'ŉ', or Σ for
+    LOWER) goes to the rows."""
+    rng = random.Random(seed)
+    letters = "aZéÉüÜñÑçÇøØåÅжЖяЯλΛωΩσ ǅǈǋ\U00010400\U00010428xyz-09 "
+    values = [None if rng.random() < 0.1 else "".join(rng.choices(letters, k=rng.randrange(8)))
+              for _ in range(60)]
+    table = pa.table([pa.array(values, pa.string())], names=["s"])
+    rows = list(rows_of(table, 1))
+    for f in ("lower", "upper"):
+        m = Mfp(Get("t", 1), (Call(f, (Col(0),), "VARCHAR"),), (), (1,))
+        got = columns_mfp(m)(table)  # type: ignore[misc]
+        assert got is not None, f
+        assert _same(list(rows_of(got, 1)), _reference(m, rows)), f  # type: ignore[arg-type]
+        for odd in ("ß", "İ", "ŉ", "Σ"):
+            tab = table.set_column(0, "s", pa.array(["x" + odd + "y"] + values[1:], pa.string()))
+            decided = columns_mfp(m)(tab)  # type: ignore[misc]
+            want = _reference(m, list(rows_of(tab, 1)))
+            if decided is not None:  # only where Arrow's mapping of it is Python's
+                assert _same(list(rows_of(decided, 1)), want), (f, odd)  # type: ignore[arg-type]
+            assert decided is None or (f, odd) not in (("upper", "ß"), ("lower", "İ"),
+                                                        ("upper", "ŉ"), ("lower", "Σ")), (f, odd)
+
+
+def test_case_mappings_unlike_python_are_found_below_the_cased_end() -> None:
+    """Every character whose Arrow case mapping differs from Python's lies below
+    `_CASED_END`, so the check scans only that range."""
+    import planner.mfp_columns as mc
+
+    chars = [chr(c) for c in range(mc._CASED_END, 0x110000)]
+    for f, python in (("lower", str.lower), ("upper", str.upper)):
+        arrow = getattr(pa.compute, "utf8_" + f)(pa.array(chars)).to_pylist()
+        assert all(python(c) == a for c, a in zip(chars, arrow, strict=True)), f
 
 
 def test_division_casts_abs_and_joins_over_columns_equal_the_rows() -> None:
