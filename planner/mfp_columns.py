@@ -427,14 +427,11 @@ def _date_diff(part: str, a: Any, b: Any) -> Any:
     between them, or whole days (weeks: the days over 7, towards zero) between their dates."""
     import pyarrow as pa
 
-    pc = _pc()
     kinds = (_kind(a), _kind(b))
     if any(k not in ("date", "timestamp") for k in kinds):
         raise _Undecided
     da, db = _day_numbers(a, kinds[0])[0], _day_numbers(b, kinds[1])[0]
-    nulls = None
-    if a.null_count or b.null_count:
-        nulls = ~_numpy(pc.and_(pc.is_valid(a), pc.is_valid(b)))
+    nulls = _nulls_of_either(a, b)
     if part in ("year", "years"):
         out = _months(db) // 12 - _months(da) // 12
     elif part in ("month", "months"):
@@ -490,9 +487,7 @@ def _float_mod(a: Any, b: Any) -> Any:
     y = _numpy(pc.fill_null(b, 1.0))
     if np.isinf(x).any():
         raise _Undecided
-    nulls = None
-    if a.null_count or b.null_count:
-        nulls = ~_numpy(pc.and_(pc.is_valid(a), pc.is_valid(b)))
+    nulls = _nulls_of_either(a, b)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.fmod(x, y)
     return pa.array(r, pa.float64(), mask=nulls)
@@ -542,6 +537,12 @@ def _within(out: Any, t: str) -> Any:
 def _nulls(v: Any) -> np.ndarray | None:
     """Column `v`'s NULLs as a NumPy mask (None: it has none), to rebuild a result with."""
     return _numpy(_pc().is_null(v)) if v.null_count else None
+
+
+def _nulls_of_either(a: Any, b: Any) -> np.ndarray | None:
+    """Where column `a` or `b` is NULL, as `_nulls` gives it."""
+    pc = _pc()
+    return ~_numpy(pc.and_(pc.is_valid(a), pc.is_valid(b))) if a.null_count or b.null_count else None
 
 
 def _as_double(v: Any) -> Any:
@@ -618,9 +619,8 @@ def _int_mod(a: Any, b: Any) -> Any:
     pc = _pc()
     x = _numpy(pc.fill_null(pc.cast(a, pa.int64()), 0))
     y = _numpy(pc.fill_null(pc.cast(b, pa.int64()), 1))
-    nulls = None
-    if a.null_count or b.null_count:
-        nulls = ~_numpy(pc.and_(pc.is_valid(a), pc.is_valid(b)))
+    nulls = _nulls_of_either(a, b)
+    if nulls is not None:
         y = np.where(nulls, 1, y)
     if (y == 0).any() or ((x == np.iinfo(np.int64).min) & (y == -1)).any():
         raise _Undecided
@@ -672,7 +672,7 @@ def _calendar(f: str, part: str, v: Any) -> Any:
             start = months()
             if part == "quarter":
                 start -= start % 12 % 3
-            at = start.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64) * _US_DAY
+            at = _month_start(start) * _US_DAY
         elif part == "week":
             at = (days - (isodow() - 1)) * _US_DAY  # back to Monday
         elif part == "day":
@@ -688,7 +688,7 @@ def _calendar(f: str, part: str, v: Any) -> Any:
     elif part in ("month", "months", "mon"):
         out = months() % 12 + 1
     elif part in ("day", "days", "d", "dayofmonth"):
-        out = days - months().astype("datetime64[M]").astype("datetime64[D]").astype(np.int64) + 1
+        out = days - _month_start(months()) + 1
     elif part == "quarter":
         out = months() % 12 // 3 + 1
     elif part in ("dow", "dayofweek"):
