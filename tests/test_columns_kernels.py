@@ -451,7 +451,6 @@ def test_signs_floors_int_division_and_string_calls_over_columns_equal_the_rows(
                       pa.array(small, pa.int32()), pa.array(floats, pa.float64())],
                      names=list("sijf"))
     get = Get("t", 4)
-    rows = list(rows_of(table, 4))
     s, i, j, f = (Col(c) for c in range(4))
 
     def lit(v: Any) -> Lit:
@@ -468,14 +467,7 @@ def test_signs_floors_int_division_and_string_calls_over_columns_equal_the_rows(
         Call("substr", (s, lit(10), lit(2)), "VARCHAR"),
         Call("replace", (s, lit("a"), lit("xy")), "VARCHAR"),
         Call("replace", (s, lit("é"), lit("")), "VARCHAR")]
-    for e in decided:
-        m = Mfp(get, (e,), (), (4,))
-        kernel = columns_mfp(m)
-        assert kernel is not None, e
-        got = kernel(table)
-        assert got is not None, e
-        want = _reference(m, rows)
-        assert want is not None and _same(list(rows_of(got, 1)), want), (e, want)
+    _decided_as_the_rows(table, decided)
     low = table.set_column(1, "i", pa.array([-(2 ** 63)] + ints[1:], pa.int64()))
     zero = table.set_column(2, "j", pa.array([0] + small[1:], pa.int32()))
     for e, tab, raises in ((Call("intdiv", (i, j), "BIGINT"), zero, True),  # a zero divisor
