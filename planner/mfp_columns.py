@@ -21,7 +21,8 @@ halves decided exactly, one by one where the product lies within an ulp of one);
 int to DOUBLE (exact below 2**53, else Arrow refuses and the rows decide), of a date to
 TIMESTAMP (its midnight), of an int or float to an integer type (half to even, within the
 type), of a timestamp to DATE (its day), of an int or string to VARCHAR, and of a string in
-plain form (digits; a decimal number; YYYY-MM-DD) to an integer type, DOUBLE or DATE; extract of the
+plain form (digits; a decimal number; YYYY-MM-DD, with a time for a TIMESTAMP) to an
+integer type, DOUBLE, DATE or TIMESTAMP; extract of the
 calendar's parts and date_trunc of a DATE or TIMESTAMP; LIKE with a literal pattern (as an RE2
 expression); LOWER and UPPER of strings (Arrow's Unicode mapping where no character maps
 otherwise in Python); || and CONCAT of strings; -x, FLOOR and CEIL;
@@ -295,7 +296,7 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
             return args[0]
         if (kinds[0], t) == ("int", "VARCHAR"):
             return pc.cast(args[0], pa.string())  # str(int): its decimal digits
-        if kinds[0] == "str" and (t in INT_RANGE or t in ("DOUBLE", "DATE")):
+        if kinds[0] == "str" and (t in INT_RANGE or t in ("DOUBLE", "DATE", "TIMESTAMP")):
             return _parsed(args[0], t)
         raise _Undecided
     if f == "div":
@@ -494,22 +495,24 @@ def _float_mod(a: Any, b: Any) -> Any:
 
 
 # What every string must look like for Arrow's cast to parse it as the reference does
-# (`scalar._convert`: Python's int(), float() and date.fromisoformat() of the stripped string).
+# (`scalar._convert`: Python's int(), float(), date.fromisoformat() and datetime.fromisoformat()
+# of the stripped string; a fraction of a second has at most 6 digits, no zone).
 # Any other string (spaces, underscores, non-ASCII digits, 'inf', a fraction cast to an int,
 # which the reference rounds) leaves the column to the rows.
 _TEXT = {"int": r"\A[+-]?[0-9]+\z", "float": r"\A[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\z",
-         "date": r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\z"}
+         "date": r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\z",
+         "timestamp": r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}([ T][0-9]{2}(:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?)?)?\z"}
 _DAY_ONE = -719_162  # 0001-01-01 in days since 1970-01-01: Arrow parses a year 0, Python not
 
 
 def _parsed(v: Any, t: str) -> Any:
-    """CAST of a string column to an integer type, DOUBLE or DATE, when every string is in
-    the plain form `_TEXT` gives; Arrow refuses what does not parse (past int64, Feb 30), and
-    the rows then decide."""
+    """CAST of a string column to an integer type, DOUBLE, DATE or TIMESTAMP, when every
+    string is in the plain form `_TEXT` gives; Arrow refuses what does not parse (past int64,
+    Feb 30, 24:00), and the rows then decide."""
     import pyarrow as pa
 
     pc = _pc()
-    form = "date" if t == "DATE" else "float" if t == "DOUBLE" else "int"
+    form = {"DATE": "date", "TIMESTAMP": "timestamp", "DOUBLE": "float"}.get(t, "int")
     plain = pc.match_substring_regex(v, _TEXT[form])
     if plain.null_count < len(plain) and not pc.all(plain).as_py():
         raise _Undecided
@@ -517,8 +520,9 @@ def _parsed(v: Any, t: str) -> Any:
         return _within(pc.cast(v, pa.int64()), t)
     if form == "float":
         return pc.cast(v, pa.float64())  # correctly rounded, as Python's float()
-    out = pc.cast(v, pa.date32())
-    if out.null_count < len(out) and pc.min(pc.cast(out, pa.int32())).as_py() < _DAY_ONE:
+    out = pc.cast(v, pa.date32() if form == "date" else pa.timestamp("us"))
+    first, width = (_DAY_ONE, pa.int32()) if form == "date" else (_US_MIN, pa.int64())
+    if out.null_count < len(out) and pc.min(pc.cast(out, width)).as_py() < first:
         raise _Undecided
     return out
 

@@ -554,10 +554,11 @@ def test_null_safe_comparisons_extremes_trims_and_float_remainders_equal_the_row
 
 @pytest.mark.parametrize("seed", range(3))
 def test_casts_of_plain_strings_over_columns_equal_the_rows(seed: int) -> None:
-    """CAST of strings in plain form (digits, decimal numbers, YYYY-MM-DD) to integer types,
-    DOUBLE and DATE over columns equal the rows (Python's int(), float(), fromisoformat());
-    a string in any other form, one past the type, a year 0 or a February 30th go to the
-    rows, which parse (or refuse) it themselves."""
+    """CAST of strings in plain form (digits, decimal numbers, YYYY-MM-DD, with a time of
+    hours, minutes, seconds and a fraction of up to 6 digits) to integer types, DOUBLE, DATE
+    and TIMESTAMP over columns equal the rows (Python's int(), float(), fromisoformat()); a
+    string in any other form, one past the type, a year 0, a February 30th, 24:00 or a zone
+    go to the rows, which parse (or refuse) it themselves."""
     rng = random.Random(seed)
     n = 50
     ints = [None if rng.random() < 0.1 else rng.choice(["-0", "007", "-12", "32767", "0"]) if rng.random() < 0.3
@@ -567,22 +568,30 @@ def test_casts_of_plain_strings_over_columns_equal_the_rows(seed: int) -> None:
         if rng.random() < 0.5 else repr(rng.uniform(-1e6, 1e6)) for _ in range(n)]
     dates = [None if rng.random() < 0.1 else (datetime.date(1, 1, 1) + datetime.timedelta(
         days=rng.randrange(3_652_059))).isoformat() for _ in range(n)]
+    stamps = [None if d is None else d + rng.choice(
+        ["", " 03", "T23:59", " 00:00:00", " 12:34:56.7", " 12:34:56.123456", "T01:02:03.120"])
+        for d in dates]
     table = pa.table([pa.array(ints, pa.string()), pa.array(floats, pa.string()),
-                      pa.array(dates, pa.string())], names=list("ifd"))
-    i, f, d = Col(0), Col(1), Col(2)
+                      pa.array(dates, pa.string()), pa.array(stamps, pa.string())],
+                     names=list("ifdt"))
+    i, f, d, ts = Col(0), Col(1), Col(2), Col(3)
     _decided_as_the_rows(table, [Call("cast", (i,), "BIGINT"), Call("cast", (f,), "DOUBLE"),
-                                 Call("cast", (i,), "DOUBLE"), Call("cast", (d,), "DATE")])
-    get = Get("t", 3)
+                                 Call("cast", (i,), "DOUBLE"), Call("cast", (d,), "DATE"),
+                                 Call("cast", (d,), "TIMESTAMP"), Call("cast", (ts,), "TIMESTAMP")])
+    get = Get("t", 4)
     for col, t, bad in ((0, "BIGINT", "1_000"), (0, "BIGINT", " 5"), (0, "BIGINT", "+5"),
                         (0, "BIGINT", "1.5"), (0, "BIGINT", "\u0663"), (0, "SMALLINT", "40000"),
                         (0, "BIGINT", "9223372036854775808"), (1, "DOUBLE", "inf"),
                         (1, "DOUBLE", "1_0.5"), (2, "DATE", "0000-01-01"),
-                        (2, "DATE", "2024-02-30"), (2, "DATE", "2024-1-05")):
-        vals = [ints, floats, dates][col]
-        tab = table.set_column(col, "ifd"[col], pa.array([bad] + vals[1:], pa.string()))
-        m = Mfp(get, (Call("cast", (Col(col),), t),), (), (3,))
+                        (2, "DATE", "2024-02-30"), (2, "DATE", "2024-1-05"),
+                        (3, "TIMESTAMP", "0000-01-01 00:00:00"), (3, "TIMESTAMP", "2024-01-02 24:00:00"),
+                        (3, "TIMESTAMP", "2024-01-02 03:04:05Z"),
+                        (3, "TIMESTAMP", "2024-01-02 03:04:05.1234567")):
+        vals = [ints, floats, dates, stamps][col]
+        tab = table.set_column(col, "ifdt"[col], pa.array([bad] + vals[1:], pa.string()))
+        m = Mfp(get, (Call("cast", (Col(col),), t),), (), (4,))
         assert columns_mfp(m)(tab) is None, (t, bad)  # type: ignore[misc]
-        _reference(m, list(rows_of(tab, 3)))  # the rows decide: a value or their error
+        _reference(m, list(rows_of(tab, 4)))  # the rows decide: a value or their error
 
 
 def test_python_whitespace_is_what_trim_removes() -> None:
