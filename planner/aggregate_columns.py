@@ -27,8 +27,8 @@ rows) when the table holds something this module does not decide exactly. The su
   leave the arrays), dates and timestamps (MIN and MAX: days and microseconds, made dates and
   datetimes where they leave the arrays), strings (MIN and MAX: ranks among the column's
   sorted distinct values, `_string_ranks`); COUNT(DISTINCT x) of any of these (one sort of
-  (group, value) pairs, `_distinct_pairs`), SUM and AVG(DISTINCT x) of ints (the same pairs
-  summed and counted); and COUNT(x) of a column of any type, which reads only its validity
+  (group, value) pairs, `_distinct_pairs`), SUM and AVG(DISTINCT x) of ints and DECIMALs (the
+  same pairs summed and counted); and COUNT(x) of a column of any type, which reads only its validity
   (`_counted_only`).
 
 The Python work at hydration is a constant number of calls per group (its key), never a
@@ -187,10 +187,11 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
     for i, (kind, x, _, distinct) in enumerate(plan.accs):
         vals, valid, vkind = cols[x]
         if distinct:
-            # SUM or AVG(DISTINCT x) of ints: each group's distinct values summed and counted,
-            # as the rows feed each value to the sum once (`AggregateState._feed`)
+            # SUM or AVG(DISTINCT x) of ints or DECIMALs (unscaled): each group's distinct
+            # values summed and counted, as the rows feed each value to the sum once
+            # (`AggregateState._feed`)
             got = _distinct_sums(vals, valid, vkind, np.append(starts, n)) \
-                if vkind == "int" else None
+                if vkind in ("int", DECIMAL) else None
             if got is None:
                 return None
             sums[i], distinct_n[i] = got
@@ -424,7 +425,11 @@ class BuiltGroups:
         for i, n in self.distinct_n.items():
             acc = st.accs[i]
             acc.n = int(n[g])
-            acc.exact = int(self.sums[i][g])
+            x = plan.accs[i][1]
+            total = int(self.sums[i][g])
+            # (a DECIMAL's sum: a Decimal at the column's scale once a value was added)
+            acc.exact = _decimal(total, self.scales[x]) if self.kinds[x] == DECIMAL and acc.n \
+                else total
         return st
 
     def _held(self) -> np.ndarray:
@@ -1242,8 +1247,8 @@ def _distinct_pairs(vals: np.ndarray, valid: np.ndarray | None, kind: str, bound
 
 def _distinct_sums(vals: np.ndarray, valid: np.ndarray | None, kind: str, bounds: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per group, the sum and the count of its distinct int values (NULL not one), or None
-    when a sum could pass int64 (the rows add Python ints)."""
+    """Per group, the sum and the count of its distinct int values (a DECIMAL's unscaled; NULL
+    not one), or None when a sum could pass int64 (the rows add Python ints)."""
     owner, found = _distinct_pairs(vals, valid, kind, bounds)
     n = np.bincount(owner, minlength=len(bounds) - 1).astype(np.int64)
     sums = np.zeros(len(n), np.int64)

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import datetime
+import decimal
 import math
 import random
 from collections import Counter
@@ -1335,8 +1336,8 @@ def test_string_extremes_and_distinct_counts_from_columns_equal_the_rows(seed: i
 
 @pytest.mark.parametrize("seed", range(3))
 def test_distinct_sums_and_averages_from_columns_equal_the_rows(seed: int) -> None:
-    """SUM and AVG(DISTINCT x) of ints built from columns (each group's distinct values summed
-    and counted), beside SUM, AVG and COUNT(DISTINCT) of the same column: every group's
+    """SUM and AVG(DISTINCT x) of ints and DECIMALs built from columns (each group's distinct
+    values summed and counted), beside SUM, AVG and COUNT(DISTINCT) of the same column: every group's
     output, the records read, the columns sent and each state made alone or with others
     equal the per-row ones, for groups of repeated values, of NULLs only, of a span past 2**62
     (values ranked first); a sum that could pass int64, and DISTINCT of floats, go to the
@@ -1348,13 +1349,30 @@ def test_distinct_sums_and_averages_from_columns_equal_the_rows(seed: int) -> No
     ints = [None if k == 4 or rng.random() < 0.05 else
             rng.randint(-3, 3) * (2 ** 58 if k == 2 else 1) + (k % 3) for k in keys]
     small = [rng.choice([1, 2, 2, 3, 7, None]) for _ in keys]
+    cents = [None if k == 5 else decimal.Decimal(rng.choice([-150, 0, 5, 5, 999, 12345])).scaleb(-2)
+             for k in keys]
     table = pa.table([pa.array(keys, pa.int64()), pa.array(ints, pa.int64()),
-                      pa.array(small, pa.int32())], names=list("kis"))
+                      pa.array(small, pa.int32()), pa.array(cents, pa.decimal128(12, 2))],
+                     names=list("kisd"))
     chunked = pa.Table.from_batches(table.to_batches(max_chunksize=len(keys) // 3 + 1))
     # (an AVG of sums past 2**53 is made by Python, not as an array: `_built_as_the_rows`
     # wants arrays, so the wide column's AVG(DISTINCT) is in the second plan's outputs only)
     wide = IncrementalAggregates((Agg("sum", 1, True, "HUGEINT"), Agg("count", 1, True, "BIGINT"),
                                   Agg("count_star", None, False, "BIGINT")))
+    # a DECIMAL's distinct sums and averages: made Decimals (Python's), not arrays
+    dec = IncrementalAggregates((Agg("sum", 3, True, "DECIMAL(38,2)"), Agg("avg", 3, True, "DOUBLE"),
+                                 Agg("sum", 3, False, "DECIMAL(38,2)")))
+    want_dec = _row_states(dec, table)
+    for t in (table, chunked):
+        built = build_groups(dec, t, (0,))
+        assert built is not None
+        rows, read = built.rows()
+        assert read == sum(want_dec[k].output()[1] for k in built.keys)
+        made = built.states(list(range(len(built.keys))))
+        for g, k in enumerate(built.keys):
+            assert repr(rows[g]) == repr(want_dec[k].output()[0][0][0]), k
+            assert _canon_state(made[g]) == _canon_state(want_dec[k]), k
+    assert any(w.output()[0][0][0][0] is None for w in want_dec.values())  # a group of NULLs
     _built_as_the_rows(wide, [table, chunked], _row_states(wide, table))
     plan = IncrementalAggregates((
         Agg("sum", 2, True, "BIGINT"), Agg("avg", 2, True, "DOUBLE"), Agg("sum", 2, False, "HUGEINT"),
@@ -1366,8 +1384,8 @@ def test_distinct_sums_and_averages_from_columns_equal_the_rows(seed: int) -> No
     for g, k in enumerate(built.keys):
         assert repr(rows[g]) == repr(want[k].output()[0][0][0]), k
         assert _canon_state(built.state(g)) == _canon_state(want[k]), k
-    _built_as_the_rows(IncrementalAggregates(plan.aggs[:4]), [table, chunked],
-                       _row_states(IncrementalAggregates(plan.aggs[:4]), table))
+    four = IncrementalAggregates(plan.aggs[:4])
+    _built_as_the_rows(four, [table, chunked], _row_states(four, table))
     outs = [w.output()[0][0][0] for w in want.values()]
     assert any(o[4] is None for o in outs)  # the group of NULLs
     assert any(o[0] is not None and o[0] != o[2] for o in outs)  # repeats counted once
