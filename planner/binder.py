@@ -58,6 +58,7 @@ from planner.ir import (
 )
 from planner.naming import output_name
 from planner.scalar import (
+    DIFF_PARTS,
     FUNCS,
     NULL_TOLERANT,
     STRING_SIGNATURES,
@@ -1984,6 +1985,8 @@ class ExprCtx:
                 unit, start, end = _unit(e.args.get("unit")) or "day", e.expression, e.this
             else:
                 unit, start, end = _unit(args[0]), args[1], args[2]
+            if unit.lower() not in DIFF_PARTS:
+                raise b.err("unsupported", f"date_diff does not know the date part '{unit}'", e)
             xs = [self.bind(start), self.bind(end)]
             xs = [self.literal_to(v, ["DATE"], e) for v in xs]
             for v in xs:

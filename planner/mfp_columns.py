@@ -53,7 +53,7 @@ import numpy as np
 
 from engine.columns_at import value_kind
 from planner.ir import Call, Col, Lit, Mfp, Scalar
-from planner.scalar import INT_RANGE, Interval, norm_type
+from planner.scalar import DIFF_MICROS, DIFF_PARTS, INT_RANGE, Interval, norm_type
 
 _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
         "gt": "greater", "ge": "greater_equal"}
@@ -419,30 +419,40 @@ def _month_start(months: np.ndarray) -> np.ndarray:
     return months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
 
 
-# The parts `date_diff` computes over columns (`planner.scalar._date_diff` is the reference).
-_DIFF = frozenset({"year", "years", "month", "months", "quarter", "week", "weeks", "day", "days"})
+# The parts `date_diff` computes over columns, by `planner.scalar.DIFF_PARTS`' names
+# (`planner.scalar._date_diff` is the reference; an ISO year goes by the rows).
+_DIFF = frozenset(k for k, p in DIFF_PARTS.items() if p != "isoyear")
+_SPANS = {"decade": 10, "century": 100, "millennium": 1000}
 
 
 def _date_diff(part: str, a: Any, b: Any) -> Any:
-    """date_diff(part, a, b) of DATE or TIMESTAMP columns: calendar years, months or quarters
-    between them, or whole days (weeks: the days over 7, towards zero) between their dates."""
+    """date_diff(part, a, b) of DATE or TIMESTAMP columns: the calendar's years, months,
+    quarters, decades, centuries or millennia between them; the microseconds since 1970
+    floored to hours, minutes, seconds...; or whole days (weeks: the days over 7, towards
+    zero) between their dates."""
     import pyarrow as pa
 
     kinds = (_kind(a), _kind(b))
     if any(k not in ("date", "timestamp") for k in kinds):
         raise _Undecided
-    da, db = _day_numbers(a, kinds[0])[0], _day_numbers(b, kinds[1])[0]
+    (da, ua), (db, ub) = _day_numbers(a, kinds[0]), _day_numbers(b, kinds[1])
     nulls = _nulls_of_either(a, b)
-    if part in ("year", "years"):
+    p = DIFF_PARTS[part]
+    if p == "year":
         out = _months(db) // 12 - _months(da) // 12
-    elif part in ("month", "months"):
+    elif p in _SPANS:
+        # a year y is 1970 + months // 12 (floored): (y // span) needs the year itself
+        out = (_months(db) // 12 + 1970) // _SPANS[p] - (_months(da) // 12 + 1970) // _SPANS[p]
+    elif p == "month":
         out = _months(db) - _months(da)
-    elif part == "quarter":
+    elif p == "quarter":
         # (year * 12 + month - 1) // 3, less 1970 * 12 // 3 (a whole number of quarters)
         out = _months(db) // 3 - _months(da) // 3
+    elif p in DIFF_MICROS:
+        out = ub // DIFF_MICROS[p] - ua // DIFF_MICROS[p]
     else:
         out = db - da
-        if part in ("week", "weeks"):
+        if p == "week":
             out = np.sign(out) * (np.abs(out) // 7)
     return pa.array(out, pa.int64(), mask=nulls)
 

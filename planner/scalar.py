@@ -614,22 +614,68 @@ def _date_trunc(part: str, d: Any) -> Any:
     return dt
 
 
+# date_diff's parts as DuckDB names them, each to the boundaries it counts (DuckDB's date part
+# specifiers; the day-of-something parts count days, `epoch` seconds, `yearweek` weeks).
+DIFF_PARTS = {
+    **dict.fromkeys(("year", "y", "years", "yr", "yrs"), "year"),
+    **dict.fromkeys(("month", "mon", "months", "mons"), "month"),
+    **dict.fromkeys(("quarter", "quarters"), "quarter"),
+    **dict.fromkeys(("decade", "dec", "decades", "decs"), "decade"),
+    **dict.fromkeys(("century", "cent", "centuries", "c"), "century"),
+    **dict.fromkeys(("millennium", "mil", "millennia", "mils", "millenium", "millenniums"),
+                    "millennium"),
+    "isoyear": "isoyear",
+    **dict.fromkeys(("week", "weeks", "w", "weekofyear", "yearweek"), "week"),
+    **dict.fromkeys(("day", "days", "d", "dayofmonth", "dow", "dayofweek", "weekday", "isodow",
+                     "doy", "dayofyear", "julian"), "day"),
+    **dict.fromkeys(("hour", "hr", "hours", "hrs", "h"), "hour"),
+    **dict.fromkeys(("minute", "min", "minutes", "mins", "m"), "minute"),
+    **dict.fromkeys(("second", "sec", "seconds", "secs", "s", "epoch"), "second"),
+    **dict.fromkeys(("millisecond", "milliseconds", "ms", "msec", "msecs", "msecond",
+                     "mseconds"), "millisecond"),
+    **dict.fromkeys(("microsecond", "microseconds", "us", "usec", "usecs", "usecond",
+                     "useconds"), "microsecond"),
+}
+# Microseconds in each part below a day.
+DIFF_MICROS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000,
+               "millisecond": 1_000, "microsecond": 1}
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
 def _date_diff(part: str, a: Any, b: Any) -> Any:
+    """DuckDB's date_diff: the `part` boundaries between a and b (b's count less a's: the
+    calendar's years, months, quarters, decades, centuries, millennia and ISO years; the
+    microseconds since 1970 floored to hours, minutes, seconds...). Weeks are the days
+    between their dates over 7, towards zero."""
     if a is None or b is None:
         return None
-    p = part.lower()
-    if p in ("year", "years"):
+    p = DIFF_PARTS[part.lower()]
+    if p == "year":
         return b.year - a.year
-    if p in ("month", "months"):
+    if p == "month":
         return (b.year - a.year) * 12 + b.month - a.month
-    if p in ("quarter",):
+    if p == "quarter":
         return (b.year * 12 + b.month - 1) // 3 - (a.year * 12 + a.month - 1) // 3
+    if p in ("decade", "century", "millennium"):
+        span = {"decade": 10, "century": 100, "millennium": 1000}[p]
+        return b.year // span - a.year // span
+    if p == "isoyear":
+        return b.isocalendar()[0] - a.isocalendar()[0]
+    if p in DIFF_MICROS:
+        step = DIFF_MICROS[p]
+        return _micros(b) // step - _micros(a) // step
     da = a.date() if isinstance(a, datetime.datetime) else a
     db = b.date() if isinstance(b, datetime.datetime) else b
     days = (db - da).days
-    if p in ("week", "weeks"):
+    if p == "week":
         return int(days / 7)
     return days
+
+
+def _micros(v: Any) -> int:
+    """A DATE's or TIMESTAMP's microseconds since 1970 (a date's midnight)."""
+    ts = v if isinstance(v, datetime.datetime) else datetime.datetime(v.year, v.month, v.day)
+    return (ts - _EPOCH) // datetime.timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)

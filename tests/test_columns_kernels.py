@@ -603,8 +603,9 @@ def test_python_whitespace_is_what_trim_removes() -> None:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_date_diffs_and_intervals_over_columns_equal_the_rows(seed: int) -> None:
-    """date_diff of every part it computes over columns (calendar years, months, quarters;
-    days and weeks, towards zero, between the dates of timestamps), and DATE or TIMESTAMP
+    """date_diff of every part it computes over columns (calendar years, months, quarters,
+    decades, centuries, millennia; hours to microseconds, floored; days and weeks, towards
+    zero, between the dates of timestamps; an ISO year goes by the rows), and DATE or TIMESTAMP
     plus or minus an INTERVAL (months first, the day clamped to the month's end: Jan 31 plus
     a month is Feb 28 or 29; then days and microseconds) over columns equal the rows, before
     1970 and after; a result outside years 1 to 9999 goes to the rows, which raise."""
@@ -636,7 +637,8 @@ def test_date_diffs_and_intervals_over_columns_equal_the_rows(seed: int) -> None
         return Lit(p, "VARCHAR")
 
     diffs = [Call("date_diff", (part(p), x, y), "BIGINT")
-             for p in ("year", "months", "quarter", "week", "day", "days")
+             for p in ("year", "months", "quarter", "week", "day", "days", "hour", "m", "s",
+                       "epoch", "ms", "us", "decade", "century", "millennium", "yearweek", "dow")
              for x, y in ((da, tb), (tb, da), (dm, Lit(datetime.date(2000, 3, 15), "DATE")))]
     ivs = [Interval(1, 0, 0), Interval(-1, 0, 0), Interval(13, 2, 5), Interval(0, 40, 3_600_000_000),
            Interval(-25, -1, -1), Interval(0, 0, 86_399_999_999)]
@@ -651,6 +653,8 @@ def test_date_diffs_and_intervals_over_columns_equal_the_rows(seed: int) -> None
     _decided_as_the_rows(month_ends, [Call(f, (Col(c), Lit(iv, "INTERVAL")), "TIMESTAMP")
                                       for iv in ivs for c in (0, 1)
                                       for f in ("add_interval", "sub_interval")])
+    iso = Mfp(Get("t", 3), (Call("date_diff", (part("isoyear"), da, tb), "BIGINT"),), (), (3,))
+    assert columns_mfp(iso) is None  # an ISO year: by the rows
     # past the range: 9999-12-31 plus a day, 0001-01-01 less a month
     for v, iv in ((datetime.date(9999, 12, 31), Interval(0, 1, 0)),
                   (datetime.date(1, 1, 1), Interval(-1, 0, 0)),

@@ -30,6 +30,8 @@ CASES = [
     ("SELECT string_agg(b, ',') FROM t", "unsupported", "aggregate", 1, None),
     ("SELECT id FROM t LIMIT a", "unsupported", "LIMIT", None, None),
     ("SELECT sha256(b) FROM t", "unsupported", "SHA256", 1, 8),
+    ("SELECT date_diff('era', DATE '2024-01-01', DATE '2025-01-01') FROM t", "unsupported",
+     "date part 'era'", 1, 8),
     ("DELETE FROM t", "unsupported", "DELETE", None, None),
     ("SELECT 1; SELECT 2", "syntax_error", "one", None, None),
 ]

@@ -78,6 +78,13 @@ EXPRS = [
     # dates
     "year(dt)", "extract(day FROM dt)", "date_trunc('month', dt)", "date_trunc('month', ts)",
     "date_diff('day', dt, DATE '2024-01-01')", "dt + 1", "dt - 1", "dt - DATE '2020-01-01'",
+    # date_diff counts each part's boundaries, by DuckDB's names for the parts (before 1970 too)
+    *[f"date_diff('{p}', ts, TIMESTAMP '1969-12-31 23:59:59.9995')" for p in (
+        "hour", "h", "minute", "m", "s", "second", "epoch", "ms", "millisecond", "us",
+        "microseconds", "day", "dow", "doy", "julian", "week", "yearweek", "month", "mon",
+        "quarter", "year", "y", "yr", "decade", "century", "millennium", "isoyear")],
+    *[f"date_diff('{p}', dt, ts)" for p in ("hour", "minute", "second", "millisecond",
+                                            "decade", "century", "millennium", "isoyear")],
     # predicates
     "d > 1", "d = 1.505", "i = d", "f < d", "d BETWEEN 0 AND 2", "d IN (1.5, 0)",
     "i IS DISTINCT FROM 2", "v LIKE 'a%'",
