@@ -53,7 +53,7 @@ import numpy as np
 
 from engine.columns_at import value_kind
 from planner.ir import Call, Col, Lit, Mfp, Scalar
-from planner.scalar import DIFF_MICROS, DIFF_PARTS, INT_RANGE, Interval, norm_type
+from planner.scalar import DIFF_MICROS, DIFF_PARTS, DIFF_SPANS, INT_RANGE, Interval, norm_type
 
 _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
         "gt": "greater", "ge": "greater_equal"}
@@ -422,7 +422,6 @@ def _month_start(months: np.ndarray) -> np.ndarray:
 # The parts `date_diff` computes over columns, by `planner.scalar.DIFF_PARTS`' names
 # (`planner.scalar._date_diff` is the reference; an ISO year goes by the rows).
 _DIFF = frozenset(k for k, p in DIFF_PARTS.items() if p != "isoyear")
-_SPANS = {"decade": 10, "century": 100, "millennium": 1000}
 
 
 def _date_diff(part: str, a: Any, b: Any) -> Any:
@@ -440,9 +439,9 @@ def _date_diff(part: str, a: Any, b: Any) -> Any:
     p = DIFF_PARTS[part]
     if p == "year":
         out = _months(db) // 12 - _months(da) // 12
-    elif p in _SPANS:
+    elif p in DIFF_SPANS:
         # a year y is 1970 + months // 12 (floored): (y // span) needs the year itself
-        out = (_months(db) // 12 + 1970) // _SPANS[p] - (_months(da) // 12 + 1970) // _SPANS[p]
+        out = (_months(db) // 12 + 1970) // DIFF_SPANS[p] - (_months(da) // 12 + 1970) // DIFF_SPANS[p]
     elif p == "month":
         out = _months(db) - _months(da)
     elif p == "quarter":

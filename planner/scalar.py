@@ -636,6 +636,8 @@ DIFF_PARTS = {
     **dict.fromkeys(("microsecond", "microseconds", "us", "usec", "usecs", "usecond",
                      "useconds"), "microsecond"),
 }
+# Years in each part counted by the year's number.
+DIFF_SPANS = {"decade": 10, "century": 100, "millennium": 1000}
 # Microseconds in each part below a day.
 DIFF_MICROS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000,
                "millisecond": 1_000, "microsecond": 1}
@@ -656,9 +658,8 @@ def _date_diff(part: str, a: Any, b: Any) -> Any:
         return (b.year - a.year) * 12 + b.month - a.month
     if p == "quarter":
         return (b.year * 12 + b.month - 1) // 3 - (a.year * 12 + a.month - 1) // 3
-    if p in ("decade", "century", "millennium"):
-        span = {"decade": 10, "century": 100, "millennium": 1000}[p]
-        return b.year // span - a.year // span
+    if p in DIFF_SPANS:
+        return b.year // DIFF_SPANS[p] - a.year // DIFF_SPANS[p]
     if p == "isoyear":
         return b.isocalendar()[0] - a.isocalendar()[0]
     if p in DIFF_MICROS:
