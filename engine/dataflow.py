@@ -88,6 +88,14 @@ class Operator:
     """
 
     needs_frontier = False
+    # True for an operator that acts on each message as it is sent (`push`) instead of
+    # queueing it for its turn: a stateless one that keeps no capabilities and never waits for
+    # frontiers (map, concat, a loop variable, enter, leave), for which acting at once is
+    # what its turn in the same pass would do. Its queues stay empty, so its turn costs the
+    # scheduler almost nothing, and its work is done without an activation of its own. Sound
+    # for progress: what it sends is at times its sender may send at (mapped by its summary),
+    # which every frontier computed in the pass already allows for.
+    eager: ClassVar[bool] = False
 
     def __init__(self, scope: Scope, name: str, inputs: Iterable[Operator] = ()) -> None:
         self.scope = scope
@@ -206,10 +214,19 @@ class Operator:
         self.queues[port] = []
         return q
 
+    def push(self, port: int, payload: Any, lower: list[Time]) -> None:
+        """Act on one message as it arrives at `port` (an `eager` operator's `activate`, for
+        one message)."""
+        raise TypeError("%s is not eager" % type(self).__name__)
+
     def send(self, payload: Any, lower: list[Time]) -> None:
-        """Queue `payload` (updates or a batch) at every downstream port."""
+        """Queue `payload` (updates or a batch) at every downstream port; an `eager`
+        operator downstream acts on it at once."""
         for dst, port in self.downstream:
-            dst.queues[port].append((payload, lower))
+            if dst.eager:
+                dst.push(port, payload, lower)
+            else:
+                dst.queues[port].append((payload, lower))
 
     def __repr__(self) -> str:
         return "%s#%d(%s)" % (type(self).__name__, self.index, self.name)

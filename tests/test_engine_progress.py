@@ -283,3 +283,42 @@ def test_a_run_ends_on_its_last_busy_pass(idle_passes: list[int], graph: str) ->
     }[graph]()
     runs, idle = idle_passes
     assert runs > 0 and idle == 0, idle_passes
+
+
+@pytest.mark.parametrize("graph", ["cc", "scc", "columnar"])
+def test_eager_operators_act_in_their_senders_turn(monkeypatch: pytest.MonkeyPatch,
+                                                   graph: str) -> None:
+    """A map, concat, loop variable, enter or leave acts on each message as it is sent,
+    never in a turn of its own: none is ever activated, no pass ends with a message queued at
+    one (those along a loop's feedback edge reach the operators after the variable in the
+    same pass), and the graph oracles still hold."""
+    from engine.operators.iterate import EnterOp, LeaveOp, VariableOp
+    from engine.operators.stateless import ConcatOp, UnaryOp
+
+    kinds = (UnaryOp, ConcatOp, VariableOp, EnterOp, LeaveOp)
+    pushed: dict[type, int] = {}
+    for kind in kinds:
+        def activate(op: Operator, frontiers: list[Antichain]) -> None:
+            raise AssertionError(f"{op} was activated")
+
+        def push(op: Operator, port: int, payload: Any, lower: Any, real: Any = kind.push) -> None:
+            pushed[type(op)] = pushed.get(type(op), 0) + 1
+            real(op, port, payload, lower)
+
+        monkeypatch.setattr(kind, "activate", activate)
+        monkeypatch.setattr(kind, "push", push)
+    real_pass = Dataflow._pass
+
+    def checked(df: Dataflow, start: Any) -> Any:
+        out = real_pass(df, start)
+        for op in df.ops:
+            assert not (isinstance(op, kinds) and op.has_messages()), op
+        return out
+
+    monkeypatch.setattr(Dataflow, "_pass", checked)
+    {
+        "cc": graphs.test_connected_components_fig7_under_random_updates,
+        "scc": graphs.test_scc_many_epochs_in_flight_equals_stepwise,
+        "columnar": _columnar_reachability,
+    }[graph]()
+    assert {VariableOp, EnterOp, LeaveOp} <= set(pushed), pushed

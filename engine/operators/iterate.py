@@ -37,10 +37,14 @@ class EnterOp(Operator):
     def summary(self, t: Time) -> Time | None:
         return t + (0,)
 
+    eager = True
+
+    def push(self, port: int, payload: Any, lower: list[Time]) -> None:
+        self.send(self.dataflow.executor.apply(enter_logic, payload), [t + (0,) for t in lower])
+
     def activate(self, frontiers: list[Antichain]) -> None:
-        ex = self.dataflow.executor
         for updates, lower in self.drain(0):
-            self.send(ex.apply(enter_logic, updates), [t + (0,) for t in lower])
+            self.push(0, updates, lower)
 
 
 class LeaveOp(Operator):
@@ -54,10 +58,14 @@ class LeaveOp(Operator):
     def summary(self, t: Time) -> Time | None:
         return t[:-1]
 
+    eager = True
+
+    def push(self, port: int, payload: Any, lower: list[Time]) -> None:
+        self.send(self.dataflow.executor.apply(leave_logic, payload), [t[:-1] for t in lower])
+
     def activate(self, frontiers: list[Antichain]) -> None:
-        ex = self.dataflow.executor
         for updates, lower in self.drain(0):
-            self.send(ex.apply(leave_logic, updates), [t[:-1] for t in lower])
+            self.push(0, updates, lower)
 
 
 class ConsolidateOp(Operator):
@@ -134,6 +142,11 @@ feedback_logic.retime = (0, 1)  # type: ignore[attr-defined]
 
 class VariableOp(Operator):
     """The loop variable's collection: its source (if any) plus what the feedback sends."""
+
+    eager = True
+
+    def push(self, port: int, payload: Any, lower: list[Time]) -> None:
+        self.send(payload, lower)
 
     def activate(self, frontiers: list[Antichain]) -> None:
         for port in range(len(self.queues)):

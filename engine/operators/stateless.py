@@ -1,8 +1,8 @@
 """Stateless operators: map, filter, flat_map, concat, negate, inspect.
 
-They hold no capabilities and keep no state: each queued message becomes one outgoing message
-at the same times (so its `lower` passes through unchanged), which is why they never wait for
-frontiers.
+They hold no capabilities and keep no state: each message becomes one outgoing message at the
+same times (so its `lower` passes through unchanged), which is why they never wait for
+frontiers, and why they act on a message as it is sent (`Operator.eager`).
 """
 
 from __future__ import annotations
@@ -25,16 +25,26 @@ class UnaryOp(Operator):
         super().__init__(scope, name, [source])
         self.logic = logic
 
-    def activate(self, frontiers: list[Antichain]) -> None:
+    eager = True
+
+    def push(self, port: int, payload: Any, lower: list[Time]) -> None:
         ex = self.dataflow.executor
+        out = ex.apply(self.logic, payload)
+        if not ex.is_empty(out):
+            self.send(out, lower)
+
+    def activate(self, frontiers: list[Antichain]) -> None:
         for updates, lower in self.drain(0):
-            out = ex.apply(self.logic, updates)
-            if not ex.is_empty(out):
-                self.send(out, lower)
+            self.push(0, updates, lower)
 
 
 class ConcatOp(Operator):
     """The multiset sum of its inputs."""
+
+    eager = True
+
+    def push(self, port: int, payload: Any, lower: list[Time]) -> None:
+        self.send(payload, lower)
 
     def activate(self, frontiers: list[Antichain]) -> None:
         for port in range(len(self.queues)):
