@@ -328,6 +328,9 @@ class Trace:
         # records inserted meanwhile, so no single update waits for a whole level to merge.
         self.steps = steps
         self.merging: tuple[Batch, Batch, Generator[int, None, Any]] | None = None
+        # Whether the last `_settle` left the spine balanced and nothing has changed it since
+        # (a merge completing, a batch moved in: each is followed by a settle, or clears this).
+        self.balanced = True
         self.fuel = 0
         # Batches below `fold` records form the spine's small tail: up to FOLD_BATCHES of them
         # wait, then merge all at once, so the small batches of loop rounds collapse into one
@@ -409,12 +412,13 @@ class Trace:
                 self._settle(frontier)
         if self.merging is not None:
             self._work()
-            if self.merging is None and frontier is None:
-                frontier = self.logical_frontier()
-        if frontier is not None:
+        if not self.balanced:
             # A merge that finished (fueled, or forced by an empty batch) may have left a batch
-            # as large as the one before it.
-            self._settle(frontier)
+            # as large as the one before it, and a settle that started a fueled merge stopped
+            # there. (Otherwise the last settle left the spine balanced, and nothing since
+            # changed it: a second pass over the spine per maintain was a fifth of the
+            # reachability loop's trace maintenance.)
+            self._settle(frontier if frontier is not None else self.logical_frontier())
         if self.merging is None:
             # Fuel pays for the merge in progress only; what is left with none is dropped, as
             # differential's spine drops unspent effort. Banked, a load's millions of records
@@ -473,6 +477,7 @@ class Trace:
             if i == 0:
                 start = self._small_tail()
                 if start < 0:
+                    self.balanced = True
                     return
                 tail = spine[start:]
                 if self.merge_many is not None:
@@ -496,6 +501,7 @@ class Trace:
             steps = self.steps(older, newer, frontier)
             next(steps)  # to its first `yield 0`: ready to be sent fuel
             self.merging = (older, newer, steps)
+            self.balanced = False
             return
 
     def _work(self) -> None:
@@ -526,6 +532,7 @@ class Trace:
         assert self.merging is not None
         older, newer, _ = self.merging
         self.merging = None
+        self.balanced = False
         self.fuel = max(0, self.fuel)
         for i in range(len(self.spine) - 1):
             if self.spine[i] is older and self.spine[i + 1] is newer:
