@@ -154,6 +154,16 @@ class Operator:
         caps = self.capabilities()
         if not isinstance(caps, (list, tuple)):
             caps = list(caps)
+        if caps and self._identity and len(frontiers) == 1:
+            # An operator holding times its input may still send at anyway (an arrangement's
+            # buffer, a reduce's pending times: beyond the frontier they wait for) reaches no
+            # further back than its input: its reach is that frontier, shared as below.
+            first = frontiers[0]
+            for t in caps:
+                if not first.less_equal(t):
+                    break
+            else:
+                return first
         if not caps and self._identity and frontiers:
             # Most operators hold nothing after their turn and do not change times: their
             # reach is their input's frontier (their inputs' one, when they all agree, as a

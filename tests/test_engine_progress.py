@@ -322,3 +322,28 @@ def test_eager_operators_act_in_their_senders_turn(monkeypatch: pytest.MonkeyPat
         "columnar": _columnar_reachability,
     }[graph]()
     assert {VariableOp, EnterOp, LeaveOp} <= set(pushed), pushed
+
+
+def test_reach_of_an_operator_holding_times_its_input_has_passed() -> None:
+    """An operator's reach is its single input's frontier (the same object) when every time it
+    holds is beyond that frontier, and includes any time it holds that is not."""
+
+    class Holding(Operator):
+        held: list[tuple[int, ...]] = []
+
+        def capabilities(self) -> Any:
+            return self.held
+
+        def activate(self, frontiers: list[Antichain]) -> None:
+            pass
+
+    df = Dataflow(dims=2)
+    _, source = df.new_input("in")
+    op = Holding(df.root, "holding", [source.op])
+    frontier = Antichain([(3, 0), (2, 5)])
+    Holding.held = [(3, 4), (2, 7)]
+    assert op.reach([frontier]) is frontier
+    Holding.held = [(3, 4), (1, 9)]
+    assert set(op.reach([frontier]).elements) == {(3, 0), (2, 5), (1, 9)}
+    Holding.held = [(2, 1)]
+    assert set(op.reach([frontier]).elements) == {(3, 0), (2, 1)}
