@@ -286,3 +286,30 @@ def test_both_waits_for_the_second_half_when_the_first_raises(monkeypatch: pytes
         parallel.both(fails, slow)
     assert ended.is_set()
     assert parallel.both(lambda: 1, slow) == (1, 2)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_split_of_many_payloads_equals_the_reference(seed: int) -> None:
+    """`ColumnarExecutor.split` of several payloads (each whole on one side of the frontier,
+    as a loop's arrangement mostly sees them, or mixed) gives the reference executor's sides."""
+    import random
+    from collections import Counter
+
+    from engine.executors.inprocess import InProcessExecutor
+    from engine.lattice import Antichain
+
+    rng = random.Random(seed)
+    ex, ref = ColumnarExecutor(), InProcessExecutor()
+    frontier = Antichain([(3, 2), (2, 5)])
+    beyond, before = [(3, 2), (3, 7), (2, 5), (4, 0)], [(3, 1), (2, 4), (1, 9), (0, 0)]
+    for _ in range(20):
+        payloads = []
+        for _ in range(rng.randint(1, 4)):
+            kind = rng.choice(["ready", "rest", "mixed"])
+            times = {"ready": before, "rest": beyond, "mixed": before + beyond}[kind]
+            payloads.append([((rng.randrange(5), rng.randrange(5)), rng.choice(times),
+                              rng.choice([1, -1, 2])) for _ in range(rng.randint(1, 6))])
+        got = ex.split([ex.from_updates(p) for p in payloads], frontier)
+        want = ref.split([list(p) for p in payloads], frontier)
+        for g, w in zip(got, want, strict=True):
+            assert Counter(ex.collect(g) if len(g) else []) == Counter(w), payloads

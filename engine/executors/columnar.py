@@ -252,13 +252,29 @@ class ColumnarExecutor(InProcessExecutor):
         if not cols:
             return [], []
         dims = cols[0].dims
-        u = UpdateColumns.concat(cols, dims)
         empty = self._empty(dims)
         if not frontier.elements:
-            return u, empty
+            return UpdateColumns.concat(cols, dims), empty
         # Usually everything is complete (or nothing is): counted, no copies then.
         packed = self._packed_frontier(frontier, dims)
         bits = field_bits(dims)
+        if len(cols) > 1:
+            # Each payload alone: in a loop an arrangement's buffer (a pass ago beyond the
+            # frontier) is usually all complete now and the new payloads all beyond it, so
+            # each goes whole to its side, without copying them together and apart again.
+            ready: list[UpdateColumns] = []
+            rest: list[UpdateColumns] = []
+            for c in cols:
+                n = K.count_beyond(c.times, packed, dims, bits)
+                if n == 0:
+                    ready.append(c)
+                elif n == len(c):
+                    rest.append(c)
+                else:
+                    break
+            else:
+                return UpdateColumns.concat(ready, dims), UpdateColumns.concat(rest, dims)
+        u = UpdateColumns.concat(cols, dims)
         n_beyond = K.count_beyond(u.times, packed, dims, bits)
         if n_beyond == 0:
             return u, empty
