@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 
 # `Dataflow._pass`'s answer when the next pass would find nothing to do.
 _IDLE: list[Any] = []
+# The longest chain of `eager` operators a message is pushed through within one send; past it,
+# it is queued for the next operator's turn (a UNION ALL of 300 SELECTs is a chain of 300
+# concats, and a push is two Python frames).
+EAGER_DEPTH = 64
 
 
 class Scope:
@@ -232,9 +236,14 @@ class Operator:
     def send(self, payload: Any, lower: list[Time]) -> None:
         """Queue `payload` (updates or a batch) at every downstream port; an `eager`
         operator downstream acts on it at once."""
+        df = self.dataflow
         for dst, port in self.downstream:
-            if dst.eager:
-                dst.push(port, payload, lower)
+            if dst.eager and df.eager_depth < EAGER_DEPTH:
+                df.eager_depth += 1
+                try:
+                    dst.push(port, payload, lower)
+                finally:
+                    df.eager_depth -= 1
             else:
                 dst.queues[port].append((payload, lower))
 
@@ -261,6 +270,8 @@ class Dataflow:
         # Limits on each run() (engine/budget.py); None: unlimited.
         self.budget: Any = None
         self.steps = 0
+        # How many `eager` pushes are under way (see `Operator.send`).
+        self.eager_depth = 0
         self._has_loops = False
         self._loops_version = -1
         self._reach_plan: ReachPlan = []
