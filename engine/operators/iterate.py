@@ -30,14 +30,13 @@ class EnterOp(Operator):
     """Moves a collection from the parent scope into `scope`: t -> t + (0,)."""
 
     summary_form = (0, 0, (0,))  # t -> t + (0,), as `summary` (see engine.progress)
+    eager = True
 
     def __init__(self, scope: Scope, source: Operator) -> None:
         super().__init__(scope, "enter", [source])
 
     def summary(self, t: Time) -> Time | None:
         return t + (0,)
-
-    eager = True
 
     def push(self, port: int, payload: Any, lower: list[Time]) -> None:
         self.send(self.dataflow.executor.apply(enter_logic, payload), [t + (0,) for t in lower])
@@ -51,14 +50,13 @@ class LeaveOp(Operator):
     """Moves a collection from a loop to its parent scope: (t, i) -> t."""
 
     summary_form = (1, 0, ())  # (t, i) -> t, as `summary` (see engine.progress)
+    eager = True
 
     def __init__(self, scope: Scope, source: Operator) -> None:
         super().__init__(scope, "leave", [source])
 
     def summary(self, t: Time) -> Time | None:
         return t[:-1]
-
-    eager = True
 
     def push(self, port: int, payload: Any, lower: list[Time]) -> None:
         self.send(self.dataflow.executor.apply(leave_logic, payload), [t[:-1] for t in lower])

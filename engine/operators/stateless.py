@@ -19,13 +19,13 @@ Updates = list[tuple[Any, Time, int]]
 class UnaryOp(Operator):
     """Applies `logic` to each batch of updates."""
 
+    eager = True
+
     def __init__(
         self, scope: Scope, name: str, source: Operator, logic: Callable[[Updates], Updates]
     ) -> None:
         super().__init__(scope, name, [source])
         self.logic = logic
-
-    eager = True
 
     def push(self, port: int, payload: Any, lower: list[Time]) -> None:
         ex = self.dataflow.executor
