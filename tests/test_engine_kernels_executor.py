@@ -313,3 +313,33 @@ def test_split_of_many_payloads_equals_the_reference(seed: int) -> None:
         want = ref.split([list(p) for p in payloads], frontier)
         for g, w in zip(got, want, strict=True):
             assert Counter(ex.collect(g) if len(g) else []) == Counter(w), payloads
+
+
+def test_key_filters_only_for_runs_a_round_searches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reduce round of n keys searches a run through its key filter when the run holds at
+    least SEARCH_MIN records and SEARCH_SPARSE per key; with no such run there is no filter
+    list at all (its run tables skip the filters)."""
+    import numpy as np
+
+    from engine.columnar import kernels as K
+    from engine.columnar.layout import Run
+    from engine.executors.columnar import _key_filters
+
+    monkeypatch.setattr(K, "SEARCH_MIN", 64)
+    monkeypatch.setattr(K, "SEARCH_SPARSE", 8)
+
+    def run(n: int) -> Run:
+        k = np.arange(n, dtype=np.int64)
+        z = np.zeros(n, np.int64)
+        return Run.from_arrays(k, z, z, z + 1, 1)
+
+    small, mid, big = run(40), run(70), run(300)
+    assert _key_filters([small, small], 1) is None
+    assert _key_filters([], 1) is None
+    got = _key_filters([big, mid, small], 1)
+    assert got is not None
+    assert got[0] is big.key_filter() and got[1] is mid.key_filter() and not got[2].shape[0]
+    # 20 keys: a run is searched through a filter from 160 records on
+    got = _key_filters([big, mid, small], 20)
+    assert got is not None and got[0] is big.key_filter() and not got[1].shape[0]
+    assert _key_filters([mid, small], 20) is None

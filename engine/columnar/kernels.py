@@ -1846,8 +1846,8 @@ def reduce_whole(
     mode: int,
     unit: int,
     dims: int,
-    in_filters: list[np.ndarray],
-    out_filters: list[np.ndarray],
+    in_filters: list[np.ndarray] | None,
+    out_filters: list[np.ndarray] | None,
 ) -> tuple[Arrays, np.ndarray, np.ndarray, np.ndarray]:
     """A whole round of a compiled reduce in one call, from what the operator holds: the new
     runs and the pending pairs, made seeds as `round_seeds` makes them, then `reduce_fused`.

@@ -532,7 +532,7 @@ class ColumnarExecutor(InProcessExecutor):
             # pending pairs, the seeds and the reduce in one compiled call.
             corr, pk, pt, mins = K.reduce_whole(
                 new, pend_k, pend_t, inputs, outputs, pupper, mode, self.unit, dims,
-                [_key_filter(r, seeds) for r in inputs], [_key_filter(r, seeds) for r in outputs],
+                _key_filters(inputs, seeds), _key_filters(outputs, seeds),
             )
             left = PackedPending(pk, pt, dims, mins)
             if corr[0].shape[0] == 0:
@@ -546,8 +546,8 @@ class ColumnarExecutor(InProcessExecutor):
             # distinct and count: the whole round is one compiled call, no Python per key; a
             # round of many keys is two calls on two cores, one per half of the keys.
             n_keys = keys.shape[0]
-            in_f = [_key_filter(r, n_keys) for r in inputs]
-            out_f = [_key_filter(r, n_keys) for r in outputs]
+            in_f = _key_filters(inputs, n_keys)
+            out_f = _key_filters(outputs, n_keys)
 
             def part(lo: int, hi: int, left_lo: int, left_hi: int) -> tuple[K.Arrays, np.ndarray, np.ndarray, np.ndarray]:
                 corr, pk, pt = K.reduce_fused(
@@ -661,14 +661,16 @@ class ColumnarExecutor(InProcessExecutor):
         return (np.array(rk, I64), np.array(rv, I64), np.array(rt, I64), np.array(rd, I64))
 
 
-def _key_filter(run: Run, n_keys: int) -> np.ndarray:
-    """`run`'s key filter where a reduce round of `n_keys` keys searches it (a large run with
-    many records per key: most of the keys are absent from most such runs), else none (a
+def _key_filters(runs: list[Run], n_keys: int) -> list[np.ndarray] | None:
+    """Each run's key filter where a reduce round of `n_keys` keys searches it (a large run
+    with many records per key: most of the keys are absent from most such runs), else none (a
     round of many keys is merged with the run, in order, and building a filter would cost
-    a pass over the run)."""
-    if run.records >= K.SEARCH_MIN and K.SEARCH_SPARSE * n_keys <= run.records:
-        return run.key_filter()
-    return K.NO_FILTER
+    a pass over the run); None when no run has one (a small loop's spines: its run tables
+    then skip the filters, without a call per run)."""
+    least = max(K.SEARCH_MIN, K.SEARCH_SPARSE * n_keys)
+    if all(r.records < least for r in runs):
+        return None
+    return [r.key_filter() if r.records >= least else K.NO_FILTER for r in runs]
 
 
 def _pair_ids(table: Any) -> np.ndarray | None:
