@@ -105,12 +105,24 @@ class CaptureOp(Operator):
 
     def _accumulate(self, ex: Any, frontier: Antichain) -> None:
         """The columnar path: split payloads at the frontier and accumulate the final part."""
-        payloads = [payload for payload, _ in self.drain(0)]
+        messages = self.drain(0)
         # As above, held-back updates are rescanned only when the frontier moves.
         if frontier != self.frontier:
             self.frontier = frontier
+            payloads = [payload for payload, _ in messages]
             payloads.extend(self.unfinal_payloads)
             self.unfinal_payloads = []
+        else:
+            beyond = frontier.less_equal
+            payloads = []
+            for payload, lower in messages:
+                if lower and all(beyond(t) for t in lower):
+                    # Every time of it is beyond a time of `lower`, so beyond the frontier:
+                    # none of it is final, and it waits whole (a loop's output reaches the
+                    # capture at every round, and only its last round moves the frontier).
+                    self.unfinal_payloads.append(payload)
+                else:
+                    payloads.append(payload)
         if not payloads:
             return
         final, rest = ex.split(payloads, frontier)
