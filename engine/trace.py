@@ -283,6 +283,10 @@ class TraceReader:
 
     def set_logical_compaction(self, frontier: Antichain) -> None:
         """Allow the trace to advance times to `frontier`; it only ever moves forward."""
+        if frontier is self.logical:
+            # The frontier it was given last time (shared: a loop round that leaves an
+            # operator's input frontier where it was hands it the same object).
+            return
         self.logical = self.logical.join(frontier) if self.logical.elements else Antichain(
             frontier.elements
         )
