@@ -29,8 +29,10 @@ from planner.ir import Rel, Scalar, columns_read, explain, scan_filters
 from planner.rewrites import RULES, optimize
 
 # SQL views hydrate from whole tables, a few large columns per operator allocated and freed
-# once: their pages are reused, not faulted in again (see `engine.columnar.memory`).
+# once: their pages are reused, not faulted in again (see `engine.columnar.memory`), also
+# those Arrow's compute kernels allocate.
 memory.keep_freed_memory(memory.KEEP)
+memory.arrow_system_pool(memory.KEEP)
 
 __all__ = ["Catalog", "Column", "CompiledView", "PlanError", "Statistics", "TableSchema", "ViewDef",
            "compile_view"]

@@ -899,6 +899,38 @@ def test_planner_keeps_freed_large_blocks(env: str | None, kept: bool) -> None:
     assert (faulted < pages // 10) if kept else (faulted > pages // 2), faulted
 
 
+@pytest.mark.parametrize("env, backend", [({}, "system"), ({"DIFFSQL_MALLOC_KEEP": "0"}, None),
+                                          ({"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}, None)])
+def test_planner_makes_arrow_allocate_from_malloc(env: dict[str, str], backend: str | None) -> None:
+    """Once the planner is imported, Arrow's compute kernels allocate from its system pool
+    (glibc's malloc, whose freed blocks `keep_freed_memory` keeps: `columnar.memory
+    .arrow_system_pool`), unless `DIFFSQL_MALLOC_KEEP=0` or `ARROW_DEFAULT_MEMORY_POOL` keeps
+    Arrow's own choice (mimalloc, or the pool it names)."""
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import pyarrow as pa, pyarrow.compute as pc\n"
+        "before = pa.default_memory_pool().backend_name\n"
+        "import planner\n"
+        "system = pa.system_memory_pool().bytes_allocated()\n"
+        "x = pc.multiply(pa.array(range(1 << 16), pa.float64()), 2.0)\n"
+        "grew = pa.system_memory_pool().bytes_allocated() - system >= 8 << 16\n"
+        "print(before, pa.default_memory_pool().backend_name, grew)\n"
+    )
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("DIFFSQL_MALLOC_KEEP", "ARROW_DEFAULT_MEMORY_POOL")}
+    environ.update(env)
+    out = subprocess.run([sys.executable, "-c", probe], env=environ, capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    before, after, grew = out.stdout.split()
+    if backend is None:
+        assert after == before and before != "system", out.stdout
+    else:
+        assert (after, grew) == (backend, "True"), out.stdout
+
+
 def test_run_table_views_the_runs_in_place() -> None:
     """A run table's rows are its runs' own columns (a kernel reads them, never a copy), with
     the key filter where one is given; a run whose column is not C-contiguous (a strided

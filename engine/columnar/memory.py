@@ -6,7 +6,9 @@ Invariant: once an executor (`executors.inprocess`, which every executor imports
 `madvise(MADV_HUGEPAGE)` new arrays, unless `DIFFSQL_NUMPY_HUGEPAGE=1` is set in the
 environment, which keeps NumPy's default; and once the planner (`planner`, which compiles SQL
 views) is imported, glibc's malloc serves large blocks from its heap and keeps up to
-`KEEP_FREED` bytes freed at its top, unless `DIFFSQL_MALLOC_KEEP=0` is set.
+`KEEP_FREED` bytes freed at its top, and Arrow allocates from glibc's malloc too (its system
+pool), unless `DIFFSQL_MALLOC_KEEP=0` is set (or `ARROW_DEFAULT_MEMORY_POOL` names Arrow's
+pool).
 
 Why: NumPy advises the kernel to back every array of 4 MB or more with transparent huge pages.
 Where huge pages are scarce or fragmented (this project's 2-core virtual machines) the first
@@ -36,10 +38,20 @@ reachability loop's many small kernel calls ran at batch 100 slower with it in 6
 alternating pairs (about 5% on average; `np.zeros` of reused heap memory is a memset, of a
 fresh mapping free). `DIFFSQL_MALLOC_KEEP=0` keeps glibc's default.
 
-All three are process-wide state (`numpy._core.multiarray._set_madvise_hugepage`, the
-setting NumPy documents under "Madvise Hugepage on Linux"; glibc's `mallopt`), set at import:
-NumPy's advice by either module, the single arena by the columnar kernels only, before their
-second thread starts, and the freed-memory setting by the planner.
+Arrow's compute kernels (the vectorised scalar expressions and aggregates over a hydration's
+columns) allocate from Arrow's default pool, mimalloc in the PyArrow wheels, which takes fresh
+memory from the OS for each view's transient columns and whose fresh pages this kernel fills
+as large folios, each zeroed whole on its first touch: Q1's hydration at sf 1 spent 0.6 s of
+its 1.0 s in the kernel, most of it zeroing folios under Arrow's Multiply and Subtract. With
+`arrow_system_pool` they come from glibc's heap, whose freed memory `keep_freed_memory` keeps:
+Q1 0.98-1.04 s -> 0.62 s the first time, the six views at sf 1 (in a process of their own,
+alternating) 2.38 / 2.08 s -> 1.86 / 1.78 s, peak RSS 1,968-1,970 -> 1,845-1,867 MB.
+
+All four are process-wide state (`numpy._core.multiarray._set_madvise_hugepage`, the
+setting NumPy documents under "Madvise Hugepage on Linux"; glibc's `mallopt`; Arrow's
+`set_memory_pool`), set at import: NumPy's advice by either module, the single arena by the
+columnar kernels only, before their second thread starts, and the freed-memory and Arrow pool
+settings by the planner.
 """
 
 from __future__ import annotations
@@ -95,3 +107,14 @@ def keep_freed_memory(on: bool) -> bool:
     if not on or mallopt is None:
         return False
     return bool(mallopt(_M_TRIM_THRESHOLD, KEEP_FREED)) and bool(mallopt(_M_MMAP_MAX, 0))
+
+
+def arrow_system_pool(on: bool) -> bool:
+    """With `on`, make Arrow's system pool (glibc's malloc) its default memory pool, unless
+    `ARROW_DEFAULT_MEMORY_POOL` in the environment chose a pool; whether it was set."""
+    if not on or os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return False
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())
+    return True
