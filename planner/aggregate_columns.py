@@ -1553,6 +1553,22 @@ def _numeric_chunks(col: Any) -> tuple[list[np.ndarray], list[np.ndarray] | None
     return vals, valid, kind
 
 
+def _numpy_of(col: Any) -> np.ndarray:
+    """A primitive column without NULLs as one NumPy array: each chunk's values without a copy,
+    joined by NumPy. `ChunkedArray.to_numpy` joins them in Arrow's own default pool (mimalloc
+    in the wheels), which `columnar.memory.arrow_system_pool` cannot change once PyArrow is
+    loaded: its fresh pages cost Q1's hydration a fault per large folio, 137 MB of them."""
+    import pyarrow as pa
+
+    if not isinstance(col, pa.ChunkedArray):
+        return col.to_numpy()
+    if col.num_chunks == 1:
+        return col.chunk(0).to_numpy()
+    if col.num_chunks == 0:
+        return np.zeros(0, col.type.to_pandas_dtype())
+    return np.concatenate([c.to_numpy() for c in col.chunks])
+
+
 def _numeric(col: Any) -> tuple[np.ndarray, np.ndarray | None, str] | None:
     """A column's values as int64 or float64 (NULLs as 0), its validity (None: no NULL), and
     its kind; None for other types (and uint64 values past int64)."""
@@ -1585,7 +1601,7 @@ def _numeric(col: Any) -> tuple[np.ndarray, np.ndarray | None, str] | None:
         valid = pc.is_valid(col).to_numpy()
     cast = col.cast(dtype) if col.type != dtype else col
     # fill_null copies every chunk even without a NULL: one copy (to_numpy's) is enough then
-    vals = (pc.fill_null(cast, 0) if valid is not None else cast).to_numpy()
+    vals = _numpy_of(pc.fill_null(cast, 0) if valid is not None else cast)
     if kind == "date":
         vals = vals.astype(np.int64)  # days since 1970-01-01
     return vals, valid, kind

@@ -729,6 +729,21 @@ def _row_states(plan: IncrementalAggregates, table: pa.Table) -> dict[Any, Any]:
     return want
 
 
+@pytest.mark.parametrize("chunks", [0, 1, 3])
+@pytest.mark.parametrize("ty", [pa.int64(), pa.float64(), pa.int32()])
+def test_numpy_of_a_column_equals_arrows_own(chunks: int, ty: pa.DataType) -> None:
+    """`_numpy_of` (a column's values joined by NumPy, not in Arrow's pool) gives what
+    `to_numpy` gives: the values in order, of the same dtype, for a chunked column of 0, 1 or
+    several chunks and for an array."""
+    from planner.aggregate_columns import _numpy_of
+
+    parts = [pa.array([i * 7 - 3, i, -i * 1000], ty) for i in range(chunks)]
+    col = pa.chunked_array(parts, ty)
+    for c in (col, col.combine_chunks()):
+        got, want = _numpy_of(c), c.to_numpy()
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("counting", [False, True])
 @pytest.mark.parametrize("seed", range(6))
 def test_aggregate_states_from_columns_equal_from_rows(seed: int, counting: bool,
