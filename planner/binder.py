@@ -20,6 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import re
 from collections.abc import Callable
@@ -1719,6 +1720,9 @@ class ExprCtx:
     def compare_bound(self, func: str, x: BB, y: BB, node: exp.Expression) -> BB:
         x = self.literal_to(x, [y[1]], node)
         y = self.literal_to(y, [x[1]], node)
+        on_dates = _date_bound(func, x, y)
+        if on_dates is not None:
+            func, x, y = on_dates
         fx, fy = family(x[1]), family(y[1])
         if "null" not in (fx, fy):
             u = unify([x[1], y[1]])
@@ -2181,6 +2185,33 @@ def _table_function(t: exp.Table) -> str | None:
 
 # An operator with its operands swapped: ``a op b`` is ``b _FLIP[op] a``.
 _FLIP = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}
+
+
+def _date_bound(func: str, x: BB, y: BB) -> tuple[str, BB, BB] | None:
+    """``d op t``, a DATE value ``d`` compared with a TIMESTAMP literal ``t`` (either side; the
+    form of TPC-H's ``l_shipdate <= DATE '1998-12-01' - INTERVAL 90 DAY``), as a comparison of
+    ``d`` with a DATE literal, or None where there is none. DuckDB compares ``d``'s midnight
+    with ``t``; with ``day`` the date of ``t``, midnight(d) <= t exactly when d <= day, and
+    midnight(d) > t when d > day; < and >= are those of ``day`` too when ``t`` is not a
+    midnight (midnight(d) < t when d <= day, >= t when d > day), = and <> only when it is.
+    NULL compares to NULL either way, and a DATE's midnight never fails to cast, so the
+    comparisons agree on every row. The DATE form needs no cast per row, and hydration can
+    leave the rows it rejects in the store (`ir.scan_filters` takes a column compared with a
+    literal)."""
+    if func not in ("eq", "ne", "lt", "le", "gt", "ge"):
+        return None
+    for d, t, op in ((x, y, func), (y, x, _FLIP.get(func, func))):
+        lit = t[0]
+        if (family(d[1]) != "date" or norm_type(t[1]) != "TIMESTAMP" or not isinstance(lit, Lit)
+                or not isinstance(lit.value, datetime.datetime) or lit.value.tzinfo is not None):
+            continue
+        day = lit.value.date()
+        if lit.value != datetime.datetime(day.year, day.month, day.day):
+            if op in ("eq", "ne"):
+                return None
+            op = {"lt": "le", "ge": "gt"}.get(op, op)
+        return op, d, (Lit(day, "DATE"), "DATE")
+    return None
 
 
 def _hits(dg: Get, qg: Get, flipped: str) -> Rel:
