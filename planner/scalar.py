@@ -719,10 +719,14 @@ def _sub_interval(v: Any, iv: Interval) -> datetime.datetime:
 
 
 def _date_add(d: Any, n: Any) -> Any:
+    """DATE + integer days. DuckDB's dates run past Python's (its 9999-12-31 + 1 is
+    10000-01-01), which no view value can hold: such a result is an error, as it is for
+    `_add_interval`, never NULL in its place."""
     try:
         return d + datetime.timedelta(days=int(n))
     except OverflowError:
-        return None
+        raise EvaluationError(f"date out of range: {to_str(d)} + {int(n)} days is not within "
+                              "years 1 to 9999") from None
 
 
 def _date_sub(d: Any, n: Any) -> Any:

@@ -410,3 +410,23 @@ def test_tpch_q1_date_bound_is_a_scan_filter() -> None:
                          _catalog())
     assert [repr(f) for f in later.scan_filters()["dt"]] == [
         repr(Call("le", (Col(1), Lit(datetime.date(1998, 9, 2), "DATE")), "BOOLEAN"))]
+
+
+@pytest.mark.parametrize("expr", ["d + 1", "1 + d", "d - 1", "d + 2147483647", "d - (-1)"])
+def test_dates_past_pythons_range_are_errors(expr: str) -> None:
+    """A DATE plus or minus days past years 1 to 9999, which DuckDB returns (its dates run
+    further: 9999-12-31 + 1 is 10000-01-01) or refuses, is an evaluation error in the naive
+    evaluator and in the maintained view, never a NULL in place of the date."""
+    data = {"dt": [(1, datetime.date(9999, 12, 31)), (2, datetime.date(1, 1, 1))]}
+    sql = f"SELECT id, {expr} AS e FROM dt"
+    try:
+        duck = _duck(data).execute(sql).fetchall()
+    except duckdb.Error:
+        duck = None  # out of DuckDB's range too
+    assert duck is None or any(not isinstance(e, datetime.date) for _, e in duck), duck
+    for run in (_naive, _engine):
+        with pytest.raises(EvaluationError, match="date out of range"):
+            run(sql, data)
+    inside = {"dt": [(1, datetime.date(9999, 12, 30)), (2, datetime.date(1, 1, 2))]}
+    if expr in ("d + 1", "1 + d", "d - 1", "d - (-1)"):
+        _assert_matches_duckdb(sql, inside)
