@@ -539,10 +539,17 @@ def _sqrt(x: Any) -> Any:
 
 
 def _power(a: Any, b: Any) -> Any:
+    """POWER of doubles as DuckDB gives it, which is C's `pow`: infinity past the doubles
+    (10^400), NaN for a negative base and a fractional exponent, infinity for 0 to a negative
+    power. `math.pow` raises there instead; NumPy's `power` of float64 is C's."""
+    x, y = float(a), float(b)
     try:
-        return math.pow(float(a), float(b))
+        return math.pow(x, y)
     except (OverflowError, ValueError):
-        return None
+        import numpy as np
+
+        with np.errstate(all="ignore"):
+            return float(np.power(np.float64(x), np.float64(y)))
 
 
 def _greatest(*args: Any) -> Any:

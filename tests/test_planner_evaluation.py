@@ -430,3 +430,13 @@ def test_dates_past_pythons_range_are_errors(expr: str) -> None:
     inside = {"dt": [(1, datetime.date(9999, 12, 30)), (2, datetime.date(1, 1, 2))]}
     if expr in ("d + 1", "1 + d", "d - 1", "d - (-1)"):
         _assert_matches_duckdb(sql, inside)
+
+
+def test_power_of_doubles_equals_duckdb_past_the_doubles() -> None:
+    """POWER as DuckDB's (C's `pow`) where `math.pow` raises: infinity past the doubles, NaN
+    for a negative base and a fractional exponent, infinity for 0 to a negative power; every
+    pair of these values, in the naive evaluator and the maintained view."""
+    vals = [0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 1e308, -1e308, 1e-308, math.inf,
+            -math.inf, math.nan, 400.0, -400.0, 1.0 / 3]
+    _assert_matches_duckdb("SELECT a.x, b.x, pow(a.x, b.x) FROM r a, r b",
+                           {"r": [(v,) for v in vals]})
