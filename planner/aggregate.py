@@ -380,14 +380,15 @@ class _Desc:
         return self.k <= o.k
 
 
-def _value_key(v: Any) -> tuple[int, Any, int]:
+def _value_key(v: Any) -> tuple[float, Any, int]:
     """A total order on SQL values: ``sort_key``'s (rank, value), then a refinement that orders
-    its ties (NaN after inf, a DATE before the TIMESTAMP at its midnight) as the engine's order
-    does, which is the order reduce_group sees rows in. A flat tuple, cheap to compare."""
+    its ties (a DATE before the TIMESTAMP at its midnight) as the engine's order does, which is
+    the order reduce_group sees rows in. A flat tuple, cheap to compare. NaN is above every
+    other number, +inf included, and tied with none (DuckDB's order: max(inf, NaN) is NaN)."""
     c = v.__class__
     if c is int or c is float:
         if v != v:
-            return 2, math.inf, 1
+            return _NAN_KEY
         return 2, v, 0
     if c is str:
         return 3, v, 0
@@ -397,8 +398,12 @@ def _value_key(v: Any) -> tuple[int, Any, int]:
         return 1, int(v), 0
     r, x = sort_key(v)
     if isinstance(v, float) and v != v:
-        return r, x, 1
+        return _NAN_KEY
     return r, x, 1 if isinstance(v, datetime.datetime) else 0
+
+
+# NaN's `_value_key`: `sort_key`'s rank for it, after every number's
+_NAN_KEY = (2.5, 0, 0)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -579,7 +584,7 @@ class AggregateState:
                 else:
                     # the first of the values tied for the SQL maximum, as max() returns
                     top = idx[-1]
-                    if len(idx) > 1 and idx[-2][:2] == top[:2]:  # e.g. inf and NaN
+                    if len(idx) > 1 and idx[-2][:2] == top[:2]:  # a DATE, the TIMESTAMP at its midnight
                         read += _log2_cost(len(idx))
                         top = idx[idx.bisect_left(top[:2])]
                     out.append(top[3])

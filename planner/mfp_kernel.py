@@ -35,6 +35,7 @@ from planner.errors import EvaluationError
 from planner.ir import Call, Col, Lit, Mfp, Scalar, scalar_cols
 from planner.mfp_columns import columns_mfp
 from planner.scalar import (
+    COMPARE_TEXT,
     FUNCS,
     INT_RANGE,
     LAZY,
@@ -86,7 +87,7 @@ def _condition(p: Scalar, consts: list[Any]) -> str | None:
         if a is None or b is None:
             return None
         guard = " and ".join(f"{x} is not None" for x in (a, b) if x.startswith("row"))
-        cmp = f"{a} {_OPS[p.func]} {b}"
+        cmp = COMPARE_TEXT[p.func].format(a=a, b=b)
         return f"({guard} and {cmp})" if guard else f"({cmp})"
     if p.func == "and":
         parts = [_condition(a, consts) for a in p.args]
@@ -249,7 +250,8 @@ def _call_lines(e: Call, v: str, fn: str, args: list[str],
     op = _OPS.get(e.func)
     if op is not None and len(args) == 2:
         a, b = args
-        return [(0, f"{v} = None if {a} is None or {b} is None else {a} {op} {b}")]
+        cmp = COMPARE_TEXT[e.func].format(a=a, b=b)
+        return [(0, f"{v} = None if {a} is None or {b} is None else {cmp}")]
     call = [(0, f"{v} = {fn}({', '.join(args)})")]
     t = norm_type(e.type)
     if len(args) != 2:

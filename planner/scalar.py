@@ -248,7 +248,18 @@ def _convert(v: Any, target: str) -> Any:
     if f == "float":
         if isinstance(v, (datetime.date, datetime.datetime)):
             raise _CastFailed(f"cannot cast a date to {norm_type(target)}")
-        return float(v.strip()) if isinstance(v, str) else float(v)
+        x = float(v.strip()) if isinstance(v, str) else float(v)
+        if norm_type(target) == "REAL":
+            # DuckDB's FLOAT is single precision: the value rounded to the nearest one, and
+            # a finite value past its range refused
+            import numpy as np
+
+            with np.errstate(all="ignore"):
+                single = float(np.float32(x))
+            if math.isinf(single) and math.isfinite(x):
+                raise _CastFailed(f"value {to_str(v)} is out of range for REAL")
+            return single
+        return x
     if f == "decimal":
         if isinstance(v, float):
             d = decimal.Decimal(repr(v))
@@ -363,7 +374,10 @@ def _mod(a: Any, b: Any) -> Any:
         return r if a >= 0 else -r
     if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
         return DECIMAL_CONTEXT.remainder(a, b)
-    return math.fmod(a, b)
+    try:
+        return math.fmod(a, b)
+    except ValueError:  # an infinite dividend: C's fmod (DuckDB's) gives NaN, Python raises
+        return math.nan
 
 
 def _and(*args: Any) -> Any:
@@ -403,7 +417,7 @@ def _coalesce(*args: Any) -> Any:
 
 
 def _nullif(a: Any, b: Any) -> Any:
-    if a is not None and b is not None and a == b:
+    if a is not None and b is not None and sql_equal(a, b):
         return None
     return a
 
@@ -552,14 +566,19 @@ def _power(a: Any, b: Any) -> Any:
             return float(np.power(np.float64(x), np.float64(y)))
 
 
+def _nan_last(v: Any) -> tuple[bool, Any]:
+    # DuckDB's order of doubles: NaN above every other value (`COMPARE_TEXT`)
+    return v != v, v
+
+
 def _greatest(*args: Any) -> Any:
     vals = [a for a in args if a is not None]
-    return max(vals) if vals else None
+    return max(vals, key=_nan_last) if vals else None
 
 
 def _least(*args: Any) -> Any:
     vals = [a for a in args if a is not None]
-    return min(vals) if vals else None
+    return min(vals, key=_nan_last) if vals else None
 
 
 def _extract(part: str, d: Any) -> Any:
@@ -803,6 +822,25 @@ STRING_SIGNATURES: dict[str, tuple[str, str]] = {
 }
 
 
+# SQL's comparisons of two non-NULL values as Python expressions of operands `{a}` and `{b}`
+# (names, each read more than once): Python's operators, but with DuckDB's order of doubles,
+# where NaN equals NaN and is above every other value, +inf included (Python's NaN compares
+# unequal and unordered with everything). `x != x` holds for a NaN only, so where no operand is
+# a NaN each is the bare operator; the extra test runs only when the operator says False.
+# `mfp_kernel` generates these texts; FUNCS' comparisons are made from them.
+COMPARE_TEXT = {
+    "eq": "({a} == {b} or ({a} != {a} and {b} != {b}))",
+    "ne": "({a} != {b} and ({a} == {a} or {b} == {b}))",
+    "lt": "({a} < {b} or ({b} != {b} and {a} == {a}))",
+    "le": "({a} <= {b} or {b} != {b})",
+    "gt": "({a} > {b} or ({a} != {a} and {b} == {b}))",
+    "ge": "({a} >= {b} or {a} != {a})",
+}
+_COMPARE = {op: eval("lambda a, b: " + text.format(a="a", b="b"))  # noqa: S307 - our text
+            for op, text in COMPARE_TEXT.items()}
+sql_equal = _COMPARE["eq"]
+
+
 def _cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
     def g(a: Any, b: Any) -> Any:
         if a is None or b is None:
@@ -859,14 +897,14 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "intdiv": _nullsafe(_intdiv),
     "mod": _nullsafe(_no_neg_zero(_mod)),
     "neg": _nullsafe(_no_neg_zero(_neg)),
-    "eq": _cmp(lambda a, b: a == b),
-    "ne": _cmp(lambda a, b: a != b),
-    "lt": _cmp(lambda a, b: a < b),
-    "le": _cmp(lambda a, b: a <= b),
-    "gt": _cmp(lambda a, b: a > b),
-    "ge": _cmp(lambda a, b: a >= b),
+    "eq": _cmp(_COMPARE["eq"]),
+    "ne": _cmp(_COMPARE["ne"]),
+    "lt": _cmp(_COMPARE["lt"]),
+    "le": _cmp(_COMPARE["le"]),
+    "gt": _cmp(_COMPARE["gt"]),
+    "ge": _cmp(_COMPARE["ge"]),
     "is_distinct": lambda a, b: not ((a is None and b is None) or (
-        a is not None and b is not None and a == b)),
+        a is not None and b is not None and sql_equal(a, b))),
     "and": _and,
     "or": _or,
     "not": _not,
@@ -1082,7 +1120,7 @@ def sort_key(v: Any) -> tuple[int, Any]:
         return (1, int(v))
     if isinstance(v, (int, float, decimal.Decimal)):
         if isinstance(v, float) and math.isnan(v):
-            return (2, math.inf)
+            return (2.5, 0)  # after every other number, +inf included, as DuckDB orders them
         return (2, v)
     if isinstance(v, str):
         return (3, v)

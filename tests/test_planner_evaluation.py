@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from planner_support import norm
+from planner_support import norm, norm_value
 
 import engine
 from planner import Catalog, Column, PlanError, TableSchema, compile_view
@@ -440,3 +440,76 @@ def test_power_of_doubles_equals_duckdb_past_the_doubles() -> None:
             -math.inf, math.nan, 400.0, -400.0, 1.0 / 3]
     _assert_matches_duckdb("SELECT a.x, b.x, pow(a.x, b.x) FROM r a, r b",
                            {"r": [(v,) for v in vals]})
+
+
+# ---------------------------------------------------------------- NaN and infinities
+
+# +inf before the NaNs: an order that ties them keeps inf first
+SPECIAL_DOUBLES = [math.inf, math.nan, -math.inf, 0.0, 1.0, -2.5, 3.0, 1e308, math.nan]
+NAN_QUERIES = [
+    "SELECT a.x, b.x, a.x = b.x, a.x <> b.x, a.x < b.x, a.x <= b.x, a.x > b.x, a.x >= b.x"
+    " FROM r a, r b",
+    "SELECT a.x, b.x FROM r a, r b WHERE a.x > b.x",
+    "SELECT a.x, b.x FROM r a, r b WHERE a.x <= b.x AND a.x <> b.x",
+    "SELECT a.x, b.x, greatest(a.x, b.x), least(a.x, b.x), nullif(a.x, b.x),"
+    " a.x IS DISTINCT FROM b.x FROM r a, r b",
+    "SELECT x, x % 2.0, 2.0 % x, x IN (1.0, x), x BETWEEN 0.0 AND x FROM r",
+    "SELECT x FROM r WHERE x > 1.0",
+    "SELECT x FROM r WHERE x = x",
+    "SELECT max(x), min(x), count(DISTINCT x) FROM r",
+    "SELECT x > 0.0 AS pos, max(x), min(x) FROM r GROUP BY x > 0.0",
+    "SELECT x FROM r ORDER BY x DESC LIMIT 1",
+    "SELECT x FROM r ORDER BY x DESC LIMIT 3",
+    "SELECT x FROM r ORDER BY x LIMIT 7",
+    "SELECT a.x, b.x FROM r a JOIN r b ON a.x = b.x",
+    "SELECT DISTINCT x FROM r",
+]
+
+
+@pytest.mark.parametrize("sql", NAN_QUERIES)
+@pytest.mark.parametrize("columns", [False, True])
+def test_nan_and_infinities_order_as_duckdb(sql: str, columns: bool) -> None:
+    """DuckDB's order of doubles: NaN equals NaN and is above every other value, +inf
+    included (`scalar.COMPARE_TEXT`, `scalar.sort_key`, `aggregate._value_key`), in
+    comparisons, GREATEST/LEAST, NULLIF, IS DISTINCT FROM, IN, BETWEEN, MIN/MAX, ORDER BY ...
+    LIMIT, joins and DISTINCT; and % of an infinity is NaN (C's fmod). The naive evaluator,
+    and the maintained view fed rows or (`columns`) Arrow columns, the vectorised path,
+    which leaves what it cannot decide to the rows."""
+    import pyarrow as pa
+
+    data = {"r": [(v,) for v in SPECIAL_DOUBLES]}
+    want = norm(Counter(_duck(data).execute(sql).fetchall()))
+    assert _naive(sql, data) == want
+    view = _Maintained(sql)
+    if columns:
+        view.handles["r"].send_columns(pa.table({"x": pa.array(SPECIAL_DOUBLES, pa.float64())}))
+        got = view.step({})
+    else:
+        got = view.step({"r": [(r, 1) for r in data["r"]]})
+    assert got == want
+    # and a change: every NaN row deleted, then one inserted back
+    nan_rows = [(r, -1) for r in data["r"] if r[0] != r[0]]
+    left = {"r": [r for r in data["r"] if r[0] == r[0]]}
+    assert view.step({"r": nan_rows}) == norm(Counter(_duck(left).execute(sql).fetchall()))
+    back = {"r": [*left["r"], (math.nan,)]}
+    assert view.step({"r": [((math.nan,), 1)]}) == norm(Counter(_duck(back).execute(sql).fetchall()))
+
+
+@pytest.mark.parametrize("v, want", [(0.1, 0.10000000149011612), (1e18, 9.999999843067494e17),
+                                     (3.4028235e38, 3.4028234663852886e38), (1e-50, 0.0),
+                                     (math.inf, math.inf), (3.4028236e38, None), (-1e300, None)])
+def test_cast_to_real_is_single_precision(v: float, want: float | None) -> None:
+    """CAST(x AS REAL) rounds to DuckDB's single precision FLOAT, and a finite value past its
+    range is an error (DuckDB's conversion error), never the double kept as it was."""
+    data = {"r": [(v,)]}
+    sql = "SELECT CAST(x AS REAL) FROM r"
+    if want is None:
+        with pytest.raises(duckdb.Error, match="out of range"):
+            _duck(data).execute(sql).fetchall()
+        for run in (_naive, _engine):
+            with pytest.raises(EvaluationError, match="out of range"):
+                run(sql, data)
+        return
+    assert _duck(data).execute(sql).fetchall() == [(want,)]
+    for run in (_naive, _engine):  # (compared to 6 decimals: 1e18 tells the precisions apart)
+        assert list(run(sql, data)) == [(norm_value(want),)]
