@@ -1112,7 +1112,7 @@ def _compile_call(e: Call) -> Callable[[tuple[Any, ...]], Any]:
 # ---------------------------------------------------------------- canonical ordering
 
 
-def sort_key(v: Any) -> tuple[int, Any]:
+def sort_key(v: Any) -> tuple[float, Any]:
     """A total order over SQL values of mixed Python types (None first)."""
     if v is None:
         return (0, 0)
