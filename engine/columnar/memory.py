@@ -45,7 +45,9 @@ as large folios, each zeroed whole on its first touch: Q1's hydration at sf 1 sp
 its 1.0 s in the kernel, most of it zeroing folios under Arrow's Multiply and Subtract. With
 `arrow_system_pool` they come from glibc's heap, whose freed memory `keep_freed_memory` keeps:
 Q1 0.98-1.04 s -> 0.62 s the first time, the six views at sf 1 (in a process of their own,
-alternating) 2.38 / 2.08 s -> 1.86 / 1.78 s, peak RSS 1,968-1,970 -> 1,845-1,867 MB.
+alternating) 2.38 / 2.08 s -> 1.86 / 1.78 s, peak RSS 1,968-1,970 -> 1,845-1,867 MB. Inside
+`bench/views.py --sf 1` (twenty alternating runs) the hydration totals moved within that
+benchmark's noise (2.1-4.4 s either way), peak RSS 1,920-2,077 -> 1,893-1,975 MB.
 
 All four are process-wide state (`numpy._core.multiarray._set_madvise_hugepage`, the
 setting NumPy documents under "Madvise Hugepage on Linux"; glibc's `mallopt`; Arrow's
