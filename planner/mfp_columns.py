@@ -782,18 +782,17 @@ _CASED_END = 0x20000
 @functools.cache
 def _unlike_python(f: str) -> str:
     """An RE2 class of the characters Arrow's `utf8_lower` / `utf8_upper` (one code point at a
-    time, by utf8proc's tables) maps otherwise than Python's `str.lower` / `str.upper`: full
-    mappings ('ß'.upper() is 'SS', 'İ'.lower() two code points) and tables of another Unicode
-    version. For LOWER, Σ as well: Python maps it to ς at a word's end. Found once per
-    process, in about 0.1 s."""
+    time, by utf8proc's tables) maps otherwise than the rows' LOWER / UPPER
+    (`planner.case_mapping`, DuckDB's): tables of another Unicode version ('ß' is 'ẞ' in
+    DuckDB, itself in Arrow). Found once per process, in about 0.1 s."""
     import pyarrow as pa
+
+    from planner.case_mapping import sql_lower, sql_upper
 
     chars = [chr(c) for c in range(_CASED_END) if not 0xD800 <= c <= 0xDFFF]
     arrow = (_pc().utf8_lower if f == "lower" else _pc().utf8_upper)(pa.array(chars)).to_pylist()
-    python = str.lower if f == "lower" else str.upper
-    unlike = [c for c, a in zip(chars, arrow, strict=True) if python(c) != a]
-    if f == "lower":
-        unlike.append("\u03a3")
+    rows = sql_lower if f == "lower" else sql_upper
+    unlike = [c for c, a in zip(chars, arrow, strict=True) if rows(c) != a]
     return "[" + "".join("\\x{%x}" % ord(c) for c in unlike) + "]"
 
 

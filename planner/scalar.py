@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from planner.case_mapping import sql_lower, sql_upper
 from planner.errors import EvaluationError
 from planner.ir import Call, Col, Lit, OuterRef, Scalar, fmt_scalar
 
@@ -916,8 +917,8 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "nullif": _nullif,
     "like": _nullsafe(_like),
     "ilike": _nullsafe(_ilike),
-    "lower": _nullsafe(lambda s: s.lower()),
-    "upper": _nullsafe(lambda s: s.upper()),
+    "lower": _nullsafe(sql_lower),
+    "upper": _nullsafe(sql_upper),
     "length": _nullsafe(len),
     "substr": _substr_fn,
     "trim": _nullsafe(lambda s, c=None: _trim(s, c)),

@@ -289,9 +289,10 @@ def test_calendar_functions_over_columns_equal_the_rows(seed: int) -> None:
 
 def test_like_and_case_mappings_over_columns_equal_the_rows() -> None:
     """LIKE with `%`, `_`, RE2's syntax characters, a newline and characters past ASCII, of
-    strings and NULLs, equals the rows' match; LOWER and UPPER too, and a column holding a
-    character Arrow maps otherwise (Python's full case mappings: 'ß'.upper() is 'SS'; a
-    word-final Σ) is left to the rows."""
+    strings and NULLs, equals the rows' match; LOWER and UPPER too ('ß' upper-cased is 'ẞ' in
+    both, a word-final Σ lowers to σ in both), and a column holding a character Arrow maps
+    otherwise than the rows (`planner.case_mapping`, DuckDB's: Arrow's newer Unicode tables
+    upper-case 'ƛ') is left to the rows."""
     values = ["", "a", "abc", "a.c", "a+c", "a\nc", "é", "éa", "x%y", "x_y", "(a)", "[a]",
               "a\\b", "ß", "$^", "ab{2}", "a|b", "ABC", "mixed Case 9", None]
     table = pa.table([pa.array(values, pa.string())], names=["s"])
@@ -306,13 +307,16 @@ def test_like_and_case_mappings_over_columns_equal_the_rows() -> None:
         assert _same(list(rows_of(got, 1)), _reference(m, rows)), p  # type: ignore[arg-type]
     for f in ("lower", "upper"):
         m = Mfp(get, (Call(f, (Col(0),), "VARCHAR"),), (), (1,))
-        # 'ß' upper-cased is 'SS' in Python, 'ß' in Arrow; Σ at a word's end is ς in Python
         got = columns_mfp(m)(table)  # type: ignore[misc]
-        assert (got is None) == (f == "upper")
-        if got is not None:
-            assert _same(list(rows_of(got, 1)), _reference(m, rows))  # type: ignore[arg-type]
+        assert got is not None
+        assert _same(list(rows_of(got, 1)), _reference(m, rows))  # type: ignore[arg-type]
+        newer = pa.table([pa.array(["xƛ", "é"])], names=["s"])
+        assert (columns_mfp(m)(newer) is None) == (f == "upper")  # type: ignore[misc]
         sigma = pa.table([pa.array(["ΟΔΟΣ", "é"])], names=["s"])
-        assert (columns_mfp(m)(sigma) is None) == (f == "lower")  # type: ignore[misc]
+        got = columns_mfp(m)(sigma)  # type: ignore[misc]
+        assert got is not None
+        assert _same(list(rows_of(got, 1)),
+                     _reference(m, list(rows_of(sigma, 1))))  # type: ignore[arg-type]
         ascii_table = pa.table([pa.array(["", "aBc", "X Y-z", None, "mixed Case 9"])],
                                names=["s"])
         got = columns_mfp(m)(ascii_table)  # type: ignore[misc]
@@ -325,8 +329,9 @@ def test_like_and_case_mappings_over_columns_equal_the_rows() -> None:
 def test_case_mappings_of_unicode_strings_over_columns_equal_the_rows(seed: int) -> None:
     """LOWER and UPPER of strings past ASCII (accents, Cyrillic, Greek, Deseret, titlecase
     letters such as 'ǅ') by Arrow's mapping equal the rows wherever the column holds no
-    character Arrow maps otherwise than Python; a column holding one ('ß', 'İ', 'ŉ', or Σ for
-    LOWER) goes to the rows."""
+    character Arrow maps otherwise than the rows (DuckDB's mapping, `planner.case_mapping`);
+    a column holding one (Arrow's newer tables: 'ƛ' for UPPER, U+A7CB for LOWER) goes to the
+    rows, and 'ß', 'İ', 'ŉ' and Σ, which Python alone maps otherwise, are decided by Arrow."""
     rng = random.Random(seed)
     letters = "aZéÉüÜñÑçÇøØåÅжЖяЯλΛωΩσ ǅǈǋ\U00010400\U00010428xyz-09 "
     values = [None if rng.random() < 0.1 else "".join(rng.choices(letters, k=rng.randrange(8)))
@@ -338,25 +343,26 @@ def test_case_mappings_of_unicode_strings_over_columns_equal_the_rows(seed: int)
         got = columns_mfp(m)(table)  # type: ignore[misc]
         assert got is not None, f
         assert _same(list(rows_of(got, 1)), _reference(m, rows)), f  # type: ignore[arg-type]
-        for odd in ("ß", "İ", "ŉ", "Σ"):
+        for odd in ("ß", "İ", "ŉ", "Σ", "ƛ", "\ua7cb"):
             tab = table.set_column(0, "s", pa.array(["x" + odd + "y"] + values[1:], pa.string()))
             decided = columns_mfp(m)(tab)  # type: ignore[misc]
             want = _reference(m, list(rows_of(tab, 1)))
-            if decided is not None:  # only where Arrow's mapping of it is Python's
+            if decided is not None:  # only where Arrow's mapping of it is the rows'
                 assert _same(list(rows_of(decided, 1)), want), (f, odd)  # type: ignore[arg-type]
-            assert decided is None or (f, odd) not in (("upper", "ß"), ("lower", "İ"),
-                                                        ("upper", "ŉ"), ("lower", "Σ")), (f, odd)
+            assert (decided is None) == ((f, odd) in (("upper", "ƛ"), ("lower", "\ua7cb"))), \
+                (f, odd)
 
 
 def test_case_mappings_unlike_python_are_found_below_the_cased_end() -> None:
-    """Every character whose Arrow case mapping differs from Python's lies below
-    `_CASED_END`, so the check scans only that range."""
+    """Every character whose Arrow case mapping differs from the rows'
+    (`planner.case_mapping`) lies below `_CASED_END`, so the check scans only that range."""
     import planner.mfp_columns as mc
+    from planner.case_mapping import sql_lower, sql_upper
 
     chars = [chr(c) for c in range(mc._CASED_END, 0x110000)]
-    for f, python in (("lower", str.lower), ("upper", str.upper)):
+    for f, rows in (("lower", sql_lower), ("upper", sql_upper)):
         arrow = getattr(pa.compute, "utf8_" + f)(pa.array(chars)).to_pylist()
-        assert all(python(c) == a for c, a in zip(chars, arrow, strict=True)), f
+        assert all(rows(c) == a for c, a in zip(chars, arrow, strict=True)), f
 
 
 def test_division_casts_abs_and_joins_over_columns_equal_the_rows() -> None:

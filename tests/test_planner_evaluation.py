@@ -513,3 +513,21 @@ def test_cast_to_real_is_single_precision(v: float, want: float | None) -> None:
     assert _duck(data).execute(sql).fetchall() == [(want,)]
     for run in (_naive, _engine):  # (compared to 6 decimals: 1e18 tells the precisions apart)
         assert list(run(sql, data)) == [(norm_value(want),)]
+
+
+def test_upper_and_lower_are_duckdbs_at_every_code_point() -> None:
+    """UPPER and LOWER (`planner.case_mapping`) equal DuckDB's for every code point, and for
+    strings whose Python mapping reads the context or maps one code point to several: a
+    word-final Σ, 'ß', 'İ', 'ŉ' (Python: 'ς', 'SS', 'i' and a dot, 'ʼN')."""
+    import pyarrow as pa
+
+    from planner.case_mapping import sql_lower, sql_upper
+
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    words = ["ΟΔΟΣ", "ΟΔΟΣ ΟΔΟΣ.", "straße", "İstanbul", "ŉ", "Σ", "aΣb", "ǅemal", "日本", ""]
+    con = duckdb.connect()
+    con.register("cps", pa.table({"c": pa.array(chars + words)}))
+    got = con.execute("SELECT c, upper(c), lower(c) FROM cps").fetchall()
+    assert [(c, sql_upper(c), sql_lower(c)) for c in chars + words] == got
+    data = {"w": [(i, 0, s, 0.0, None) for i, s in enumerate(words)]}
+    _assert_matches_duckdb("SELECT id, upper(s), lower(s), s = lower(s) FROM w", data)
