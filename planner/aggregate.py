@@ -211,6 +211,11 @@ def topk_rows(rows: Iterable[tuple[tuple[Any, ...], int]], order: tuple[SortKey,
 _FLOAT_SCALE_BITS = 1074
 # A new group's first batch larger than this builds its sorted indexes by one sort.
 BULK_BUILD = 32
+# `AggregateState.absorb` merges a MIN/MAX argument's arrays (O(both) in C) rather than count
+# the batch's values one by one (O(batch) in Python, O(log n) each) from this many distinct
+# values in the batch, when they are at least a MERGE_ARRAYS_RATIO-th of the group's.
+MERGE_ARRAYS = 64
+MERGE_ARRAYS_RATIO = 16
 # A large batch puts rows in a top-k group's reserve when they are at least 1/RESERVE_MERGE of
 # it: merging is a NumPy sort and a list of the reserve's rows, about what indexing one row in
 # every RESERVE_MERGE reserved rows costs (an order key and a SortedList insertion each).
@@ -311,6 +316,19 @@ class _ExactSum:
             self.ninf += int((nonfinite == -np.inf).sum())
         return True
 
+    def merge(self, other: _ExactSum) -> None:
+        """`add` of every value `other` was given (the sum of a disjoint set of rows)."""
+        self.n += other.n
+        self.n_float += other.n_float
+        self.scaled += other.scaled
+        self.pinf += other.pinf
+        self.ninf += other.ninf
+        self.nan += other.nan
+        if isinstance(other.exact, decimal.Decimal) or isinstance(self.exact, decimal.Decimal):
+            self.exact = DECIMAL_CONTEXT.add(self.exact, other.exact)
+        else:
+            self.exact += other.exact
+
     def total(self) -> Any:
         if not self.n_float:
             return self.exact
@@ -351,6 +369,16 @@ class _Moments:
         self.sxx += c * fp * fp
         self.syy += c * fq * fq
         self.sxy += c * fp * fq
+
+    def merge(self, other: _Moments) -> None:
+        """`add` of every pair `other` was given."""
+        self.n += other.n
+        self.nonfinite += other.nonfinite
+        self.sx += other.sx
+        self.sy += other.sy
+        self.sxx += other.sxx
+        self.syy += other.syy
+        self.sxy += other.sxy
 
 
 class _Desc:
@@ -443,34 +471,8 @@ class AggregateState:
             return self._build(changes)
         self.rows += sum(d for _, d in changes)
         touched = len(changes)
-        for arg, counts in self.values.items():
-            idx = self.index.get(arg)
-            feeds = plan.distinct_feeds.get(arg, ())
-            # A group's first large batch (hydration) builds its index by one sort.
-            bulk = idx is not None and not counts and len(changes) > BULK_BUILD
-            for row, d in changes:
-                v = row[arg]
-                c0 = counts.get(v, 0)
-                c1 = c0 + d
-                if c1:
-                    counts[v] = c1
-                else:
-                    del counts[v]
-                if v is None or (c0 == 0) == (c1 == 0):
-                    continue
-                sign = 1 if c0 == 0 else -1
-                if idx is not None and not bulk:
-                    touched += _log2_cost(len(idx))
-                    if sign > 0:
-                        idx.add(_value_entry(v))
-                    else:
-                        idx.remove(_value_entry(v))
-                for i in feeds:
-                    self._feed(i, v, v, sign)
-            if bulk:
-                assert idx is not None
-                idx.update([_value_entry(v) for v in counts if v is not None])
-                touched += len(idx)
+        for arg in self.values:
+            touched += self._count_values(arg, [(row[arg], d) for row, d in changes])
         for i in plan.direct:
             kind, x, y, _ = plan.accs[i]
             acc = self.accs[i]
@@ -488,6 +490,75 @@ class AggregateState:
                     p, q = row[x], row[yy]
                     if p is not None and q is not None:
                         acc.add(p, q, d)
+        return touched
+
+    def _count_values(self, arg: int, pairs: list[tuple[Any, int]]) -> int:
+        """Count `(value, diff)` pairs into argument `arg`'s value -> count map, keeping its
+        sorted index and its DISTINCT accumulators in step with the values present. Returns
+        the records touched beyond the pairs themselves."""
+        counts = self.values[arg]
+        idx = self.index.get(arg)
+        feeds = self.plan.distinct_feeds.get(arg, ())
+        # A group's first large batch (hydration) builds its index by one sort.
+        bulk = idx is not None and not counts and len(pairs) > BULK_BUILD
+        touched = 0
+        for v, d in pairs:
+            c0 = counts.get(v, 0)
+            c1 = c0 + d
+            if c1:
+                counts[v] = c1
+            else:
+                del counts[v]
+            if v is None or (c0 == 0) == (c1 == 0):
+                continue
+            sign = 1 if c0 == 0 else -1
+            if idx is not None and not bulk:
+                touched += _log2_cost(len(idx))
+                if sign > 0:
+                    idx.add(_value_entry(v))
+                else:
+                    idx.remove(_value_entry(v))
+            for i in feeds:
+                self._feed(i, v, v, sign)
+        if bulk:
+            assert idx is not None
+            idx.update([_value_entry(v) for v in counts if v is not None])
+            touched += len(idx)
+        return touched
+
+    def absorb(self, other: AggregateState) -> int:
+        """`apply` of every row `other` holds, each with diff 1: `other` is this group's
+        state built from a batch of insertions (`BuiltGroups.states`) and owned by no one
+        else. An empty state takes `other`'s parts as they are; otherwise counts and sums add
+        up, and a MIN/MAX, DISTINCT or scalar subquery argument takes `other`'s distinct
+        values one by one, or, for many values held in arrays on both sides, by one merge of
+        the arrays (`SortedCounts.merged`). Returns the records touched."""
+        if self.empty():
+            self.rows, self.values, self.index, self.accs = \
+                other.rows, other.values, other.index, other.accs
+            return other.size()
+        plan = self.plan
+        self.rows += other.rows
+        touched = 1
+        for arg, theirs in other.values.items():
+            mine = self.values[arg]
+            if (mine.__class__ is SortedCounts and theirs.__class__ is SortedCounts
+                    and arg in self.index and arg not in plan.distinct_feeds
+                    and len(theirs) >= MERGE_ARRAYS
+                    and len(theirs) * MERGE_ARRAYS_RATIO >= len(mine)):
+                merged = mine.merged(theirs)
+                if merged is not None:
+                    self.values[arg] = merged
+                    self.index[arg] = merged.index
+                    touched += len(merged)
+                    continue
+            touched += len(theirs) + self._count_values(arg, [(v, theirs[v]) for v in theirs])
+        for i in plan.direct:
+            mine_acc, their_acc = self.accs[i], other.accs[i]
+            if plan.accs[i][0] == "count":
+                mine_acc[0] += their_acc[0]
+            else:
+                mine_acc.merge(their_acc)
         return touched
 
     def apply_vals(self, rows: list[Any], diff: int) -> int:
@@ -679,6 +750,9 @@ class IncrementalAggregates:
             if distinct:
                 feeds.setdefault(x, []).append(i)
         self.distinct_feeds = feeds
+
+    # its states `absorb` the states `build_columns` makes (engine.operators.reduce_total)
+    absorbs = True
 
     def __call__(self, key: Any) -> AggregateState:
         return AggregateState(self)

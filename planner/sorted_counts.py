@@ -142,6 +142,36 @@ class SortedCounts:
                 if len(self.dead) > DEAD_LIST_MAX:
                     self._grow_tree()
 
+    def merged(self, other: SortedCounts) -> SortedCounts | None:
+        """A new map holding this one's counts and `other`'s added, built from both arrays
+        by one sort (neither is changed), or None when the kinds differ, either has an
+        overlay or a count below 0 (then the values are counted one by one)."""
+        if self.kind != other.kind or self.extra or other.extra:
+            return None
+        mine, theirs = self._present_counts(), other._present_counts()
+        if mine is None or theirs is None:
+            return None
+        values = np.concatenate((mine[0], theirs[0]))
+        counts = np.concatenate((mine[1], theirs[1]))
+        order = np.argsort(values, kind="stable")
+        values, counts = values[order], counts[order]
+        # equal by Python's rules: -0.0 and 0.0 are one value, as they are one dict key
+        starts = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+        return SortedCounts(values[starts], np.add.reduceat(counts, starts), self.kind,
+                            self.nulls + other.nulls)
+
+    def _present_counts(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The base values present and their counts (None if a count is below 0)."""
+        n = len(self.base)
+        counts = np.ones(n, dtype=np.int64) if self.counts is None else \
+            self.counts.astype(np.int64)
+        for i, c in self.changed.items():
+            counts[i] = c
+        if n and int(counts.min()) < 0:
+            return None
+        present = counts > 0
+        return self.base[present], counts[present]
+
     def _grow_tree(self) -> None:
         self.tree = _fenwick(self.present().astype(np.int64))
         self.dead = []

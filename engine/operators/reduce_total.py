@@ -58,7 +58,9 @@ class KeyState(Protocol):
     # hydration's rows, given without a pair per row).
     # The factory may have `build_columns(table, key) -> BuiltStates | None`: the states of
     # every group of an Arrow table's rows keyed by the columns `key` (or None: build them
-    # from rows).
+    # from rows). Where it also has `absorbs` true, its states have `absorb(other) -> int`:
+    # `apply` of every row of `other` with diff 1, `other` a state `build_columns` made (from
+    # a batch of insertions), returning the records touched.
 
     def output(self) -> tuple[list[tuple[Any, int]], int]:
         """The key's output `[(out, multiplicity)]` for its current input, and records read."""
@@ -153,7 +155,10 @@ class ReduceTotalOp(Operator):
         self.upper = frontier
         if ready is None:
             return
-        if not self.states and not self.unbuilt and self._build_from_columns(ex, ready):
+        if not self.states and not self.unbuilt:
+            if self._build_from_columns(ex, ready):
+                return
+        elif self._absorb_columns(ex, ready):
             return
         by_time = ex.group_by_time(ready) if hasattr(ex, "group_by_time") else \
             group_by_time(ex.collect(ready))
@@ -226,12 +231,42 @@ class ReduceTotalOp(Operator):
             self.send(payload, [t])
         return True
 
+    def _absorb_columns(self, ex: Any, ready: Any) -> bool:
+        """A later insertion of keyed columns (a COPY or an INSERT ... SELECT into a table
+        with rows already) of at least `ROWS_AS_COLUMNS` rows, where the factory `absorbs`:
+        the batch's groups are built from whole columns (`build_columns`) and each existing
+        state absorbs its group's (`absorb`), instead of a state update per row. Returns
+        False, having done nothing, when the payload is not such columns or the factory
+        declines."""
+        if not getattr(self.new_state, "absorbs", False):
+            return False
+        keyed_columns = getattr(ex, "keyed_columns", None)
+        if keyed_columns is None or len(ready) < ROWS_AS_COLUMNS:
+            return False
+        cols = keyed_columns(ready)
+        if cols is None:
+            cols = keyed_columns_of(ex.collect(ready))
+        if cols is None or cols.diff != 1:
+            return False
+        built = self.new_state.build_columns(cols.table, cols.key)
+        if built is None or hasattr(built, "outputs"):
+            return False
+        self.records_touched += len(cols)
+        per_key = dict(zip(built.keys, built.states(list(range(len(built.keys)))),
+                           strict=True))
+        out: list[tuple[Any, Time, int]] = []
+        self._apply_time(cols.time, per_key, None, out, absorb=True)
+        if out:
+            self.send(ex.from_updates(out), [cols.time])
+        return True
+
     def _apply_time(
-        self, t: Time, per_key: dict[Any, list[Any]], diff: int | None,
-        out: list[tuple[Any, Time, int]],
+        self, t: Time, per_key: dict[Any, Any], diff: int | None,
+        out: list[tuple[Any, Time, int]], absorb: bool = False,
     ) -> None:
         """Apply time `t`'s changes: per key `[(val, diff)]`, or with `diff`, the bare vals
-        that all change by it."""
+        that all change by it, or with `absorb`, a state of the key's insertions for the
+        key's state to `absorb`."""
         states, emitted = self.states, self.emitted
         touched = 0
         unbuilt = self.unbuilt
@@ -282,7 +317,9 @@ class ReduceTotalOp(Operator):
             else:
                 st = states[key] = self.new_state(key)
                 before = excess = 0
-            if diff is None:
+            if absorb:
+                touched += st.absorb(changes)
+            elif diff is None:
                 touched += st.apply(changes)
             else:
                 apply_vals = getattr(st, "apply_vals", None)
