@@ -18,7 +18,9 @@ summed by Arrow's hash aggregation, which denotes the same collection.
 `keyed_columns_of(updates)` goes the other way, for a reduce whose first input is a large
 insertion of rows (a hydration whose rows came through a join): a keyed `ColumnsAt` that
 denotes the same collection, when every key is a projection of its row and every column
-converts to Arrow and back unchanged; else None.
+converts to Arrow and back unchanged; else None. `keyed_columns_split(updates)` does the same
+for a later batch of insertions and retractions (a large DELETE or UPDATE): a keyed
+`ColumnsAt` of each sign.
 
 `PairColumnsAt(table, time, diff, split)` is a reduce's output the same way: the `(key, val)`
 pairs whose concatenations are the table's rows, so the step after a GROUP BY (the HAVING
@@ -134,11 +136,23 @@ _ROUND_TRIP_TYPES = frozenset({int, float, str, bool, datetime.date})
 def keyed_columns_of(updates: list[tuple[Any, Time, int]]) -> ColumnsAt | None:
     """`((key, row), time, diff)` updates as a keyed `ColumnsAt` with diff 1 that denotes the
     same collection (an update of diff d as d rows, equal updates summed first when some are
-    retractions), or None unless: all share one time, every summed diff is positive, all
-    rows have one width, each key is the row's columns at positions found from the first
-    update (by identity, as a key getter made it, else by equality) and checked on every row,
-    and each column holds values of one type in `_ROUND_TRIP_TYPES` (or NULL) that Arrow
-    takes (ints within int64)."""
+    retractions), or None unless: all share one time, every summed diff is positive, and the
+    rows convert as `keyed_columns_split` requires."""
+    split = keyed_columns_split(updates)
+    if split is None or split[1] is not None:
+        return None
+    return split[0]
+
+
+def keyed_columns_split(updates: list[tuple[Any, Time, int]]
+                        ) -> tuple[ColumnsAt | None, ColumnsAt | None] | None:
+    """`((key, row), time, diff)` updates, equal ones summed, as the keyed `ColumnsAt` of
+    their insertions (diff 1) and that of their retractions (diff -1), an update of diff d as
+    |d| rows; either is None when there is none. None unless: all share one time, some
+    summed diff is not 0, all rows have one width, each key is the row's columns at positions
+    found from the first update (by identity, as a key getter made it, else by equality) and
+    checked on every row, and each column holds values of one type in `_ROUND_TRIP_TYPES`
+    (or NULL) that Arrow takes (ints within int64)."""
     import pyarrow as pa
 
     if not updates:
@@ -167,8 +181,7 @@ def keyed_columns_of(updates: list[tuple[Any, Time, int]]) -> ColumnsAt | None:
         if not pairs:
             return None
     rows = list(map(itemgetter(1), pairs))
-    if min(diffs) < 1 or \
-            len(set(map(len, rows))) != 1 or \
+    if len(set(map(len, rows))) != 1 or \
             list(map(key_getter(key), rows)) != list(map(itemgetter(0), pairs)):
         return None
     arrays = []
@@ -181,9 +194,21 @@ def keyed_columns_of(updates: list[tuple[Any, Time, int]]) -> ColumnsAt | None:
         except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
             return None
     table = pa.table(arrays, names=[f"c{i}" for i in range(len(arrays))])
-    if max(diffs) > 1:  # equal rows consolidated: one row per copy
-        table = table.take(np.repeat(np.arange(len(rows)), diffs))
-    return ColumnsAt(table, time, 1, key)
+    counts = np.asarray(diffs, dtype=np.int64)
+    parts: list[ColumnsAt | None] = []
+    for sign in (1, -1):
+        picked = np.flatnonzero(counts * sign > 0)
+        if not len(picked):
+            parts.append(None)
+            continue
+        copies = counts[picked] * sign
+        if len(picked) < len(rows) or int(copies.max()) > 1:
+            # one row per copy, of this sign's rows only
+            part = table.take(np.repeat(picked, copies))
+        else:
+            part = table
+        parts.append(ColumnsAt(part, time, sign, key))
+    return parts[0], parts[1]
 
 
 class PairColumnsAt:

@@ -316,18 +316,19 @@ class _ExactSum:
             self.ninf += int((nonfinite == -np.inf).sum())
         return True
 
-    def merge(self, other: _ExactSum) -> None:
-        """`add` of every value `other` was given (the sum of a disjoint set of rows)."""
-        self.n += other.n
-        self.n_float += other.n_float
-        self.scaled += other.scaled
-        self.pinf += other.pinf
-        self.ninf += other.ninf
-        self.nan += other.nan
+    def merge(self, other: _ExactSum, sign: int = 1) -> None:
+        """`add(v, sign)` of every value `other` was given (once each)."""
+        self.n += sign * other.n
+        self.n_float += sign * other.n_float
+        self.scaled += sign * other.scaled
+        self.pinf += sign * other.pinf
+        self.ninf += sign * other.ninf
+        self.nan += sign * other.nan
         if isinstance(other.exact, decimal.Decimal) or isinstance(self.exact, decimal.Decimal):
-            self.exact = DECIMAL_CONTEXT.add(self.exact, other.exact)
+            merge = DECIMAL_CONTEXT.add if sign == 1 else DECIMAL_CONTEXT.subtract
+            self.exact = merge(self.exact, other.exact)
         else:
-            self.exact += other.exact
+            self.exact += sign * other.exact
 
     def total(self) -> Any:
         if not self.n_float:
@@ -370,15 +371,15 @@ class _Moments:
         self.syy += c * fq * fq
         self.sxy += c * fp * fq
 
-    def merge(self, other: _Moments) -> None:
-        """`add` of every pair `other` was given."""
-        self.n += other.n
-        self.nonfinite += other.nonfinite
-        self.sx += other.sx
-        self.sy += other.sy
-        self.sxx += other.sxx
-        self.syy += other.syy
-        self.sxy += other.sxy
+    def merge(self, other: _Moments, sign: int = 1) -> None:
+        """`add(p, q, sign)` of every pair `other` was given (once each)."""
+        self.n += sign * other.n
+        self.nonfinite += sign * other.nonfinite
+        self.sx += sign * other.sx
+        self.sy += sign * other.sy
+        self.sxx += sign * other.sxx
+        self.syy += sign * other.syy
+        self.sxy += sign * other.sxy
 
 
 class _Desc:
@@ -526,19 +527,20 @@ class AggregateState:
             touched += len(idx)
         return touched
 
-    def absorb(self, other: AggregateState) -> int:
-        """`apply` of every row `other` holds, each with diff 1: `other` is this group's
-        state built from a batch of insertions (`BuiltGroups.states`) and owned by no one
-        else. An empty state takes `other`'s parts as they are; otherwise counts and sums add
-        up, and a MIN/MAX, DISTINCT or scalar subquery argument takes `other`'s distinct
-        values one by one, or, for many values held in arrays on both sides, by one merge of
-        the arrays (`SortedCounts.merged`). Returns the records touched."""
-        if self.empty():
+    def absorb(self, other: AggregateState, sign: int = 1) -> int:
+        """`apply` of every row `other` holds, each with diff `sign` (1: insertions, -1:
+        retractions of rows this state holds): `other` is this group's state built from a
+        batch's rows (`BuiltGroups.states`) and owned by no one else. An empty state takes
+        `other`'s insertions as they are; otherwise counts and sums add up, and a MIN/MAX,
+        DISTINCT or scalar subquery argument takes `other`'s distinct values one by one, or,
+        for many values held in arrays on both sides, by one merge of the arrays
+        (`SortedCounts.merged`). Returns the records touched."""
+        if sign == 1 and self.empty():
             self.rows, self.values, self.index, self.accs = \
                 other.rows, other.values, other.index, other.accs
             return other.size()
         plan = self.plan
-        self.rows += other.rows
+        self.rows += sign * other.rows
         touched = 1
         for arg, theirs in other.values.items():
             mine = self.values[arg]
@@ -546,19 +548,20 @@ class AggregateState:
                     and arg in self.index and arg not in plan.distinct_feeds
                     and len(theirs) >= MERGE_ARRAYS
                     and len(theirs) * MERGE_ARRAYS_RATIO >= len(mine)):
-                merged = mine.merged(theirs)
+                merged = mine.merged(theirs, sign)
                 if merged is not None:
                     self.values[arg] = merged
                     self.index[arg] = merged.index
                     touched += len(merged)
                     continue
-            touched += len(theirs) + self._count_values(arg, [(v, theirs[v]) for v in theirs])
+            touched += len(theirs) + self._count_values(
+                arg, [(v, sign * theirs[v]) for v in theirs])
         for i in plan.direct:
             mine_acc, their_acc = self.accs[i], other.accs[i]
             if plan.accs[i][0] == "count":
-                mine_acc[0] += their_acc[0]
+                mine_acc[0] += sign * their_acc[0]
             else:
-                mine_acc.merge(their_acc)
+                mine_acc.merge(their_acc, sign)
         return touched
 
     def apply_vals(self, rows: list[Any], diff: int) -> int:

@@ -142,23 +142,28 @@ class SortedCounts:
                 if len(self.dead) > DEAD_LIST_MAX:
                     self._grow_tree()
 
-    def merged(self, other: SortedCounts) -> SortedCounts | None:
-        """A new map holding this one's counts and `other`'s added, built from both arrays
-        by one sort (neither is changed), or None when the kinds differ, either has an
-        overlay or a count below 0 (then the values are counted one by one)."""
+    def merged(self, other: SortedCounts, sign: int = 1) -> SortedCounts | None:
+        """A new map holding this one's counts plus `sign` times `other`'s, built from both
+        arrays by one sort (neither is changed), or None when the kinds differ, either has an
+        overlay, or a count is below 0 before or after (then the values are counted one by
+        one)."""
         if self.kind != other.kind or self.extra or other.extra:
             return None
         mine, theirs = self._present_counts(), other._present_counts()
-        if mine is None or theirs is None:
+        nulls = self.nulls + sign * other.nulls
+        if mine is None or theirs is None or nulls < 0:
             return None
         values = np.concatenate((mine[0], theirs[0]))
-        counts = np.concatenate((mine[1], theirs[1]))
+        counts = np.concatenate((mine[1], sign * theirs[1]))
         order = np.argsort(values, kind="stable")
         values, counts = values[order], counts[order]
         # equal by Python's rules: -0.0 and 0.0 are one value, as they are one dict key
         starts = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
-        return SortedCounts(values[starts], np.add.reduceat(counts, starts), self.kind,
-                            self.nulls + other.nulls)
+        summed = np.add.reduceat(counts, starts) if len(starts) else counts
+        if len(summed) and int(summed.min()) < 0:
+            return None
+        present = summed > 0
+        return SortedCounts(values[starts][present], summed[present], self.kind, nulls)
 
     def _present_counts(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The base values present and their counts (None if a count is below 0)."""

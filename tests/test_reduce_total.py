@@ -806,7 +806,8 @@ def test_batches_over_many_built_groups_equal_general_reduce(
 def test_absorb_equals_apply(seed: int) -> None:
     """`AggregateState.absorb` of a state holding other rows (every aggregate kind: DISTINCT
     feeds, DECIMAL sums, statistics) gives the output and later behaviour of one state that
-    applied both sets of rows; an empty state absorbing takes the other's output as is."""
+    applied both sets of rows; an empty state absorbing takes the other's output as is; and
+    absorbing a state of rows held with sign -1 equals retracting them."""
     rng = random.Random(1200 + seed)
     nonfinite = seed % 2 == 1
     first = [random_row(rng, 1, nonfinite) for _ in range(rng.choice([0, 5, 60, 300]))]
@@ -829,6 +830,17 @@ def test_absorb_equals_apply(seed: int) -> None:
     whole.apply(later)
     assert_same_rows(_keyed(mine), _keyed(whole),
                      f"seed {seed} after later changes")
+    # retractions: a state of some of the rows held, absorbed with sign -1
+    held: Counter[tuple[Any, ...]] = Counter(first + second)
+    for r, d in later:
+        held[r] += d
+    gone = rng.sample(sorted(held.elements(), key=repr), len(list(held.elements())) // 2)
+    leaving = plan(None)
+    leaving.apply([(r, 1) for r in gone])
+    mine.absorb(leaving, -1)
+    whole.apply([(r, -1) for r in gone])
+    assert_same_rows(_keyed(mine), _keyed(whole), f"seed {seed} after retractions")
+    assert mine.empty() == whole.empty()
 
 
 def _keyed(st: Any) -> Counter[Any]:
@@ -848,8 +860,8 @@ def _arrow_rows(rows: list[tuple[Any, ...]]) -> Any:
 def test_built_states_absorb_built_states(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """States built from columns (a hydration) absorbing states built from a later batch's
     columns, their MIN/MAX arrays merged (`SortedCounts.merged`, thresholds lowered to take
-    it for every group), equal one state that applied every row, before and after later
-    deletes of values from either batch."""
+    it for every group), then retracting half the hydration's rows the same way, equal one
+    state that applied every change, before and after later deletes of values."""
     import planner.aggregate as agg
     import planner.aggregate_columns as ac
     from planner.sorted_counts import SortedCounts
@@ -860,9 +872,9 @@ def test_built_states_absorb_built_states(seed: int, monkeypatch: pytest.MonkeyP
     merges: list[bool] = []
     real = SortedCounts.merged
 
-    def spy(self: SortedCounts, other: SortedCounts) -> Any:
-        out = real(self, other)
-        merges.append(out is not None)
+    def spy(self: SortedCounts, other: SortedCounts, sign: int = 1) -> Any:
+        out = real(self, other, sign)
+        merges.append((sign, out is not None))
         return out
 
     monkeypatch.setattr(SortedCounts, "merged", spy)
@@ -887,9 +899,20 @@ def test_built_states_absorb_built_states(seed: int, monkeypatch: pytest.MonkeyP
         every[(r[G],)].append((r, d))
     for i, k in enumerate(after.keys):
         states.setdefault(k, plan(k)).absorb(after.state(i))
-    assert any(merges)
+    assert (1, True) in merges
     for r in batch:
         every.setdefault((r[G],), []).append((r, 1))
+    # half of the hydration's rows still held retracted by a state built from their columns
+    held = Counter(hydration)
+    held.subtract(r for r, _ in early)
+    leaving = rng.sample(sorted(held.elements(), key=repr), len(hydration) // 2)
+    gone = plan.build_columns(_arrow_rows(leaving), (G,))
+    assert gone is not None
+    for i, k in enumerate(gone.keys):
+        states[k].absorb(gone.state(i), -1)
+    assert (-1, True) in merges
+    for r in leaving:
+        every[(r[G],)].append((r, -1))
 
     def smallest(r: tuple[Any, ...]) -> tuple[Any, ...]:
         return (r[A] is None, r[A] if r[A] is not None else 0, r[M] is None, repr(r))
@@ -917,10 +940,11 @@ def test_built_states_absorb_built_states(seed: int, monkeypatch: pytest.MonkeyP
 def test_later_insertions_as_columns_equal_general_reduce(
         seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """After a hydration, epochs that insert many rows at once (a COPY into a table with rows
-    already: some into new groups, some copies of rows already there) reach the existing
-    states as columns, each group's insertions built at once and absorbed
-    (`ReduceTotalOp._absorb_columns`), between epochs of deletes and updates: at every epoch,
-    under every batching, the output equals the general reduce's."""
+    already: some into new groups, some copies of rows already there), delete many (whole
+    groups among them) or update many reach the existing states as columns, each group's
+    insertions and retractions built at once and absorbed (`ReduceTotalOp._absorb_columns`),
+    between epochs of a few changes: at every epoch, under every batching, the output equals
+    the general reduce's."""
     import engine.operators.reduce_total as rt
     from planner.aggregate import AggregateState
 
@@ -928,20 +952,29 @@ def test_later_insertions_as_columns_equal_general_reduce(
     absorbed: list[int] = []
     real = AggregateState.absorb
 
-    def spy(self: AggregateState, other: AggregateState) -> int:
-        absorbed.append(other.rows)
-        return real(self, other)
+    def spy(self: AggregateState, other: AggregateState, sign: int = 1) -> int:
+        absorbed.append(sign * other.rows)
+        return real(self, other, sign)
 
     monkeypatch.setattr(AggregateState, "absorb", spy)
     rng = random.Random(1400 + seed)
     live: Counter[tuple[Any, ...]] = Counter(
         random_row(rng, 20, seed % 2 == 1) for _ in range(1000))
     stream = [list(live.items())]
-    for e in range(10):
-        if e % 2 == 0:  # many insertions: new rows in 30 groups (10 new), and copies
+    for e in range(12):
+        if e % 4 == 0:  # many insertions: new rows in 30 groups (10 new), and copies
             new = [random_row(rng, 30, seed % 2 == 1) for _ in range(150)]
             new += rng.sample(sorted(live, key=repr), 20)
             changes = [(r, 1) for r in new]
+        elif e % 4 == 1:  # many deletions: 120 rows, some of whole groups
+            others = [r for r in live.elements() if r[G] != e % 30]
+            gone = rng.sample(sorted(others, key=repr), 100)
+            gone += [r for r in live.elements() if r[G] == e % 30]
+            changes = [(r, -1) for r in gone]
+        elif e % 4 == 2:  # many updates: each row deleted and inserted changed
+            old = rng.sample(sorted(live.elements(), key=repr), 60)
+            changes = [(r, -1) for r in old] + [
+                (canonical((r[G],) + random_row(rng, 30, seed % 2 == 1)[1:]), 1) for r in old]
         else:
             gone = rng.sample(sorted(live.elements(), key=repr), 10)
             changes = [(r, -1) for r in gone] + [
@@ -955,8 +988,13 @@ def test_later_insertions_as_columns_equal_general_reduce(
         absorbed.clear()
         op, fast, ref = run_both(rows, IncrementalAggregates(COLUMN_AGGS),
                                  reference_aggs(COLUMN_AGGS), chunks)
-        if chunks == [1] * len(rows):  # epoch by epoch: the insertions were absorbed
-            assert len(absorbed) >= 5 * 25 and sum(absorbed) == 5 * 170
+        if chunks == [1] * len(rows):  # epoch by epoch: the large batches were absorbed
+            inserted = sum(n for n in absorbed if n > 0)
+            retracted = -sum(n for n in absorbed if n < 0)
+            assert inserted == 3 * 170 + sum(
+                sum(d for _, d in changes if d > 0) for changes in rows[3::4])
+            assert retracted == sum(
+                -sum(d for _, d in changes if d < 0) for changes in rows[2::4] + rows[3::4])
         for epoch in range(len(rows)):
             assert_same_rows(accumulated(fast, epoch), accumulated(ref, epoch),
                              f"seed {seed} chunks {chunks[:3]} epoch {epoch}")

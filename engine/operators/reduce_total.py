@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from typing import Any, Protocol
 
-from engine.columns_at import keyed_columns_of
+from engine.columns_at import keyed_columns_of, keyed_columns_split
 from engine.dataflow import Operator, Scope
 from engine.kernels import group_by_time
 from engine.lattice import Antichain, Time
@@ -58,9 +58,10 @@ class KeyState(Protocol):
     # hydration's rows, given without a pair per row).
     # The factory may have `build_columns(table, key) -> BuiltStates | None`: the states of
     # every group of an Arrow table's rows keyed by the columns `key` (or None: build them
-    # from rows). Where it also has `absorbs` true, its states have `absorb(other) -> int`:
-    # `apply` of every row of `other` with diff 1, `other` a state `build_columns` made (from
-    # a batch of insertions), returning the records touched.
+    # from rows). Where it also has `absorbs` true, its states have
+    # `absorb(other, sign) -> int`: `apply` of every row of `other` with diff `sign` (1 or
+    # -1), `other` a state `build_columns` made from a batch's rows, returning the records
+    # touched.
 
     def output(self) -> tuple[list[tuple[Any, int]], int]:
         """The key's output `[(out, multiplicity)]` for its current input, and records read."""
@@ -232,32 +233,37 @@ class ReduceTotalOp(Operator):
         return True
 
     def _absorb_columns(self, ex: Any, ready: Any) -> bool:
-        """A later insertion of keyed columns (a COPY or an INSERT ... SELECT into a table
-        with rows already) of at least `ROWS_AS_COLUMNS` rows, where the factory `absorbs`:
-        the batch's groups are built from whole columns (`build_columns`) and each existing
-        state absorbs its group's (`absorb`), instead of a state update per row. Returns
-        False, having done nothing, when the payload is not such columns or the factory
-        declines."""
+        """A later batch of at least `ROWS_AS_COLUMNS` rows at one time that converts to
+        keyed columns (a COPY, an INSERT ... SELECT, a large DELETE or UPDATE into a table
+        with rows already), where the factory `absorbs`: the groups of the batch's insertions
+        and of its retractions are each built from whole columns (`build_columns`), and each
+        key's state absorbs its group's insertions, then its retractions (`absorb`), instead
+        of a state update per row. Returns False, having done nothing, when the payload is
+        not such columns or the factory declines."""
         if not getattr(self.new_state, "absorbs", False):
             return False
         keyed_columns = getattr(ex, "keyed_columns", None)
         if keyed_columns is None or len(ready) < ROWS_AS_COLUMNS:
             return False
         cols = keyed_columns(ready)
-        if cols is None:
-            cols = keyed_columns_of(ex.collect(ready))
-        if cols is None or cols.diff != 1:
+        parts = [cols] if cols is not None else [
+            p for p in keyed_columns_split(ex.collect(ready)) or () if p is not None]
+        if not parts or any(p.diff not in (1, -1) for p in parts):
             return False
-        built = self.new_state.build_columns(cols.table, cols.key)
-        if built is None or hasattr(built, "outputs"):
-            return False
-        self.records_touched += len(cols)
-        per_key = dict(zip(built.keys, built.states(list(range(len(built.keys)))),
-                           strict=True))
+        per_key: dict[Any, list[tuple[Any, int]]] = {}
+        for p in parts:  # insertions first: a value's count never falls below 0 on the way
+            built = self.new_state.build_columns(p.table, p.key)
+            if built is None or hasattr(built, "outputs"):
+                return False
+            states = built.states(list(range(len(built.keys))))
+            for k, st in zip(built.keys, states, strict=True):
+                per_key.setdefault(k, []).append((st, p.diff))
+            self.records_touched += len(p)
         out: list[tuple[Any, Time, int]] = []
-        self._apply_time(cols.time, per_key, None, out, absorb=True)
+        t = parts[0].time
+        self._apply_time(t, per_key, None, out, absorb=True)
         if out:
-            self.send(ex.from_updates(out), [cols.time])
+            self.send(ex.from_updates(out), [t])
         return True
 
     def _apply_time(
@@ -265,8 +271,8 @@ class ReduceTotalOp(Operator):
         out: list[tuple[Any, Time, int]], absorb: bool = False,
     ) -> None:
         """Apply time `t`'s changes: per key `[(val, diff)]`, or with `diff`, the bare vals
-        that all change by it, or with `absorb`, a state of the key's insertions for the
-        key's state to `absorb`."""
+        that all change by it, or with `absorb`, `[(state, sign)]`: states of the key's
+        insertions (sign 1) and retractions (-1) for the key's state to `absorb`."""
         states, emitted = self.states, self.emitted
         touched = 0
         unbuilt = self.unbuilt
@@ -318,7 +324,8 @@ class ReduceTotalOp(Operator):
                 st = states[key] = self.new_state(key)
                 before = excess = 0
             if absorb:
-                touched += st.absorb(changes)
+                for other, sign in changes:
+                    touched += st.absorb(other, sign)
             elif diff is None:
                 touched += st.apply(changes)
             else:
