@@ -936,19 +936,21 @@ def test_built_states_absorb_built_states(seed: int, monkeypatch: pytest.MonkeyP
         assert states[k].empty() and states[k].output() == ([], 0)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("seed", "per_key"), [(0, 1), (1, 1), (2, 1), (3, 1), (4, 8)])
 def test_later_insertions_as_columns_equal_general_reduce(
-        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        seed: int, per_key: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """After a hydration, epochs that insert many rows at once (a COPY into a table with rows
     already: some into new groups, some copies of rows already there), delete many (whole
     groups among them) or update many reach the existing states as columns, each group's
     insertions and retractions built at once and absorbed (`ReduceTotalOp._absorb_columns`),
     between epochs of a few changes: at every epoch, under every batching, the output equals
-    the general reduce's."""
+    the general reduce's. With `ABSORB_ROWS_PER_KEY` above the batches' rows per key, they
+    go by rows."""
     import engine.operators.reduce_total as rt
     from planner.aggregate import AggregateState
 
     monkeypatch.setattr(rt, "ROWS_AS_COLUMNS", 16)
+    monkeypatch.setattr(rt, "ABSORB_ROWS_PER_KEY", per_key)
     absorbed: list[int] = []
     real = AggregateState.absorb
 
@@ -988,7 +990,9 @@ def test_later_insertions_as_columns_equal_general_reduce(
         absorbed.clear()
         op, fast, ref = run_both(rows, IncrementalAggregates(COLUMN_AGGS),
                                  reference_aggs(COLUMN_AGGS), chunks)
-        if chunks == [1] * len(rows):  # epoch by epoch: the large batches were absorbed
+        if per_key > 1:  # 5-6 rows a key: every batch went by rows
+            assert absorbed == []
+        elif chunks == [1] * len(rows):  # epoch by epoch: the large batches were absorbed
             inserted = sum(n for n in absorbed if n > 0)
             retracted = -sum(n for n in absorbed if n < 0)
             assert inserted == 3 * 170 + sum(
