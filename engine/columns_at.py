@@ -144,12 +144,13 @@ def keyed_columns_of(updates: list[tuple[Any, Time, int]]) -> ColumnsAt | None:
     return split[0]
 
 
-def keyed_columns_split(updates: list[tuple[Any, Time, int]]
+def keyed_columns_split(updates: list[tuple[Any, Time, int]], consolidate: bool = True
                         ) -> tuple[ColumnsAt | None, ColumnsAt | None] | None:
-    """`((key, row), time, diff)` updates, equal ones summed, as the keyed `ColumnsAt` of
-    their insertions (diff 1) and that of their retractions (diff -1), an update of diff d as
-    |d| rows; either is None when there is none. None unless: all share one time, some
-    summed diff is not 0, all rows have one width, each key is the row's columns at positions
+    """`((key, row), time, diff)` updates, equal ones summed first (unless not `consolidate`:
+    then a row both inserted and retracted is in both), as the keyed `ColumnsAt` of their
+    insertions (diff 1) and that of their retractions (diff -1), an update of diff d as |d|
+    rows; either is None when there is none. None unless: all share one time, some summed
+    diff is not 0, all rows have one width, each key is the row's columns at positions
     found from the first update (by identity, as a key getter made it, else by equality) and
     checked on every row, and each column holds values of one type in `_ROUND_TRIP_TYPES`
     (or NULL) that Arrow takes (ints within int64)."""
@@ -172,7 +173,7 @@ def keyed_columns_split(updates: list[tuple[Any, Time, int]]
         return None
     pairs = list(map(itemgetter(0), updates))
     diffs = list(map(itemgetter(2), updates))
-    if min(diffs) < 1:  # retractions within the time: the collection is the sum
+    if consolidate and min(diffs) < 1:  # retractions within the time: the collection is the sum
         summed: Counter[Any] = Counter()
         for pair, d in zip(pairs, diffs, strict=True):
             summed[pair] += d

@@ -756,6 +756,31 @@ def test_rows_as_columns_decline_what_arrow_would_change() -> None:
         assert keyed_columns_of(bad) is None, bad
 
 
+def test_keyed_columns_split_by_sign() -> None:
+    """`keyed_columns_split` gives the insertions and the retractions each as keyed columns,
+    a row per copy; summed first (a row inserted and retracted cancels), or not."""
+    from engine.columns_at import keyed_columns_split
+    from engine.sources import rows_of
+
+    t = (3,)
+
+    def rows(part: Any) -> list[Any]:
+        return None if part is None else (part.diff, part.key, part.time, sorted(
+            rows_of(part.table, part.table.num_columns)))
+
+    ups = [(((1,), (1, "a")), t, 2), (((2,), (2, "b")), t, -1), (((1,), (1, "a")), t, -1),
+           (((3,), (3, "c")), t, -2), (((4,), (4, "d")), t, 1), (((4,), (4, "d")), t, -1)]
+    ins, outs = keyed_columns_split(ups)
+    assert rows(ins) == (1, (0,), t, [(1, "a")])
+    assert rows(outs) == (-1, (0,), t, [(2, "b"), (3, "c"), (3, "c")])
+    ins, outs = keyed_columns_split(ups, consolidate=False)
+    assert rows(ins) == (1, (0,), t, [(1, "a"), (1, "a"), (4, "d")])
+    assert rows(outs) == (-1, (0,), t, [(1, "a"), (2, "b"), (3, "c"), (3, "c"), (4, "d")])
+    assert keyed_columns_split([(((1,), (1, "a")), t, 1), (((1,), (1, "a")), t, -1)]) is None
+    assert rows(keyed_columns_split(ups[:1])[0]) == (1, (0,), t, [(1, "a"), (1, "a")])
+    assert keyed_columns_split(ups[:1])[1] is None
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_batches_over_many_built_groups_equal_general_reduce(
         seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
