@@ -144,10 +144,10 @@ class SortedCounts:
 
     def merged(self, other: SortedCounts, sign: int = 1) -> SortedCounts | None:
         """A new map holding this one's counts plus `sign` times `other`'s, built from both
-        arrays by one sort (neither is changed), or None when the kinds differ, either has an
-        overlay, or a count is below 0 before or after (then the values are counted one by
-        one)."""
-        if self.kind != other.kind or self.extra or other.extra:
+        arrays and overlays by one sort (neither map is changed), or None when the kinds
+        differ, an overlay value is not of the kind, or a count is below 0 before or after
+        (then the values are counted one by one)."""
+        if self.kind != other.kind:
             return None
         mine, theirs = self._present_counts(), other._present_counts()
         nulls = self.nulls + sign * other.nulls
@@ -166,7 +166,9 @@ class SortedCounts:
         return SortedCounts(values[starts][present], summed[present], self.kind, nulls)
 
     def _present_counts(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """The base values present and their counts (None if a count is below 0)."""
+        """The values present, base and overlay, and their counts, in one pair of arrays of
+        the base's kind (unsorted); None if a count is below 0 or an overlay value is not of
+        the kind (a NaN, a float among ints, a datetime among dates: they stay overlaid)."""
         n = len(self.base)
         counts = np.ones(n, dtype=np.int64) if self.counts is None else \
             self.counts.astype(np.int64)
@@ -175,7 +177,32 @@ class SortedCounts:
         if n and int(counts.min()) < 0:
             return None
         present = counts > 0
-        return self.base[present], counts[present]
+        values, counts = self.base[present], counts[present]
+        if not self.extra:
+            return values, counts
+        extra = self._as_base(list(self.extra))
+        more = np.fromiter(self.extra.values(), dtype=np.int64, count=len(self.extra))
+        if extra is None or int(more.min()) < 0:
+            return None
+        return np.concatenate((values, extra)), np.concatenate((counts, more))
+
+    def _as_base(self, values: list[Any]) -> np.ndarray | None:
+        """Python values as an array of the base's kind and dtype, or None unless every one
+        is exactly of the kind (a NaN never is: the base holds none)."""
+        kinds = set(map(type, values))
+        try:
+            if self.kind == "date":
+                if kinds != {datetime.date}:
+                    return None
+                days = [v.toordinal() - _EPOCH for v in values]
+                return np.asarray(days, dtype=self.base.dtype)
+            if self.kind == "int":
+                return np.asarray(values, dtype=np.int64) if kinds == {int} else None
+            if kinds != {float} or any(v != v for v in values):
+                return None
+            return np.asarray(values, dtype=np.float64)
+        except OverflowError:  # an int past int64
+            return None
 
     def _grow_tree(self) -> None:
         self.tree = _fenwick(self.present().astype(np.int64))

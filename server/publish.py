@@ -92,16 +92,22 @@ def publish(state: ServerState, ws: list[Write]) -> list[list[dict[str, Any]]]:
 def _table_batches(w: Write) -> dict[str, Input]:
     """The tables' changes of write `w`: row batches, and the files of its bulk loads."""
     batches: dict[str, Input] = dict(w.batches)
-    for name, loads in w.loads.items():
+    for name in {**w.loads, **w.unloads}:
+        loads = w.loads.get(name, [])
         files = tuple(x for x in loads if isinstance(x, FileSource))
         tables = [x for x in loads if not isinstance(x, FileSource)]
-        columns = None
-        if tables:
-            import pyarrow as pa
-
-            columns = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        batches[name] = TableChange(w.batches.get(name, []), files, columns=columns)
+        batches[name] = TableChange(w.batches.get(name, []), files, columns=_concat(tables),
+                                    retracted=_concat(w.unloads.get(name, [])))
     return batches
+
+
+def _concat(tables: list[Any]) -> Any:
+    """Arrow tables of one schema as one (None for none)."""
+    if not tables:
+        return None
+    import pyarrow as pa
+
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
 def _reaches(views: dict[str, MaintainedView], name: str, changed: dict[str, Input]) -> bool:
@@ -217,6 +223,8 @@ def _install(state: ServerState, ws: list[Write], outcome: _Outcome) -> None:
                     state.row_counts[name] = state.row_counts.get(name, 0) + sum(delta.values())
             for name, n in x.load_counts.items():
                 state.row_counts[name] = state.row_counts.get(name, 0) + n
+            for name, n in x.unload_counts.items():
+                state.row_counts[name] = state.row_counts.get(name, 0) - n
         for name in w.tables:
             state.row_counts.setdefault(name, 0)
         for name in w.dropped_views:

@@ -15,6 +15,7 @@ them raises (with the statement's line and column) and the caller rolls everythi
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ import duckdb
 from sqlglot import exp
 
 from engine.canonical import canonical
+from engine.sources import rows_of
 from server import bulkload
 from server.catalog import (
     check_new_name,
@@ -156,6 +158,8 @@ def drop_table(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     w.deltas.pop(name, None)
     w.loads.pop(name, None)
     w.load_counts.pop(name, None)
+    w.unloads.pop(name, None)
+    w.unload_counts.pop(name, None)
     w.written.discard(name)
     w.dropped_tables.append(name)
     return {"statement": "DROP TABLE", "name": name, "dropped": True}
@@ -225,7 +229,6 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     target = None if s.plain is not None else _target(s.ast)
     name = _dml_table(w, s, target)
     con = state.store.conn
-    delta = w.deltas[name]
     if s.kind == "UPDATE":
         ast = s.ast
         assert target is not None
@@ -240,23 +243,58 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
         where = ast.args.get("where")
         if where is not None:
             old_q += f" WHERE {where.this.sql('duckdb')}"
-        old = con.execute(
-            f"SELECT * FROM main.{quote_ident(name)} WHERE rowid IN ({old_q})"
-        ).fetchall()
-        new = con.execute(_returning_all(s)).fetchall()
-        for r in old:
-            delta[canonical(tuple(r))] -= 1
-        for r in new:
-            delta[canonical(tuple(r))] += 1
-        count = len(new)
+        _take_rows(state, w, name, con.execute(
+            f"SELECT * FROM main.{quote_ident(name)} WHERE rowid IN ({old_q})"), -1)
+        count = _take_rows(state, w, name, con.execute(_returning_all(s)), 1)
     else:
-        rows = con.execute(_returning_all(s)).fetchall()
-        sign = 1 if s.kind == "INSERT" else -1
-        for r in rows:
-            delta[canonical(tuple(r))] += sign
-        count = len(rows)
+        count = _take_rows(state, w, name, con.execute(_returning_all(s)),
+                           1 if s.kind == "INSERT" else -1)
     w.written.add(name)
     return {"statement": s.kind, "rowcount": count}
+
+
+# A DML statement's changed rows past this many go as columns (`_take_rows`).
+DML_ROWS = 4096
+
+
+def _take_rows(state: ServerState, w: Write, name: str, result: Any, sign: int) -> int:
+    """Take the rows of a DML statement's `result` (inserted with `sign` 1, deleted with -1)
+    into the write; returns how many. The first `DML_ROWS` go into the table's delta as
+    Python rows (a write of a few rows pays for nothing else). The rest, where the executor
+    is in this process and every column's type converts exactly through Arrow
+    (`Store.exact_columns`), are fetched as one Arrow table, logged by DuckDB at once
+    (`Store.append_log_arrow`) and fed to the views as columns (`Write.loads`, or
+    `Write.unloads` for deletions): no Python tuple per row. Otherwise they are rows too."""
+    delta = w.deltas[name]
+    first = result.fetchmany(DML_ROWS)
+    for r in first:
+        delta[canonical(tuple(r))] += sign
+    if len(first) < DML_ROWS:
+        return len(first)
+    rec = w.tables[name]
+    if state.settings.executor != "spark" and Store.exact_types(rec):
+        with warnings.catch_warnings():
+            # "an extra copy of the rows": of the rows past the first DML_ROWS only; the
+            # relation API that would not copy them could run the statement a second time
+            warnings.simplefilter("ignore", UserWarning)
+            rest = result.to_arrow_table()
+        if rest.num_rows and Store.exact_columns(rec, rest):
+            state.store.append_log_arrow(rec, w.ts, rest, sign)
+            if sign > 0:
+                w.loads[name].append(rest)
+                w.load_counts[name] += rest.num_rows
+            else:
+                w.unloads[name].append(rest)
+                w.unload_counts[name] += rest.num_rows
+            return len(first) + rest.num_rows
+        more: Any = rows_of(rest, rest.num_columns)
+    else:
+        more = map(tuple, result.fetchall())
+    n = len(first)
+    for r in more:
+        delta[canonical(r)] += sign
+        n += 1
+    return n
 
 
 def _target(ast: exp.Expression) -> exp.Expression:

@@ -554,13 +554,14 @@ class Store:
             self._unregister()
         return typed
 
-    def append_log_arrow(self, rec: TableRecord, ts: int, rows: Any) -> None:
-        """Log every row of Arrow table `rows` (as returned by `insert_arrow`) as inserted at
-        `ts`, without passing them through Python one by one."""
+    def append_log_arrow(self, rec: TableRecord, ts: int, rows: Any, diff: int = 1) -> None:
+        """Log every row of Arrow table `rows` (typed as the table's rows: `insert_arrow`'s,
+        a DML statement's RETURNING) with `diff` at `ts`, without passing them through Python
+        one by one."""
         self.conn.register(_SOURCE, rows)
         try:
             self.conn.execute(
-                f"INSERT INTO {log_table(rec.table_id)} SELECT {int(ts)}, 1, * "
+                f"INSERT INTO {log_table(rec.table_id)} SELECT {int(ts)}, {int(diff)}, * "
                 f"FROM temp.{_SOURCE}"
             )
         finally:
@@ -578,6 +579,12 @@ class Store:
         return read_columns(self.conn, rec, read, where)
 
     @staticmethod
+    def exact_types(rec: TableRecord) -> bool:
+        """Whether every column of `rec` has a type whose values Arrow converts as DuckDB
+        gives them as Python values (`exact_columns` checks a table's values besides)."""
+        return all(_ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns)
+
+    @staticmethod
     def exact_columns(rec: TableRecord, table: Any) -> bool:
         """Whether the rows of Arrow table `table`, rows of `rec` as DuckDB gives them as Arrow
         (`read_arrow`, `insert_arrow`), are exactly the rows DuckDB gives as Python values:
@@ -586,7 +593,7 @@ class Store:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if not all(_ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns):
+        if not Store.exact_types(rec):
             return False
         for c, col in zip(rec.columns, table.columns, strict=True):
             bounds = _PYTHON_RANGE.get(c["type"])

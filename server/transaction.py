@@ -56,6 +56,10 @@ class Write:
     # itself when its rows convert exactly (`Store.exact_columns`): no file written and read.
     loads: dict[str, list[FileSource | Any]] = field(default_factory=lambda: defaultdict(list))
     load_counts: Counter[str] = field(default_factory=Counter)
+    # Deletions in bulk (a large DELETE or UPDATE, `statements._take_rows`): per table, Arrow
+    # tables of the rows deleted (at ts, diff -1, logged already) and how many.
+    unloads: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
+    unload_counts: Counter[str] = field(default_factory=Counter)
     # Parquet snapshots of loaded tables, for views built in this write; reset like `trial`.
     snapshots: dict[str, Input] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)  # every file this write made
@@ -78,6 +82,7 @@ class Write:
         return (
             self._catalog_unchanged(state)
             and not any(self.load_counts.values())
+            and not any(self.unload_counts.values())
             and not any(d for delta in self.deltas.values() for d in delta.values())
         )
 

@@ -50,17 +50,20 @@ Contents = Counter[Row] | Snapshot
 class TableChange:
     """A table's changes at one timestamp: `rows` (row, diff) held by the server, every row of
     `inserted` with diff +1 (a table's contents: no pair per row), every row of the Arrow table
-    `columns` with diff +1 (a table's contents as columns, `Store.read_columns`), plus every
-    row of `files` with diff +1, read by the dataflow's executor when it runs."""
+    `columns` with diff +1 (a table's contents as columns, `Store.read_columns`; a bulk
+    load's or a large DML statement's rows), every row of the Arrow table `retracted` with
+    diff -1 (a large DELETE's or UPDATE's old rows), plus every row of `files` with diff +1,
+    read by the dataflow's executor when it runs."""
 
     rows: Batch = field(default_factory=list)
     files: tuple[FileSource, ...] = ()
     inserted: list[Row] = field(default_factory=list)
     columns: Any = None
+    retracted: Any = None
 
     def __bool__(self) -> bool:
-        return bool(self.rows) or bool(self.files) or bool(self.inserted) or bool(
-            self.columns is not None and self.columns.num_rows)
+        return bool(self.rows) or bool(self.files) or bool(self.inserted) or any(
+            t is not None and t.num_rows for t in (self.columns, self.retracted))
 
 
 # What a schedule entry may give an input at one timestamp.
@@ -193,12 +196,13 @@ class MaintainedView:
                     for source in updates.files:
                         handle.load(source)
                     handle.send_rows(updates.inserted)
-                    if updates.columns is not None:
-                        # the columns the view does not read are NULL (as a store or file
-                        # read only the others gives them): no Python value made for them
-                        read = self.read.get(dep)
-                        handle.send_columns(updates.columns if read is None else
-                                            null_unread(updates.columns, read))
+                    read = self.read.get(dep)
+                    for table, diff in ((updates.columns, 1), (updates.retracted, -1)):
+                        if table is not None:
+                            # the columns the view does not read are NULL (as a store or
+                            # file read only the others gives them): no Python value made
+                            handle.send_columns(table if read is None else
+                                                null_unread(table, read), diff)
                     updates = updates.rows
                 batch = list(updates)
                 if batch:

@@ -93,7 +93,8 @@ def write(state: ServerState, stmts: list[Statement]) -> dict[str, Any]:
         try:
             out = _transact(state, w, stmts)
             _maybe_checkpoint(state)
-            if sum(w.load_counts.values()) + sum(map(len, w.deltas.values())) >= PRELOAD_ROWS:
+            if sum(w.load_counts.values()) + sum(w.unload_counts.values()) + sum(
+                    map(len, w.deltas.values())) >= PRELOAD_ROWS:
                 preload_in_background()  # a view over these rows will want the kernels
             return out
         finally:

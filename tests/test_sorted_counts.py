@@ -144,3 +144,104 @@ def test_distinct_equals_np_unique() -> None:
         elif n:  # sorted in place: the same multiset; distinct values are the part itself
             assert np.array_equal(given, np.sort(a))
             assert (got_c is None) is (got_v is given)
+
+
+def _fresh(kind: str, rng: random.Random) -> Any:
+    """A value of the column's class that no `_values` value equals (an overlay entry)."""
+    x = rng.randint(100, 160)
+    return {"int": x, "float": x + 0.125, "date": D0 + datetime.timedelta(days=x)}[kind]
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "date"])
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("odd", [False, True])
+def test_absorb_merges_as_the_per_row_state(kind: str, seed: int, odd: bool,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state held in arrays, with an overlay of values added since (of the column's class,
+    or, `odd`, some only equal by Python's rules, NaN, past int64), absorbing a batch built
+    from columns and then retracting a built sample of its rows (`AggregateState.absorb`,
+    arrays merged by `SortedCounts.merged` where the overlay converts), holds what the per-row
+    state holds after the same rows."""
+    import planner.aggregate as aggregate
+
+    monkeypatch.setattr(aggregate_columns, "ARRAY_INDEX_MIN", 1)
+    monkeypatch.setattr(aggregate, "MERGE_ARRAYS", 1)
+    monkeypatch.setattr(aggregate, "MERGE_ARRAYS_RATIO", 10 ** 6)
+    merges: list[bool] = []
+    real = SortedCounts.merged
+
+    def spy(self: SortedCounts, other: SortedCounts, sign: int = 1) -> Any:
+        out = real(self, other, sign)
+        merges.append(out is not None)
+        return out
+
+    monkeypatch.setattr(SortedCounts, "merged", spy)
+    rng = random.Random(700 + seed)
+    atype = {"int": pa.int64(), "float": pa.float64(), "date": pa.date32()}[kind]
+    vtype = {"int": "BIGINT", "float": "DOUBLE", "date": "DATE"}[kind]
+    plan = IncrementalAggregates((Agg("min", 1, False, vtype), Agg("max", 1, False, vtype),
+                                  Agg("count_star", None, False, "BIGINT")))
+
+    def built(vals: list[Any]) -> Any:
+        table = pa.table([pa.array([1] * len(vals)), pa.array(vals, atype)], names=["k", "v"])
+        states = build_states(plan, table, (0,))
+        return None if states is None else states[(1,)], list(rows_of(table, 2))
+
+    got, held = built(_values(kind, rng, 300))
+    want = plan((1,))
+    want.apply_vals(held, 1)
+    for _ in range(60):  # an overlay: values not among the built ones, and some deletions
+        if rng.random() < 0.3:
+            change = [(held.pop(rng.randrange(len(held))), -1)]
+        else:
+            row = (1, _other(kind, rng) if odd else _fresh(kind, rng))
+            held.append(row)
+            change = [(row, 1)]
+        got.apply(change)
+        want.apply(change)
+    assert _view(got) == _view(want)
+    batch, rows = built(_values(kind, rng, 200))
+    got.absorb(batch, 1)
+    want.apply_vals(rows, 1)
+    held += rows
+    assert _view(got) == _view(want)
+    leaving = rng.sample(held, 150)
+    plain = [r for r in leaving if r[1] is None or r[1].__class__ is {
+        "int": int, "float": float, "date": datetime.date}[kind]]
+    gone, rows = built([r[1] for r in plain]) if len(plain) == len(leaving) and (
+        kind != "int" or all(r[1] is None or -2 ** 63 <= r[1] < 2 ** 63 for r in plain)) \
+        else (None, leaving)
+    if gone is not None:  # as a batch's columns would give them
+        got.absorb(gone, -1)
+    else:  # values the columns would not carry as they are (NaN, -0.0, 3 among floats)
+        rows = leaving
+        got.apply([(r, -1) for r in rows])
+    want.apply([(r, -1) for r in rows])
+    assert _view(got) == _view(want)
+    if not odd:
+        assert merges and all(merges)  # every overlay converted: the arrays merged
+
+
+def test_merged_declines_overlays_of_another_class() -> None:
+    """`SortedCounts.merged` leaves to the per-value path an overlay value that the base's
+    array would change: a float among ints (7.5, or 3.0 that would become 3), an int among
+    floats, a datetime among dates, a NaN, an int past int64; of the class, it merges."""
+    cases = {
+        "int": (np.array([1, 2], dtype=np.int64), [7.5, 3.0, 2 ** 70], 9),
+        "float": (np.array([0.5, 2.0]), [5, math.nan], 9.25),
+        "date": (np.array([10, 20], dtype=np.int32), [datetime.datetime(2020, 1, 1)],
+                 D0 + datetime.timedelta(days=3)),
+    }
+    for kind, (base, odd, fine) in cases.items():
+        batch = SortedCounts(base.copy(), np.array([2, 1], dtype=np.int64), kind, 0)
+        for v in odd:
+            sc = SortedCounts(base, None, kind, 0)
+            sc[v] = 1
+            assert sc.merged(batch) is None, (kind, v)
+        sc = SortedCounts(base, None, kind, 1)
+        sc[fine] = 2
+        merged = sc.merged(batch)
+        assert merged is not None and not merged.extra
+        assert dict(zip(merged, (merged[v] for v in merged), strict=True)) == {
+            None: 1, **{sc._value(i): 3 - i for i in range(2)}, fine: 2}
+        assert merged.index.first()[3] == min(sc._value(0), fine)

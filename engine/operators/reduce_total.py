@@ -156,6 +156,12 @@ class ReduceTotalOp(Operator):
         frontier = frontiers[0]
         if frontier == self.upper and not new:
             return
+        if len(new) > 1 and not self.buffer and (self.states or self.unbuilt) and \
+                self._absorb_columns(ex, new, frontier):
+            # several payloads of one complete time (a large UPDATE's old and new rows, each
+            # as columns): absorbed as they are, not made one list of updates by `split`
+            self.upper = frontier
+            return
         ready, self.buffer, self.buffer_lower, self.buffer_frontier = split_buffer(
             ex, new, self.buffer, self.buffer_lower, self.buffer_frontier, frontier
         )
@@ -165,7 +171,7 @@ class ReduceTotalOp(Operator):
         if not self.states and not self.unbuilt:
             if self._build_from_columns(ex, ready):
                 return
-        elif self._absorb_columns(ex, ready):
+        elif self._absorb_columns(ex, [ready], None):
             return
         by_time = ex.group_by_time(ready) if hasattr(ex, "group_by_time") else \
             group_by_time(ex.collect(ready))
@@ -238,35 +244,53 @@ class ReduceTotalOp(Operator):
             self.send(payload, [t])
         return True
 
-    def _absorb_columns(self, ex: Any, ready: Any) -> bool:
-        """A later batch of at least `ROWS_AS_COLUMNS` rows at one time that converts to
-        keyed columns (a COPY, an INSERT ... SELECT, a large DELETE or UPDATE into a table
-        with rows already; given as rows, with `ABSORB_ROWS_PER_KEY` rows a key), where the
-        factory `absorbs`: the groups of the batch's insertions
-        and of its retractions are each built from whole columns (`build_columns`), and each
-        key's state absorbs its group's insertions, then its retractions (`absorb`), instead
-        of a state update per row. Returns False, having done nothing, when the payload is
-        not such columns or the factory declines."""
+    def _absorb_columns(self, ex: Any, payloads: list[Any], frontier: Antichain | None
+                        ) -> bool:
+        """A later batch of at least `ROWS_AS_COLUMNS` rows at one time (`payloads`, complete
+        at `frontier` when it is given) that converts to keyed columns (a COPY, an INSERT ...
+        SELECT, a large DELETE or UPDATE into a table with rows already; given only as rows,
+        with `ABSORB_ROWS_PER_KEY` rows a key), where the factory `absorbs`: the groups of
+        the batch's insertions and of its retractions are each built from whole columns
+        (`build_columns`), and each key's state absorbs its group's insertions, then its
+        retractions (`absorb`), instead of a state update per row. Returns False, having done
+        nothing, when the payloads are not such columns or the factory declines."""
         if not getattr(self.new_state, "absorbs", False):
             return False
         keyed_columns = getattr(ex, "keyed_columns", None)
-        if keyed_columns is None or len(ready) < ROWS_AS_COLUMNS:
+        if keyed_columns is None or sum(map(len, payloads)) < ROWS_AS_COLUMNS:
             return False
-        cols = keyed_columns(ready)
-        if cols is not None:
-            parts = [cols]
-        else:
-            updates = ex.collect(ready)
-            if len(updates) < ABSORB_ROWS_PER_KEY * len({u[0][0] for u in updates}):
+        times = set()
+        parts: list[Any] = []
+        updates: list[Any] = []
+        for p in payloads:
+            cols = keyed_columns(p)
+            if cols is not None:
+                parts.append(cols)
+                times.add(cols.time)
+            else:
+                more = ex.collect(p)
+                updates.extend(more)
+                times.update(u[1] for u in more)
+        if len(times) != 1:
+            return False
+        (t,) = times
+        if frontier is not None and frontier.less_equal(t):
+            return False  # not complete yet: buffered, as any update beyond the frontier
+        if updates:
+            if not parts and len(updates) < ABSORB_ROWS_PER_KEY * len(
+                    {u[0][0] for u in updates}):
                 return False
             # not consolidated: a row inserted and retracted is absorbed both ways, which
             # costs less than summing the updates by their rows first (a third of the time)
             split = keyed_columns_split(updates, consolidate=False)
-            parts = [p for p in split or () if p is not None]
-        if not parts or any(p.diff not in (1, -1) for p in parts):
+            if split is None:
+                return False
+            parts += [p for p in split if p is not None]
+        if any(p.diff not in (1, -1) for p in parts):
             return False
         per_key: dict[Any, list[tuple[Any, int]]] = {}
-        for p in parts:  # insertions first: a value's count never falls below 0 on the way
+        # insertions first: a value's count never falls below 0 on the way
+        for p in sorted(parts, key=lambda p: -p.diff):
             built = self.new_state.build_columns(p.table, p.key)
             if built is None or hasattr(built, "outputs"):
                 return False
@@ -275,7 +299,6 @@ class ReduceTotalOp(Operator):
                 per_key.setdefault(k, []).append((st, p.diff))
             self.records_touched += len(p)
         out: list[tuple[Any, Time, int]] = []
-        t = parts[0].time
         self._apply_time(t, per_key, None, out, absorb=True)
         if out:
             self.send(ex.from_updates(out), [t])
