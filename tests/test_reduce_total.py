@@ -1028,3 +1028,21 @@ def test_later_insertions_as_columns_equal_general_reduce(
             assert_same_rows(accumulated(fast, epoch), accumulated(ref, epoch),
                              f"seed {seed} chunks {chunks[:3]} epoch {epoch}")
         assert list(op.capabilities()) == []
+
+
+def test_distinct_keys_of_keyed_columns() -> None:
+    """`_distinct_keys` counts the keys of keyed columns across parts (one column, two, none)."""
+    import pyarrow as pa
+
+    from engine.columns_at import ColumnsAt
+    from engine.operators.reduce_total import _distinct_keys
+
+    t = (1,)
+    a = pa.table({"k": [1, 2, 2, None], "j": ["x", "x", "y", "y"], "v": [1.0, 2.0, 3.0, 4.0]})
+    b = pa.table({"k": [2, 5, None], "j": ["y", "z", "y"], "v": [0.0, 0.0, 0.0]})
+    assert _distinct_keys([ColumnsAt(a, t, 1, (0,))]) == 3
+    assert _distinct_keys([ColumnsAt(a, t, 1, (0,)), ColumnsAt(b, t, -1, (0,))]) == 4
+    assert _distinct_keys([ColumnsAt(a, t, 1, (0, 1)), ColumnsAt(b, t, -1, (0, 1))]) == 5
+    assert _distinct_keys([ColumnsAt(a, t, 1, ())]) == 1
+    c = pa.table({"k": ["2", "7"], "j": ["y", "y"], "v": [0.0, 0.0]})  # another key type
+    assert _distinct_keys([ColumnsAt(a, t, 1, (0,)), ColumnsAt(c, t, 1, (0,))]) == 5

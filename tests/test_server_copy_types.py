@@ -123,6 +123,8 @@ LATER_VIEWS = {
     "by_j": "SELECT j % 97 AS g, min(a) AS lo, max(a) AS hi, min(b) AS b0, max(f) AS f1, "
             "count(b) AS nb FROM t GROUP BY j % 97",
     "total": "SELECT count(*) AS n, sum(a) AS sa, min(d) AS lo, max(d) AS hi FROM t",
+    # 1-2 rows a key: its batches are applied row by row (ABSORB_ROWS_PER_KEY), not absorbed
+    "by_a": "SELECT a, count(*) AS n, max(d) AS hi FROM t GROUP BY a",
 }
 
 
