@@ -133,14 +133,14 @@ def table_input(
     read: Collection[int] | None = None, filters: Sequence[Scalar] = (),
 ) -> Input:
     """The contents of relation `name` (in this write's transaction), as an input of a
-    view built in this write: a Parquet snapshot when `name` is a table the write
-    bulk-loaded (so, on Spark, its rows never pass through this process), a table's columns
+    view built in this write: on Spark, a Parquet snapshot when `name` is a table the write
+    bulk-loaded (so its rows never pass through this process), a table's columns
     where its types allow (`Store.read_columns`: no Python tuple per row), else `rows()`.
     With `read` (the view's `columns_read` of `name`) the columns (snapshot or table) not
     among them are NULL, and not read; with `filters` (its `scan_filters` of `name`) a
     table's columns are only of the rows DuckDB finds they accept (`server.scan_filters`:
     those it decides exactly; the view applies them all again)."""
-    if name not in w.loads:
+    if name not in w.loads or state.settings.executor != "spark":
         rec = w.tables.get(name)
         columns = state.store.read_columns(rec, read, where_clause(rec, filters)) \
             if rec is not None else None
