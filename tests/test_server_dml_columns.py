@@ -31,7 +31,8 @@ from server.settings import Settings
 from server.values import row_to_json
 
 DDL = [
-    "CREATE TABLE t (id INTEGER, k INTEGER, v DOUBLE, s VARCHAR, d DATE, m DECIMAL(10,2))",
+    "CREATE TABLE t (id INTEGER, k INTEGER, v DOUBLE, s VARCHAR, d DATE, m DECIMAL(10,2), "
+    "r REAL, b BOOLEAN, ts TIMESTAMP, sm SMALLINT, bg BIGINT)",
     "CREATE TABLE u (id INTEGER, k INTEGER, w REAL)",
 ]
 VIEWS = {
@@ -39,7 +40,9 @@ VIEWS = {
            "count(DISTINCT s) AS ds FROM t GROUP BY k",
     "total": "SELECT count(*) AS n, min(id) AS lo, max(s) AS hi FROM t",
     "joined": "SELECT t.k, u.id, t.v FROM t JOIN u ON t.id = u.id WHERE t.v > 10",
-    "small": "SELECT id, s FROM t WHERE k = 1",
+    "small": "SELECT id, s, r, b, ts, sm, bg FROM t WHERE k = 1",
+    "kinds": "SELECT b, count(*) AS n, min(r) AS r0, max(ts) AS t1, sum(sm) AS ssm, "
+             "max(bg) AS bg1 FROM t GROUP BY b",
     "top": "SELECT id, v FROM t ORDER BY v DESC, id LIMIT 4",
     "by_u": "SELECT k, count(*) AS n, max(w) AS wmax FROM u GROUP BY k",
 }
@@ -55,17 +58,22 @@ def _oracle(con: duckdb.DuckDBPyConnection, sql: str) -> Counter[str]:
 
 def _statements(rng: random.Random) -> list[str]:
     out = ["INSERT INTO t SELECT x, x % 5, (x * 37 % 101) / 4.0, 's' || (x % 13), "
-           "DATE '2020-01-01' + (x % 50)::INTEGER, (x % 97) / 4 FROM range(400) r(x)",
+           "DATE '2020-01-01' + (x % 50)::INTEGER, (x % 97) / 4, x / 3, x % 3 = 0, "
+           "TIMESTAMP '2021-01-01 10:00:00' + to_seconds(x * 7), x % 300, x * 100003 "
+           "FROM range(400) r(x)",
            "INSERT INTO u SELECT x, x % 3, (x % 17) / 8 FROM range(300) r(x)"]
     for step in range(14):
         op = rng.randrange(6)
         if op == 0:
             lo = 1000 + 100 * step
             out.append(f"INSERT INTO t SELECT x, x % 7, (x * 13 % 89) / 2.0, 's' || (x % 5), "
-                       f"DATE '2021-06-01' + (x % 30)::INTEGER, (x % 41) / 8 "
+                       f"DATE '2021-06-01' + (x % 30)::INTEGER, (x % 41) / 8, x / 7, "
+                       f"x % 2 = 0, TIMESTAMP '2022-03-04 05:06:07' + to_seconds(x), "
+                       f"x % 100, -x "
                        f"FROM range({lo}, {lo + rng.randint(1, 120)}) r(x)")
         elif op == 1:
-            out.append(f"UPDATE t SET v = v + 1.5, s = s || 'x' WHERE id % {rng.randint(2, 6)} = 0")
+            out.append(f"UPDATE t SET v = v + 1.5, s = s || 'x', r = r * 2, b = NOT b "
+                       f"WHERE id % {rng.randint(2, 6)} = 0")
         elif op == 2:
             out.append(f"DELETE FROM t WHERE id % {rng.randint(5, 11)} = {rng.randint(0, 4)}")
         elif op == 3:
@@ -75,7 +83,7 @@ def _statements(rng: random.Random) -> list[str]:
             out.append(f"DELETE FROM u WHERE id % {rng.randint(3, 9)} = 2")
         else:
             out.append(f"INSERT INTO t VALUES ({5000 + step}, 1, 99.5, 'plain', "
-                       f"DATE '2022-02-02', 1.25)")
+                       f"DATE '2022-02-02', 1.25, 0.5, NULL, NULL, 7, 8)")
     return out
 
 
@@ -149,13 +157,13 @@ def test_small_dml_stays_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         db.execute(DDL[0])
         db.execute(f"CREATE VIEW agg AS {VIEWS['agg']}")
         n = statements.DML_ROWS
-        db.execute(f"INSERT INTO t SELECT x, x % 5, x, 's', DATE '2020-01-01', 1 "
-                   f"FROM range({n}) r(x)")
+        db.execute(f"INSERT INTO t (id, k, v, s, d, m) SELECT x, x % 5, x, 's', "
+                   f"DATE '2020-01-01', 1 FROM range({n}) r(x)")
         db.execute("UPDATE t SET v = v + 1")
         db.execute("DELETE FROM t WHERE id % 2 = 0")
         assert taken == []
-        db.execute(f"INSERT INTO t SELECT x, x % 5, x, 's', DATE '2020-01-01', 1 "
-                   f"FROM range({n + 10}) r(x)")
+        db.execute(f"INSERT INTO t (id, k, v, s, d, m) SELECT x, x % 5, x, 's', "
+                   f"DATE '2020-01-01', 1 FROM range({n + 10}) r(x)")
         assert taken == [10]  # the first DML_ROWS as rows, the rest as columns
     finally:
         db.close()
