@@ -55,7 +55,8 @@ class _Outcome:
     failed: dict[str, dict[str, Any]] = field(default_factory=dict)
     rebuilt: dict[str, MaintainedView] = field(default_factory=dict)
     ran: set[str] = field(default_factory=set)  # views whose dataflow ran at ts
-    recomputed: set[str] = field(default_factory=set)  # views computed afresh (`recompute`)
+    # views computed afresh (`recompute`): the view each replaces, released once installed
+    recomputed: dict[str, MaintainedView] = field(default_factory=dict)
 
 
 def publish(state: ServerState, ws: list[Write]) -> list[list[dict[str, Any]]]:
@@ -179,14 +180,15 @@ def _maintain(
         if len(changes) == 1 and _recompute(state, w, n, views):
             try:
                 out_.rebuilt[n], batch = recompute(state, w, v, views)
-            except Exception as e:  # noqa: BLE001 - only this view fails
-                log.warning("view %s failed at timestamp %d: %s", n, ts, e)
-                failed[n] = failure(e)
+            except Exception as e:  # noqa: BLE001 - the view is maintained instead
+                log.warning("view %s could not be computed afresh at timestamp %d (%s); "
+                            "maintaining it", n, ts, e)
+            else:
+                # `v` stays readable until the new view is installed in its place
+                out_.recomputed[n] = v
+                if batch:
+                    out_.view_batches[n] = [(ts, batch)]
                 continue
-            out_.recomputed.add(n)
-            if batch:
-                out_.view_batches[n] = [(ts, batch)]
-            continue
         schedule = [
             (t, inputs)
             for t, tb in changes
@@ -251,6 +253,8 @@ def _install(state: ServerState, ws: list[Write], outcome: _Outcome) -> None:
             if name not in w.new_views and name not in outcome.recomputed:
                 log.info("view %s is running again from timestamp %d", name, ts)
             state.views[name] = view
+        for old in outcome.recomputed.values():
+            old.release()
         added: dict[str, int] = {}
         for name, batches in outcome.view_batches.items():
             view = state.views[name]
@@ -314,11 +318,11 @@ def recompute(state: ServerState, w: Write, old: MaintainedView,
               views: dict[str, MaintainedView]) -> tuple[MaintainedView, Batch]:
     """View `old` computed afresh at `w.ts` from the committed tables (`rebuild`), keeping
     its history, and its output's change at `w.ts`: the new contents less the old, so its
-    history and feeds go on exactly as if the write had been maintained."""
+    history and feeds go on exactly as if the write had been maintained. `old` is left as
+    it is (readers read it until the new view is installed); the caller releases it."""
     before = dict(old.items())
-    history, base_ts = old.history, old.base_ts
-    view = rebuild(state, w, old, views, {})
-    view.history, view.base_ts = history, base_ts
+    view = rebuild(state, w, old, views, {}, release=False)
+    view.history, view.base_ts = list(old.history), old.base_ts
     after = dict(view.items())
     batch = [(r, c - before.get(r, 0)) for r, c in after.items() if c != before.get(r, 0)]
     batch += [(r, -c) for r, c in before.items() if r not in after]
@@ -331,10 +335,12 @@ def rebuild(
     old: MaintainedView,
     views: dict[str, MaintainedView],
     rebuilt: dict[str, MaintainedView],
+    release: bool = True,
 ) -> MaintainedView:
     """Build a view afresh at `w.ts` (after COMMIT): a new view, or a failed one being
     retried. It reads the tables' committed contents and imports the arrangements of the
-    views it reads (which are complete through ts: they come earlier in `seq` order)."""
+    views it reads (which are complete through ts: they come earlier in `seq` order). With
+    `release`, `old`'s engine side is released."""
     ts = w.ts
     compiled = old.compiled
     if compiled is None:
@@ -370,5 +376,6 @@ def rebuild(
         view.release()
         raise
     view.install(sum(d for b in out.values() for _, d in b))
-    old.release()
+    if release:
+        old.release()
     return view

@@ -23,7 +23,6 @@ import duckdb
 from sqlglot import exp
 
 from engine.canonical import canonical
-from engine.sources import rows_of
 from server import bulkload
 from server.catalog import (
     check_new_name,
@@ -243,58 +242,72 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
         where = ast.args.get("where")
         if where is not None:
             old_q += f" WHERE {where.this.sql('duckdb')}"
-        _take_rows(state, w, name, con.execute(
+        _, old = _take_rows(state, w, name, con.execute(
             f"SELECT * FROM main.{quote_ident(name)} WHERE rowid IN ({old_q})"), -1)
-        count = _take_rows(state, w, name, con.execute(_returning_all(s)), 1)
+        count, new = _take_rows(state, w, name, con.execute(_returning_all(s)), 1)
+        if old is not None and new is not None and state.store.same_rows(old, new):
+            old = new = None  # the rows past the first are as they were: no change
+        for rows, sign in ((old, -1), (new, 1)):
+            if rows is not None:
+                _attach(state, w, name, rows, sign)
     else:
-        count = _take_rows(state, w, name, con.execute(_returning_all(s)),
-                           1 if s.kind == "INSERT" else -1)
+        sign = 1 if s.kind == "INSERT" else -1
+        count, rows = _take_rows(state, w, name, con.execute(_returning_all(s)), sign)
+        if rows is not None:
+            _attach(state, w, name, rows, sign)
     w.written.add(name)
     return {"statement": s.kind, "rowcount": count}
 
 
 # A DML statement's changed rows past this many go as columns (`_take_rows`).
 DML_ROWS = 4096
+# `_take_rows` fetches the rows past DML_ROWS as Arrow from a DB-API result, which DuckDB
+# warns makes an extra copy of them; its relation API, which would not, could run the
+# statement a second time.
+warnings.filterwarnings("ignore", message="Arrow output on a DB-API result",
+                        category=UserWarning)
 
 
-def _take_rows(state: ServerState, w: Write, name: str, result: Any, sign: int) -> int:
-    """Take the rows of a DML statement's `result` (inserted with `sign` 1, deleted with -1)
-    into the write; returns how many. The first `DML_ROWS` go into the table's delta as
-    Python rows (a write of a few rows pays for nothing else). The rest, where the executor
-    is in this process and every column's type converts exactly through Arrow
-    (`Store.exact_columns`), are fetched as one Arrow table, logged by DuckDB at once
-    (`Store.append_log_arrow`) and fed to the views as columns (`Write.loads`, or
-    `Write.unloads` for deletions): no Python tuple per row. Otherwise they are rows too."""
+def _take_rows(state: ServerState, w: Write, name: str, result: Any, sign: int) -> Any:
+    """Take the rows of a DML statement's `result` (inserted with `sign` 1, deleted with -1):
+    the first `DML_ROWS` into the table's delta as Python rows (a write of a few rows pays
+    for nothing else); the rest, where the executor is in this process and every column's
+    type converts exactly through Arrow (`Store.exact_types`), fetched as one Arrow table,
+    returned for `_attach` (no Python tuple per row), else into the delta too. Returns
+    (rows taken, the Arrow table or None)."""
     delta = w.deltas[name]
     first = result.fetchmany(DML_ROWS)
     for r in first:
         delta[canonical(tuple(r))] += sign
     if len(first) < DML_ROWS:
-        return len(first)
+        return len(first), None
     rec = w.tables[name]
     if state.settings.executor != "spark" and Store.exact_types(rec):
-        with warnings.catch_warnings():
-            # "an extra copy of the rows": of the rows past the first DML_ROWS only; the
-            # relation API that would not copy them could run the statement a second time
-            warnings.simplefilter("ignore", UserWarning)
-            rest = result.to_arrow_table()
-        if rest.num_rows and Store.exact_columns(rec, rest):
-            state.store.append_log_arrow(rec, w.ts, rest, sign)
-            if sign > 0:
-                w.loads[name].append(rest)
-                w.load_counts[name] += rest.num_rows
-            else:
-                w.unloads[name].append(rest)
-                w.unload_counts[name] += rest.num_rows
-            return len(first) + rest.num_rows
-        more: Any = rows_of(rest, rest.num_columns)
-    else:
-        more = map(tuple, result.fetchall())
+        rest = result.to_arrow_table()
+        if not Store.exact_columns(rec, rest):
+            # a DATE or TIMESTAMP outside years 1-9999, which the table's CHECK constraints
+            # refuse: no stored row holds one
+            raise SqlError(f"a row of {name!r} holds a date outside years 1-9999",
+                           code="out_of_range")
+        return len(first) + rest.num_rows, rest if rest.num_rows else None
     n = len(first)
-    for r in more:
-        delta[canonical(r)] += sign
+    for r in result.fetchall():
+        delta[canonical(tuple(r))] += sign
         n += 1
-    return n
+    return n, None
+
+
+def _attach(state: ServerState, w: Write, name: str, rows: Any, sign: int) -> None:
+    """Log the Arrow table `rows` of table `name`'s changed rows with diff `sign`, by DuckDB at
+    once (`Store.append_log_arrow`), and hand them to the views as columns (`Write.loads`,
+    or `Write.unloads` for deletions)."""
+    state.store.append_log_arrow(w.tables[name], w.ts, rows, sign)
+    if sign > 0:
+        w.loads[name].append(rows)
+        w.load_counts[name] += rows.num_rows
+    else:
+        w.unloads[name].append(rows)
+        w.unload_counts[name] += rows.num_rows
 
 
 def _target(ast: exp.Expression) -> exp.Expression:

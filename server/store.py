@@ -96,6 +96,7 @@ LOCKDOWN = (
 # and it is always read as `temp.<name>`, so a user table of the same name is never confused
 # with it.
 _SOURCE = "__diffsql_arrow"
+_OTHER = "__diffsql_arrow_other"  # a second one (`same_rows`)
 
 
 def arrow_of(relation: Any) -> Any:
@@ -566,6 +567,26 @@ class Store:
             )
         finally:
             self._unregister()
+
+    def same_rows(self, a: Any, b: Any) -> bool:
+        """Whether Arrow tables `a` and `b` (rows of one table) hold the same rows as
+        multisets, by DuckDB's equality (a NaN equals a NaN, -0.0 equals 0.0, as the rows'
+        Python keys do)."""
+        if a.num_rows != b.num_rows:
+            return False
+        self.conn.register(_SOURCE, a)
+        self.conn.register(_OTHER, b)
+        try:
+            (row,) = self.conn.execute(
+                f"SELECT count(*) FROM (SELECT * FROM temp.{_SOURCE} EXCEPT ALL "
+                f"SELECT * FROM temp.{_OTHER})").fetchall()
+        finally:
+            self._unregister()
+            try:
+                self.conn.unregister(_OTHER)
+            except duckdb.Error:
+                pass
+        return bool(row[0] == 0)
 
     def _unregister(self) -> None:
         try:

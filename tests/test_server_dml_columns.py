@@ -130,6 +130,11 @@ def test_large_dml_as_columns_equals_duckdb(
         for ts, answers in past[-4:]:  # the retained history, as of earlier timestamps
             for name, want in answers.items():
                 assert _bag(db.view_rows(name, ts)["rows"]) == want, (ts, name)
+        # an UPDATE that leaves every row as it was changes nothing: no timestamp, no log
+        logged = len(taken)
+        noop = db.execute("UPDATE t SET v = v, s = s")["results"][0]
+        assert noop["rowcount"] > 3 and noop["timestamp"] == past[-1][0]
+        assert len(taken) == logged
     finally:
         db.close()
     # the columns path was taken for t, with insertions and deletions; never for u
