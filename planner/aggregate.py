@@ -372,14 +372,10 @@ class _Moments:
         self.sxy += c * fp * fq
 
     def merge(self, other: _Moments, sign: int = 1) -> None:
-        """`add(p, q, sign)` of every pair `other` was given (once each)."""
-        self.n += sign * other.n
-        self.nonfinite += sign * other.nonfinite
-        self.sx += sign * other.sx
-        self.sy += sign * other.sy
-        self.sxx += sign * other.sxx
-        self.syy += sign * other.syy
-        self.sxy += sign * other.sxy
+        """`add(p, q, sign)` of every pair `other` was given (once each): every field is a
+        sum over the pairs."""
+        for f in self.__slots__:
+            setattr(self, f, getattr(self, f) + sign * getattr(other, f))
 
 
 class _Desc:

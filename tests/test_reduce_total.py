@@ -972,18 +972,11 @@ def test_later_insertions_as_columns_equal_general_reduce(
     the general reduce's. With `ABSORB_ROWS_PER_KEY` above the batches' rows per key, they
     go by rows."""
     import engine.operators.reduce_total as rt
-    from planner.aggregate import AggregateState
+    from tests.db_support import record_absorbs
 
     monkeypatch.setattr(rt, "ROWS_AS_COLUMNS", 16)
     monkeypatch.setattr(rt, "ABSORB_ROWS_PER_KEY", per_key)
-    absorbed: list[int] = []
-    real = AggregateState.absorb
-
-    def spy(self: AggregateState, other: AggregateState, sign: int = 1) -> int:
-        absorbed.append(sign * other.rows)
-        return real(self, other, sign)
-
-    monkeypatch.setattr(AggregateState, "absorb", spy)
+    absorbed = record_absorbs(monkeypatch)
     rng = random.Random(1400 + seed)
     live: Counter[tuple[Any, ...]] = Counter(
         random_row(rng, 20, seed % 2 == 1) for _ in range(1000))

@@ -135,16 +135,9 @@ def test_later_copies_maintain_views_as_duckdb(tmp_path: Path,
     between single-row writes: new groups, groups that grow, copies of rows already there,
     rows of several loads deleted; after each, every view equals DuckDB running its SELECT
     over the same data, and the table equals DuckDB's."""
-    from planner.aggregate import AggregateState
+    from tests.db_support import record_absorbs
 
-    absorbed: list[int] = []
-    real = AggregateState.absorb
-
-    def spy(self: AggregateState, other: AggregateState, sign: int = 1) -> int:
-        absorbed.append(sign * other.rows)
-        return real(self, other, sign)
-
-    monkeypatch.setattr(AggregateState, "absorb", spy)
+    absorbed = record_absorbs(monkeypatch)
     db = Database(Settings(data_dir=tmp_path / "data"), InProcessExecutor())
     imp = tmp_path / "data" / "import"
     _write(imp / "first.parquet", _rows(6000, 0), EXACT)

@@ -28,7 +28,9 @@ import server.statements as statements
 from server.core import Database
 from server.executors import InProcessExecutor
 from server.settings import Settings
-from server.values import row_to_json
+from tests.db_support import bag as _bag
+from tests.db_support import create_both
+from tests.db_support import oracle_bag as _oracle
 
 DDL = [
     "CREATE TABLE t (id INTEGER, k INTEGER, v DOUBLE, s VARCHAR, d DATE, m DECIMAL(10,2), "
@@ -46,14 +48,6 @@ VIEWS = {
     "top": "SELECT id, v FROM t ORDER BY v DESC, id LIMIT 4",
     "by_u": "SELECT k, count(*) AS n, max(w) AS wmax FROM u GROUP BY k",
 }
-
-
-def _bag(rows: list[Any]) -> Counter[str]:
-    return Counter(repr(tuple(r)) for r in rows)
-
-
-def _oracle(con: duckdb.DuckDBPyConnection, sql: str) -> Counter[str]:
-    return _bag([row_to_json(r) for r in con.execute(sql).fetchall()])
 
 
 def _statements(rng: random.Random) -> list[str]:
@@ -116,11 +110,7 @@ def test_large_dml_as_columns_equals_duckdb(
     settings = Settings(data_dir=tmp_path / "data")
     db = Database(settings, InProcessExecutor())
     try:
-        for stmt in DDL:
-            db.execute(stmt)
-            oracle.execute(stmt)
-        for name, sql in VIEWS.items():
-            db.execute(f"CREATE VIEW {name} AS {sql}")
+        create_both(db, oracle, DDL, VIEWS)
         past: list[tuple[int, dict[str, Counter[str]]]] = []
         for stmt in _statements(rng):
             ts = db.execute(stmt)["results"][0]["timestamp"]

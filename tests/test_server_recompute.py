@@ -25,7 +25,9 @@ import server.publish as publish
 from server.core import Database
 from server.executors import InProcessExecutor
 from server.settings import Settings
-from server.values import row_to_json
+from tests.db_support import bag as _bag
+from tests.db_support import create_both
+from tests.db_support import oracle_bag as _oracle
 
 DDL = [
     "CREATE TABLE t (id INTEGER, k INTEGER, v DOUBLE)",
@@ -51,14 +53,6 @@ STEPS = [
 ]
 
 
-def _bag(rows: list[Any]) -> Counter[str]:
-    return Counter(repr(tuple(r)) for r in rows)
-
-
-def _oracle(con: duckdb.DuckDBPyConnection, sql: str) -> Counter[str]:
-    return _bag([row_to_json(r) for r in con.execute(sql).fetchall()])
-
-
 def test_large_writes_recompute_and_keep_history(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(publish, "RECOMPUTE_MIN_ROWS", 100)
@@ -78,12 +72,7 @@ def test_large_writes_recompute_and_keep_history(tmp_path: Path,
     db = Database(settings, InProcessExecutor())
     oracle = duckdb.connect()
     try:
-        for stmt in DDL:
-            db.execute(stmt)
-            oracle.execute(stmt)
-        for name, sql in VIEWS.items():
-            db.execute(f"CREATE VIEW {name} AS {sql}")
-            oracle.execute(f"CREATE VIEW {name} AS {sql}")  # `over` reads `base`
+        create_both(db, oracle, DDL, VIEWS, oracle_views=True)  # `over` reads `base`
         created = {n: db.view_info(n)["created_timestamp"] for n in VIEWS}
         before.update({n: _oracle(oracle, q) for n, q in VIEWS.items()})
         past: list[tuple[int, dict[str, Counter[str]]]] = []
