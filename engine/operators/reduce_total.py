@@ -44,9 +44,10 @@ from engine.operators.buffer import split_buffer
 ROWS_AS_COLUMNS = 4096
 
 # A later batch is absorbed as columns (`_absorb_columns`) only when it holds at least this
-# many rows per key (else its rows are applied to the states one by one): a key's state built from columns and absorbed costs about what
-# applying 4-6 rows to it costs (a 10,000-row transaction over 5,500 of a MIN/MAX view's
-# groups: 0.47-0.59 s absorbed, 0.33-0.44 s by rows).
+# many rows per key (else its rows are applied to the states one by one): a key's state built
+# from columns and absorbed costs about what applying 4-6 rows to it costs (a 10,000-row
+# transaction over 5,500 of a MIN/MAX view's groups: 0.47-0.59 s absorbed, 0.33-0.44 s by
+# rows).
 ABSORB_ROWS_PER_KEY = 8
 
 # A rough per-record size of a key's state (a dict slot, an index slot, a tuple), for stats.
@@ -299,7 +300,7 @@ class ReduceTotalOp(Operator):
             states = built.states(list(range(len(built.keys))))
             for k, st in zip(built.keys, states, strict=True):
                 per_key.setdefault(k, []).append((st, p.diff))
-            self.records_touched += len(p)
+        self.records_touched += sum(map(len, parts))
         out: list[tuple[Any, Time, int]] = []
         self._apply_time(t, per_key, None, out, absorb=True)
         if out:
