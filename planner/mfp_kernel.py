@@ -47,8 +47,6 @@ from planner.scalar import (
     norm_type,
 )
 
-_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-
 KeyedRows = Callable[[tuple[Any, ...]], tuple[tuple[tuple[Any, ...], tuple[Any, ...]], ...]]
 
 
@@ -82,7 +80,7 @@ def _condition(p: Scalar, consts: list[Any]) -> str | None:
     if p.func == "not" and isinstance(p.args[0], Call) and p.args[0].func == "is_null" and \
             isinstance(p.args[0].args[0], Col):
         return f"row[{p.args[0].args[0].index}] is not None"
-    if p.func in _OPS and len(p.args) == 2:
+    if p.func in COMPARE_TEXT and len(p.args) == 2:
         a, b = (_operand(x, consts) for x in p.args)
         if a is None or b is None:
             return None
@@ -247,8 +245,7 @@ def _call_lines(e: Call, v: str, fn: str, args: list[str],
 
     The conditions of an inlined case on a constant argument (a name in `consts`) are decided
     here, once: dropped when they hold, and the call kept alone when one does not."""
-    op = _OPS.get(e.func)
-    if op is not None and len(args) == 2:
+    if e.func in COMPARE_TEXT and len(args) == 2:
         a, b = args
         cmp = COMPARE_TEXT[e.func].format(a=a, b=b)
         return [(0, f"{v} = None if {a} is None or {b} is None else {cmp}")]

@@ -179,7 +179,7 @@ def _maintain(
             continue
         if len(changes) == 1 and _recompute(state, w, n, views):
             try:
-                out_.rebuilt[n], batch = recompute(state, w, v, views)
+                out_.rebuilt[n], batch = recompute(state, w, v, views, rebuilt)
             except Exception as e:  # noqa: BLE001 - the view is maintained instead
                 log.warning("view %s could not be computed afresh at timestamp %d (%s); "
                             "maintaining it", n, ts, e)
@@ -315,13 +315,14 @@ def _recompute(state: ServerState, w: Write, name: str, views: dict[str, Maintai
 
 
 def recompute(state: ServerState, w: Write, old: MaintainedView,
-              views: dict[str, MaintainedView]) -> tuple[MaintainedView, Batch]:
+              views: dict[str, MaintainedView], rebuilt: dict[str, MaintainedView]
+              ) -> tuple[MaintainedView, Batch]:
     """View `old` computed afresh at `w.ts` from the committed tables (`rebuild`), keeping
     its history, and its output's change at `w.ts`: the new contents less the old, so its
     history and feeds go on exactly as if the write had been maintained. `old` is left as
     it is (readers read it until the new view is installed); the caller releases it."""
     before = dict(old.items())
-    view = rebuild(state, w, old, views, {}, release=False)
+    view = rebuild(state, w, old, views, rebuilt, release=False)
     view.history, view.base_ts = list(old.history), old.base_ts
     after = dict(view.items())
     batch = [(r, c - before.get(r, 0)) for r, c in after.items() if c != before.get(r, 0)]

@@ -268,7 +268,8 @@ warnings.filterwarnings("ignore", message="Arrow output on a DB-API result",
                         category=UserWarning)
 
 
-def _take_rows(state: ServerState, w: Write, name: str, result: Any, sign: int) -> Any:
+def _take_rows(state: ServerState, w: Write, name: str, result: Any, sign: int
+               ) -> tuple[int, Any]:
     """Take the rows of a DML statement's `result` (inserted with `sign` 1, deleted with -1):
     the first `DML_ROWS` into the table's delta as Python rows (a write of a few rows pays
     for nothing else); the rest, where the executor is in this process and every column's

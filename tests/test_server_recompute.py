@@ -60,9 +60,9 @@ def test_large_writes_recompute_and_keep_history(tmp_path: Path,
     real = publish.recompute
     before: dict[str, Counter[str]] = {}  # each view's contents at the last write
 
-    def spy(state: Any, w: Any, old: Any, views: Any) -> Any:
+    def spy(state: Any, w: Any, old: Any, views: Any, rebuilt: Any) -> Any:
         recomputed.append((w.ts, old.name))
-        out = real(state, w, old, views)
+        out = real(state, w, old, views, rebuilt)
         # until the new view is installed, readers read the old one, whole
         assert _bag(db.view_rows(old.name, None)["rows"]) == before[old.name], old.name
         return out
