@@ -32,6 +32,7 @@ from __future__ import annotations
 import datetime
 from collections import Counter
 from collections.abc import Iterator
+from decimal import Decimal
 from operator import itemgetter
 from typing import Any
 
@@ -129,8 +130,9 @@ class ColumnsAt:
 
 
 # The Python types whose values `pa.array` converts to an Arrow type that `rows_of` converts
-# back to equal values of the same type (a column of one of them, and NULLs).
-_ROUND_TRIP_TYPES = frozenset({int, float, str, bool, datetime.date})
+# back to equal values of the same type (a column of one of them, and NULLs). A Decimal
+# column round-trips only under `_decimal_array`'s conditions.
+_ROUND_TRIP_TYPES = frozenset({int, float, str, bool, datetime.date, Decimal})
 
 
 def keyed_columns_of(updates: list[tuple[Any, Time, int]]) -> ColumnsAt | None:
@@ -191,7 +193,13 @@ def keyed_columns_split(updates: list[tuple[Any, Time, int]], consolidate: bool 
         if len(kinds) > 1 or not kinds <= _ROUND_TRIP_TYPES:
             return None
         try:
-            arrays.append(pa.array(col, pa.int64()) if kinds == {int} else pa.array(col))
+            if kinds == {Decimal}:
+                array = _decimal_array(col)
+                if array is None:
+                    return None
+                arrays.append(array)
+            else:
+                arrays.append(pa.array(col, pa.int64()) if kinds == {int} else pa.array(col))
         except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
             return None
     table = pa.table(arrays, names=[f"c{i}" for i in range(len(arrays))])
@@ -210,6 +218,27 @@ def keyed_columns_split(updates: list[tuple[Any, Time, int]], consolidate: bool 
             part = table
         parts.append(ColumnsAt(part, time, sign, key))
     return parts[0], parts[1]
+
+
+def _decimal_array(col: tuple[Any, ...]) -> Any:
+    """A column of Decimals (and NULLs) as an Arrow decimal128 whose values `rows_of` gives
+    back as the same Decimals, digit for digit: None unless every value is finite, not a
+    signed zero (Arrow has no -0.00), and of one exponent at most 0 (Arrow keeps one scale
+    per column: 1.5 among 1.50s would come back as 1.50, equal but printed otherwise), as
+    the values of one DECIMAL(p, s) column or expression are."""
+    import pyarrow as pa
+
+    present = [v for v in col if v is not None]
+    exponents = {v.as_tuple().exponent for v in present}
+    if len(exponents) != 1:
+        return None
+    (exponent,) = exponents
+    if not isinstance(exponent, int) or any(v.is_signed() and not v for v in present):
+        return None
+    array = pa.array(col)
+    if not pa.types.is_decimal128(array.type) or array.type.scale != -exponent:
+        return None
+    return array
 
 
 class PairColumnsAt:

@@ -1172,10 +1172,10 @@ def _distinct_values(st: AggregateState, x: int, uniq: np.ndarray, ucount: np.nd
     """Put a group's distinct values `uniq` of MIN/MAX or COUNT(DISTINCT) argument `x`
     (ascending, their counts `ucount`, None: each once; a STRING's ranks into `strings`) and
     its `nulls` into state `st` (`BuiltGroups.state`)."""
-    if len(uniq) >= ARRAY_INDEX_MIN and idx is not None and \
-            kind not in (TIMESTAMP, STRING, DECIMAL):
-        # many distinct values: kept in arrays (planner.sorted_counts)
-        sc = SortedCounts(uniq, ucount, kind, nulls)
+    if len(uniq) >= ARRAY_INDEX_MIN and idx is not None and kind not in (TIMESTAMP, STRING):
+        # many distinct values: kept in arrays (planner.sorted_counts; a DECIMAL's unscaled,
+        # at its scale `strings`)
+        sc = SortedCounts(uniq, ucount, kind, nulls, strings if kind == DECIMAL else 0)
         st.values[x] = sc  # type: ignore[assignment]
         st.index[x] = sc.index  # type: ignore[assignment]
         return

@@ -2,7 +2,8 @@
 NumPy arrays instead of a dict entry and an index tuple per distinct value.
 
 `SortedCounts(values, counts, kind, nulls)` holds the group's distinct non-NULL values at its
-hydration (`values` ascending, int64 or float64 without NaN, or dates as days since 1970) with
+hydration (`values` ascending, int64 or float64 without NaN, dates as days since 1970, or
+Decimals as their unscaled int64 values at the column's `scale`) with
 their counts (None: each once), and later values that are not among them in an overlay (a dict
 and a `SortedList` of `_value_entry`s, exactly the per-row state). Neither array is copied or
 written: `values` may be a view of the group's part of a hydration's column (see
@@ -27,6 +28,7 @@ per-row state answer after the same changes, keys compared by Python's rules (1 
 from __future__ import annotations
 
 import datetime
+import decimal
 import math
 from bisect import bisect_left, insort
 from collections.abc import Iterator
@@ -35,6 +37,8 @@ from typing import Any
 import numpy as np
 from sortedcontainers import SortedList
 
+from planner.scalar import DECIMAL_CONTEXT
+
 _EPOCH = datetime.date(1970, 1, 1).toordinal()
 # The most dead base values listed before a Fenwick tree replaces the list.
 DEAD_LIST_MAX = 32
@@ -42,18 +46,20 @@ _I64 = (-(1 << 63), (1 << 63) - 1)
 
 
 class SortedCounts:
-    """See the module docstring. `kind` is "int", "float" or "date"."""
+    """See the module docstring. `kind` is "int", "float", "date" or "decimal" (with the
+    values' `scale`)."""
 
-    __slots__ = ("base", "counts", "changed", "kind", "tree", "dead", "live", "nulls", "extra",
-                 "extra_index", "index", "last", "ends")
+    __slots__ = ("base", "counts", "changed", "kind", "scale", "tree", "dead", "live", "nulls",
+                 "extra", "extra_index", "index", "last", "ends")
 
     def __init__(self, values: np.ndarray, counts: np.ndarray | None, kind: str,
-                 nulls: int) -> None:
+                 nulls: int, scale: int = 0) -> None:
         self.base = values
         self.counts = counts
         # base position -> its count, where it changed since the build
         self.changed: dict[int, int] = {}
         self.kind = kind
+        self.scale = scale
         self.nulls = nulls
         self.extra: dict[Any, int] = {}
         self.extra_index: SortedList = SortedList()
@@ -86,6 +92,10 @@ class SortedCounts:
             if c is not datetime.date:
                 return -1
             x: Any = v.toordinal() - _EPOCH
+        elif kind == "decimal":
+            x = self._unscaled(v)
+            if x is None:
+                return -1
         elif c is int or c is bool or c is float:
             if kind == "int":
                 if c is float and not (math.isfinite(v) and v.is_integer()):
@@ -107,10 +117,32 @@ class SortedCounts:
         i = int(np.searchsorted(self.base, x))
         return i if i < len(self.base) and self.base[i] == x else -1
 
+    def _unscaled(self, v: Any) -> int | None:
+        """The unscaled int64 of a decimal base value equal to number `v` by Python's rules
+        (a Decimal at any exponent, an int, a float: compared exactly), or None when no base
+        value can equal it (another class, NaN, a fraction finer than the scale, past int64)."""
+        c = v.__class__
+        if c is decimal.Decimal:
+            d = v
+        elif c is int or c is bool or c is float:
+            d = decimal.Decimal(v)  # exact, as Decimal == int and Decimal == float compare
+        else:
+            return None
+        if not d.is_finite():
+            return None
+        scaled = d.scaleb(self.scale, DECIMAL_CONTEXT)
+        if scaled != scaled.to_integral_value():
+            return None
+        x = int(scaled)
+        return x if _I64[0] <= x <= _I64[1] else None
+
     def _value(self, i: int) -> Any:
         x = self.base[i].item()
         if self.kind == "date":
             return datetime.date.fromordinal(x + _EPOCH)
+        if self.kind == "decimal":
+            # as `aggregate_columns._python_values` makes a built group's Decimals
+            return decimal.Decimal(x).scaleb(-self.scale, DECIMAL_CONTEXT)
         return x
 
     def _count(self, i: int) -> int:
@@ -147,7 +179,7 @@ class SortedCounts:
         arrays and overlays by one sort (neither map is changed), or None when the kinds
         differ, an overlay value is not of the kind, or a count is below 0 before or after
         (then the values are counted one by one)."""
-        if self.kind != other.kind:
+        if self.kind != other.kind or self.scale != other.scale:
             return None
         mine, theirs = self._present_counts(), other._present_counts()
         nulls = self.nulls + sign * other.nulls
@@ -163,7 +195,8 @@ class SortedCounts:
         if len(summed) and int(summed.min()) < 0:
             return None
         present = summed > 0
-        return SortedCounts(values[starts][present], summed[present], self.kind, nulls)
+        return SortedCounts(values[starts][present], summed[present], self.kind, nulls,
+                            self.scale)
 
     def _present_counts(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The values present, base and overlay, and their counts, in one pair of arrays of
@@ -198,6 +231,18 @@ class SortedCounts:
                 return np.asarray(days, dtype=self.base.dtype)
             if self.kind == "int":
                 return np.asarray(values, dtype=np.int64) if kinds == {int} else None
+            if self.kind == "decimal":
+                # Decimals at the base's exponent only: another one (1.5 among 1.50s) is
+                # equal, but the per-row state would keep the first object it saw
+                # (and no -0.00: the array would make it 0.00)
+                if kinds != {decimal.Decimal} or any(
+                        v.as_tuple().exponent != -self.scale or (v.is_signed() and not v)
+                        for v in values):
+                    return None
+                unscaled = [self._unscaled(v) for v in values]
+                if None in unscaled:
+                    return None
+                return np.asarray(unscaled, dtype=np.int64)
             if kinds != {float} or any(v != v for v in values):
                 return None
             return np.asarray(values, dtype=np.float64)

@@ -734,7 +734,7 @@ def test_first_rows_built_as_columns_equal_general_reduce(
 
 def test_rows_as_columns_decline_what_arrow_would_change() -> None:
     """`keyed_columns_of` declines rows it cannot carry as columns exactly: mixed types in a
-    column, Decimals, ints past int64, retractions, several times, a key that is not a
+    column, Decimals of two exponents (2.5 would come back 2.50), ints past int64, retractions, several times, a key that is not a
     projection of its row; and carries duplicates (diff 2) as copies."""
     from engine.columns_at import keyed_columns_of
     from engine.sources import rows_of
@@ -746,7 +746,8 @@ def test_rows_as_columns_decline_what_arrow_would_change() -> None:
     assert list(rows_of(got.table, 3)) == [(1, "a", 2.5), (2, "b", None), (2, "b", None)]
     for bad in (
             [(((1,), (1, 2.5)), t, 1), (((2,), (2, 3)), t, 1)],  # float and int in a column
-            [(((1,), (1, decimal.Decimal("2.5"))), t, 1)],
+            [(((1,), (1, decimal.Decimal("2.5"))), t, 1),
+             (((2,), (2, decimal.Decimal("2.50"))), t, 1)],
             [(((1,), (1, 2 ** 70)), t, 1)],
             [(((1,), (1, 2)), t, -1)],
             [(((1,), (1, 2)), t, 1), (((2,), (2, 2)), (1,), 1)],
@@ -779,6 +780,31 @@ def test_keyed_columns_split_by_sign() -> None:
     assert keyed_columns_split([(((1,), (1, "a")), t, 1), (((1,), (1, "a")), t, -1)]) is None
     assert rows(keyed_columns_split(ups[:1])[0]) == (1, (0,), t, [(1, "a"), (1, "a")])
     assert keyed_columns_split(ups[:1])[1] is None
+
+
+def test_keyed_columns_split_decimals_round_trip() -> None:
+    """Decimal columns go as Arrow decimals when they come back as the same Decimals, digit
+    for digit (one exponent, at most 0; no -0.00), and decline otherwise: 1.5 among 1.50s,
+    -0.00 (Arrow has no signed zero) and 1E+2 would come back equal but printed otherwise."""
+    from decimal import Decimal as D
+
+    from engine.columns_at import keyed_columns_split
+    from engine.sources import rows_of
+
+    t = (1,)
+
+    def ups(vals: list[Any]) -> list[Any]:
+        return [(((i,), (i, v)), t, 1) for i, v in enumerate(vals)]
+
+    for good in ([D("1.50"), D("-12.30"), None, D("0.00")], [D("7")],
+                 [D("123456789012345.67"), D("-0.01")]):
+        ins, outs = keyed_columns_split(ups(good))
+        assert outs is None
+        back = [r[1] for r in rows_of(ins.table, ins.table.num_columns)]
+        assert [repr(v) for v in back] == [repr(v) for v in good], good
+    for bad in ([D("1.50"), D("1.5")], [D("-0.00"), D("1.00")], [D("1E+2")],
+                [D("NaN")], [D("Infinity")], [D("1.50"), 2]):
+        assert keyed_columns_split(ups(bad)) is None, bad
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -162,3 +162,51 @@ def test_small_dml_stays_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         assert taken == [10]  # the first DML_ROWS as rows, the rest as columns
     finally:
         db.close()
+
+
+def test_decimal_batches_are_absorbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large statements over a DECIMAL column, with the default thresholds: their first
+    `DML_ROWS` rows come as Python rows of Decimals and the rest as Arrow decimals, and a
+    GROUP BY with SUM, MIN and MAX over it absorbs each batch as columns (both parts, made
+    columns by `keyed_columns_split`) into states whose MIN/MAX values are held in arrays at
+    the column's scale; every view equals DuckDB after each statement, and after reopening."""
+    from tests.db_support import record_absorbs
+
+    absorbed = record_absorbs(monkeypatch)
+    ddl = ["CREATE TABLE p (id BIGINT, k INTEGER, m DECIMAL(15,2))"]
+    views = {
+        "by_k": "SELECT k, count(*) AS n, sum(m) AS sm, min(m) AS lo, max(m) AS hi FROM p "
+                "GROUP BY k",
+        "neg": "SELECT id, m FROM p WHERE m < 0",
+    }
+    oracle = duckdb.connect()
+    settings = Settings(data_dir=tmp_path / "data")
+    db = Database(settings, InProcessExecutor())
+    try:
+        create_both(db, oracle, ddl, views)
+        n = 3 * statements.DML_ROWS
+        stmts = [
+            f"INSERT INTO p SELECT x, x % 7, ((x * 7919) % 20011 - 10000) / 100 "
+            f"FROM range({n}) r(x)",
+            f"INSERT INTO p SELECT x + {n}, x % 7, ((x * 104729) % 30011 - 15000) / 100 "
+            f"FROM range({n}) r(x)",
+            "UPDATE p SET m = m + 0.05 WHERE id % 3 = 0",
+            "DELETE FROM p WHERE id % 4 = 1",
+        ]
+        for i, stmt in enumerate(stmts):
+            db.execute(stmt)
+            ((changed,),) = oracle.execute(stmt).fetchall()
+            for name, sql in views.items():
+                assert _bag(db.view_rows(name, None)["rows"]) == _oracle(oracle, sql), (stmt, name)
+            if i:  # (the first fills the empty view: a build, not an absorb)
+                # every row of the batch absorbed (an UPDATE's old and new rows), none by rows
+                assert sum(map(abs, absorbed)) == changed * (2 if "UPDATE" in stmt else 1)
+            absorbed.clear()
+    finally:
+        db.close()
+    db = Database(settings, InProcessExecutor())
+    try:
+        for name, sql in views.items():
+            assert _bag(db.view_rows(name, None)["rows"]) == _oracle(oracle, sql), name
+    finally:
+        db.close()

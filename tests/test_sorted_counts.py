@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import math
 import random
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,15 @@ from planner.ir import Agg
 from planner.sorted_counts import SortedCounts
 
 D0 = datetime.date(2020, 1, 1)
+KINDS = ["int", "float", "date", "decimal"]
+ATYPE = {"int": pa.int64(), "float": pa.float64(), "date": pa.date32(),
+         "decimal": pa.decimal128(15, 2)}
+VTYPE = {"int": "BIGINT", "float": "DOUBLE", "date": "DATE", "decimal": "DECIMAL(15,2)"}
+
+
+def _cents(n: int) -> Decimal:
+    """n hundredths, at exponent -2: a DECIMAL(15,2) value as DuckDB gives it."""
+    return Decimal(n).scaleb(-2)
 
 
 def _values(kind: str, rng: random.Random, n: int) -> list[Any]:
@@ -35,6 +45,9 @@ def _values(kind: str, rng: random.Random, n: int) -> list[Any]:
     if kind == "float":
         return [rng.choice([0.5, -1.25, 3.0, 1e300, -math.inf, 7.75]) if rng.random() > 0.1
                 else None for _ in range(n)]
+    if kind == "decimal":
+        return [_cents(25 * rng.randint(-30, 30)) if rng.random() > 0.1 else None
+                for _ in range(n)]
     return [D0 + datetime.timedelta(days=rng.randint(-40, 40)) if rng.random() > 0.1 else None
             for _ in range(n)]
 
@@ -45,6 +58,12 @@ def _other(kind: str, rng: random.Random) -> Any:
         return rng.choice([rng.randint(-40, 40), rng.randint(-40, 40), 3.0, None, 2 ** 70])
     if kind == "float":
         return rng.choice([0.5, -1.25, 3, 2.0, -0.0, 0.0, math.inf, math.nan, None, 7.75, 1e300])
+    if kind == "decimal":
+        # equal to a held value at another exponent or class (1.5 and 3 and 0.5 and -0.00
+        # among 1.50, 3.00, 0.50, 0.00), or finer than the column's scale (0.255 is not 0.25)
+        return rng.choice([_cents(25 * rng.randint(-40, 40)), _cents(25 * rng.randint(-40, 40)),
+                           Decimal("1.5"), 3, 0.5, Decimal("-0.00"), Decimal("0.125"),
+                           Decimal("0.255"), None])
     return rng.choice([D0 + datetime.timedelta(days=rng.randint(-50, 50)),
                        datetime.datetime(2020, 1, 1), None])
 
@@ -60,11 +79,12 @@ def _distinct_values(kind: str, rng: random.Random, n: int) -> list[Any]:
     """n values, no two equal (but NULLs): a group whose state keeps no counts array."""
     ints = rng.sample(range(-2000, 2000), n)
     vals: list[Any] = {"int": ints, "float": [i / 4 for i in ints],
-                       "date": [D0 + datetime.timedelta(days=i) for i in ints]}[kind]
+                       "date": [D0 + datetime.timedelta(days=i) for i in ints],
+                       "decimal": [_cents(i) for i in ints]}[kind]
     return [v if rng.random() > 0.1 else None for v in vals]
 
 
-@pytest.mark.parametrize("kind", ["int", "float", "date"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("dead_list", [0, 5, 10_000])  # the tree at once, later, never
 @pytest.mark.parametrize("distinct", [False, True])  # the group's values: repeated, or not
@@ -75,9 +95,8 @@ def test_sorted_counts_equals_the_per_row_state(kind: str, seed: int, dead_list:
     monkeypatch.setattr(sorted_counts, "DEAD_LIST_MAX", dead_list)
     rng = random.Random(seed)
     vals = (_distinct_values if distinct else _values)(kind, rng, 400)
-    atype = {"int": pa.int64(), "float": pa.float64(), "date": pa.date32()}[kind]
-    table = pa.table([pa.array([1] * len(vals)), pa.array(vals, atype)], names=["k", "v"])
-    vtype = {"int": "BIGINT", "float": "DOUBLE", "date": "DATE"}[kind]
+    table = pa.table([pa.array([1] * len(vals)), pa.array(vals, ATYPE[kind])], names=["k", "v"])
+    vtype = VTYPE[kind]
     plan = IncrementalAggregates((Agg("min", 1, False, vtype), Agg("max", 1, False, vtype),
                                   Agg("count_star", None, False, "BIGINT")))
     built = build_states(plan, table, (0,))
@@ -149,10 +168,11 @@ def test_distinct_equals_np_unique() -> None:
 def _fresh(kind: str, rng: random.Random) -> Any:
     """A value of the column's class that no `_values` value equals (an overlay entry)."""
     x = rng.randint(100, 160)
-    return {"int": x, "float": x + 0.125, "date": D0 + datetime.timedelta(days=x)}[kind]
+    return {"int": x, "float": x + 0.125, "date": D0 + datetime.timedelta(days=x),
+            "decimal": _cents(100 * x + 13)}[kind]
 
 
-@pytest.mark.parametrize("kind", ["int", "float", "date"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("odd", [False, True])
 def test_absorb_merges_as_the_per_row_state(kind: str, seed: int, odd: bool,
@@ -177,8 +197,7 @@ def test_absorb_merges_as_the_per_row_state(kind: str, seed: int, odd: bool,
 
     monkeypatch.setattr(SortedCounts, "merged", spy)
     rng = random.Random(700 + seed)
-    atype = {"int": pa.int64(), "float": pa.float64(), "date": pa.date32()}[kind]
-    vtype = {"int": "BIGINT", "float": "DOUBLE", "date": "DATE"}[kind]
+    atype, vtype = ATYPE[kind], VTYPE[kind]
     plan = IncrementalAggregates((Agg("min", 1, False, vtype), Agg("max", 1, False, vtype),
                                   Agg("count_star", None, False, "BIGINT")))
 
@@ -207,7 +226,8 @@ def test_absorb_merges_as_the_per_row_state(kind: str, seed: int, odd: bool,
     assert _view(got) == _view(want)
     leaving = rng.sample(held, 150)
     plain = [r for r in leaving if r[1] is None or r[1].__class__ is {
-        "int": int, "float": float, "date": datetime.date}[kind]]
+        "int": int, "float": float, "date": datetime.date, "decimal": Decimal}[kind] and (
+            kind != "decimal" or (r[1].as_tuple().exponent == -2 and r[1] != 0))]
     gone, rows = built([r[1] for r in plain]) if len(plain) == len(leaving) and (
         kind != "int" or all(r[1] is None or -2 ** 63 <= r[1] < 2 ** 63 for r in plain)) \
         else (None, leaving)
@@ -231,17 +251,28 @@ def test_merged_declines_overlays_of_another_class() -> None:
         "float": (np.array([0.5, 2.0]), [5, math.nan], 9.25),
         "date": (np.array([10, 20], dtype=np.int32), [datetime.datetime(2020, 1, 1)],
                  D0 + datetime.timedelta(days=3)),
+        # equal values at another exponent or of another class, and -0.00 (the array's 0
+        # would make it 0.00); at the scale, it merges
+        "decimal": (np.array([150, 200], dtype=np.int64),
+                    [Decimal("7.5"), 3, 0.25, Decimal("-0.00"), Decimal("0.125"),
+                     Decimal("1.505")],
+                    _cents(925)),
     }
     for kind, (base, odd, fine) in cases.items():
-        batch = SortedCounts(base.copy(), np.array([2, 1], dtype=np.int64), kind, 0)
+        scale = 2 if kind == "decimal" else 0
+        batch = SortedCounts(base.copy(), np.array([2, 1], dtype=np.int64), kind, 0, scale)
         for v in odd:
-            sc = SortedCounts(base, None, kind, 0)
+            sc = SortedCounts(base, None, kind, 0, scale)
             sc[v] = 1
             assert sc.merged(batch) is None, (kind, v)
-        sc = SortedCounts(base, None, kind, 1)
+        sc = SortedCounts(base, None, kind, 1, scale)
         sc[fine] = 2
         merged = sc.merged(batch)
         assert merged is not None and not merged.extra
         assert dict(zip(merged, (merged[v] for v in merged), strict=True)) == {
             None: 1, **{sc._value(i): 3 - i for i in range(2)}, fine: 2}
         assert merged.index.first()[3] == min(sc._value(0), fine)
+    # decimals at another scale: the same unscaled ints are other values
+    cents = np.array([150, 200], dtype=np.int64)
+    assert SortedCounts(cents, None, "decimal", 0, 2).merged(
+        SortedCounts(cents, None, "decimal", 0, 3)) is None
