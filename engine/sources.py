@@ -16,6 +16,7 @@ everywhere. `options` are passed to Spark's reader only.
 
 from __future__ import annotations
 
+import decimal
 import re
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
@@ -129,6 +130,25 @@ def column_values(column: Any) -> list[Any]:
     return canonical_column(values)
 
 
+def decimal_unscaled(chunk: Any) -> np.ndarray | None:
+    """A decimal128 array's unscaled values as int64 (NULLs as 0), read from its buffer: the
+    low word of each 128-bit value, which is the value when the high word only extends its
+    sign (always, at 18 digits or fewer); None otherwise."""
+    import pyarrow.compute as pc
+
+    n = len(chunk)
+    words = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[2 * chunk.offset:2 * (chunk.offset + n)]
+    low, high = words[0::2], words[1::2]
+    if not np.array_equal(high, low >> 63):
+        return None
+    if chunk.null_count:
+        return np.where(pc.is_valid(chunk).to_numpy(zero_copy_only=False), low, 0)
+    return low.copy()
+
+
+# Wide enough that `scaleb` never rounds an int64's digits, whatever the thread's context.
+_DECIMALS = decimal.Context(prec=40)
+
 # A pick of at most this many positions reads each value from its chunk (an Arrow scalar,
 # ~2 us); a larger one gathers chunk by chunk, each chunk's form (`_whole_picker`) made when
 # first picked from and kept.
@@ -157,7 +177,8 @@ def column_picker(column: Any) -> Callable[[np.ndarray], list[Any]] | None:
             return None
     elif not (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_date32(t)
               or pa.types.is_string(t) or pa.types.is_large_string(t)
-              or (pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None)):
+              or (pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None)
+              or (pa.types.is_decimal128(t) and t.precision <= 18 and t.scale >= 0)):
         return None
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     starts = np.zeros(len(chunks), dtype=np.int64)
@@ -205,6 +226,22 @@ def _whole_picker(column: Any) -> Callable[[np.ndarray], list[Any]]:
         return lambda pos: stamps[pos].tolist()
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return lambda pos: col.take(pa.array(pos, type=pa.int64())).to_pylist()
+    if pa.types.is_decimal128(t):
+        # the unscaled int64s (18 digits at most), each picked one made the Decimal Arrow
+        # makes: its digits at exponent -scale
+        unscaled = decimal_unscaled(col)
+        assert unscaled is not None  # (column_picker takes 18 digits at most)
+        valid = col.is_valid().to_numpy(zero_copy_only=False) if col.null_count else None
+        scale = -t.scale
+
+        def pick_decimals(pos: np.ndarray) -> list[Any]:
+            got = [decimal.Decimal(x).scaleb(scale, _DECIMALS) for x in unscaled[pos].tolist()]
+            if valid is not None:
+                for i in np.flatnonzero(~valid[pos]).tolist():
+                    got[i] = None
+            return got
+
+        return pick_decimals
     if not col.null_count:
         vals = col.to_numpy(zero_copy_only=False)
         return lambda pos: vals[pos].tolist()

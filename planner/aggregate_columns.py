@@ -23,7 +23,8 @@ rows) when the table holds something this module does not decide exactly. The su
   integer columns (sums in int64 where max|x| * rows cannot overflow), float64 columns
   (exact sums per (group, exponent), see `planner.float_sums`; MIN/MAX only without NaN or -0.0,
   which the row path orders and keys by its own rules), DECIMALs of up to 18 digits (SUM and
-  AVG: the unscaled values summed as ints, `_unscaled`; MIN and MAX: made Decimals where they
+  AVG: the unscaled values summed as ints, `engine.sources.decimal_unscaled`; MIN and MAX:
+  made Decimals where they
   leave the arrays), dates and timestamps (MIN and MAX: days and microseconds, made dates and
   datetimes where they leave the arrays), strings (MIN and MAX: ranks among the column's
   sorted distinct values, `_string_ranks`); COUNT(DISTINCT x) of any of these (one sort of
@@ -53,7 +54,7 @@ from engine.canonical import canonical_column
 from engine.columnar import parallel
 from engine.columns_at import value_kind
 from engine.rows_batch import ascending, int_column
-from engine.sources import column_values, rows_of
+from engine.sources import column_values, decimal_unscaled, rows_of
 from planner.aggregate import (
     _FLOAT_SCALE,
     _FLOAT_SCALE_BITS,
@@ -586,8 +587,9 @@ class BuiltGroups:
         object per group), where their values are exactly those: counts; MIN and MAX; SUM
         of ints within the SUM's type, and AVG of ints below 2**53 (int / int then rounds
         as float / float); SUM and AVG of floats summed as int64 (`FloatSums.ints`) in
-        groups without NaN, infinities or NULL only (and a COUNT(DISTINCT x); MIN and MAX of
-        strings made from their ranks). None elsewhere."""
+        groups without NaN, infinities or NULL only; SUM of DECIMALs of 18 digits at most
+        (and a COUNT(DISTINCT x); MIN and MAX of strings made from their ranks). None
+        elsewhere."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -622,6 +624,11 @@ class BuiltGroups:
             if f == "avg" and (not len(s) or int(np.abs(s).max()) <= 2 ** 53):
                 return pa.array(s / np.where(has, n, 1), mask=mask)
             return None
+        if kind == DECIMAL and f == "sum" and isinstance(s, np.ndarray) and \
+                self.scales[x] <= 18 and (not len(s) or int(np.abs(s).max()) < 10 ** 18):
+            # each total at the column's scale, as `_totals` makes it a Decimal (18 digits
+            # at most: an int64 each)
+            return _decimals(np.where(has, s, 0), self.scales[x], has)
         if kind == "float" and isinstance(s, FloatSums) and s.ints is not None and \
                 not s.special().any():
             totals = s.ints.astype(np.float64)  # FloatSums.totals, its special groups none
@@ -1386,7 +1393,8 @@ def _stable_order(codes: np.ndarray, radix: int) -> np.ndarray | None:
 # The kind of an argument only counted (`_counted_only`): its validity is read, its values never.
 COUNTED = "counted"
 # The kind of a DECIMAL argument of at most 18 digits (SUM and AVG only): its unscaled values
-# as int64 (`_unscaled`), summed exactly as ints, made Decimals at its scale (`_decimal`).
+# as int64 (`engine.sources.decimal_unscaled`), summed exactly as ints, made Decimals at its
+# scale (`_decimal`).
 DECIMAL = "decimal"
 
 
@@ -1465,22 +1473,6 @@ def _decimals(unscaled: np.ndarray, scale: int, valid: np.ndarray) -> Any:
                                               pa.scalar(None, out.type))
 
 
-def _unscaled(chunk: Any) -> np.ndarray | None:
-    """A decimal128 array's unscaled values as int64 (NULLs as 0), read from its buffer: the
-    low word of each 128-bit value, which is the value when the high word only extends its
-    sign (always, at 18 digits or fewer); None otherwise."""
-    import pyarrow.compute as pc
-
-    n = len(chunk)
-    words = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[2 * chunk.offset:2 * (chunk.offset + n)]
-    low, high = words[0::2], words[1::2]
-    if not np.array_equal(high, low >> 63):
-        return None
-    if chunk.null_count:
-        return np.where(pc.is_valid(chunk).to_numpy(zero_copy_only=False), low, 0)
-    return low.copy()
-
-
 def _counted_only(plan: IncrementalAggregates) -> set[int]:
     """The arguments that only COUNT reads (no SUM, AVG, MIN or MAX of them): of any type,
     as only whether each value is NULL matters."""
@@ -1534,7 +1526,7 @@ def _numeric_chunks(col: Any) -> tuple[list[np.ndarray], list[np.ndarray] | None
     valid: list[np.ndarray] | None = [] if col.null_count else None
     for chunk in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
         if kind == DECIMAL:
-            unscaled = _unscaled(chunk)
+            unscaled = decimal_unscaled(chunk)
             if unscaled is None:
                 return None
             vals.append(unscaled)
@@ -1589,7 +1581,7 @@ def _numeric(col: Any) -> tuple[np.ndarray, np.ndarray | None, str] | None:
         kind, dtype = TIMESTAMP, pa.int64()  # microseconds since 1970-01-01
     elif pa.types.is_decimal128(t) and t.precision <= 18:
         chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-        parts = [_unscaled(c) for c in chunks]
+        parts = [decimal_unscaled(c) for c in chunks]
         if any(p is None for p in parts):
             return None
         valid = pc.is_valid(col).to_numpy() if col.null_count else None

@@ -9,13 +9,16 @@ None and the caller runs the per-row kernel over the rows, which then computes (
 what the reference does. So a vectorised answer is never an approximation, and every error
 and its message stay the per-row path's.
 
-The subset: columns of Arrow integer, float64, boolean, string, date32 and timestamp[us]
-types; literals of those types; comparisons of two values of one kind: ints, NaN-free floats,
+The subset: columns of Arrow integer, float64, boolean, string, date32, timestamp[us] and
+decimal128 types; literals of those types (a Decimal at an exponent at most 0, not -0); comparisons of two values of one kind: ints, NaN-free floats,
 strings (UTF-8 byte order is code point order, Python's), dates, timestamps, and of an int with
 a NaN-free float (the int made a double where that is exact, below 2**53: Python's exact
 comparison then gives the same answer; else Arrow refuses and the rows decide); AND, OR (Kleene
 logic, which is SQL's), NOT, IS NULL; +, -, * of ints into an integer SQL type and of floats
-into DOUBLE; % of ints; / of ints and floats into DOUBLE (IEEE, as the reference divides); ABS
+into DOUBLE; +, -, * of DECIMALs (and ints) of at most 18 digits, exactly, on their
+unscaled int64 values (`_decimal_arith`: the result at the exponent Python's Decimal gives, no
+-0; a value of 18 digits or more leaves the table to the rows), and comparisons of them at a
+common scale; % of ints; / of ints and floats into DOUBLE (IEEE, as the reference divides); ABS
 of ints within their type and of floats; ROUND(x, n) for a literal n from 0 to 15 (a double's
 halves decided exactly, one by one where the product lies within an ulp of one); CAST of an
 int to DOUBLE (exact below 2**53, else Arrow refuses and the rows decide), of a date to
@@ -45,6 +48,7 @@ sends the table to the rows, which then decide.
 from __future__ import annotations
 
 import datetime
+import decimal
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from engine.columns_at import value_kind
+from engine.sources import decimal_unscaled
 from planner.ir import Call, Col, Lit, Mfp, Scalar
 from planner.scalar import DIFF_MICROS, DIFF_PARTS, DIFF_SPANS, INT_RANGE, Interval, norm_type
 
@@ -59,7 +64,10 @@ _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
         "gt": "greater", "ge": "greater_equal"}
 _ARITH = {"add": "add_checked", "sub": "subtract_checked", "mul": "multiply_checked"}
 _FLOAT_ARITH = {"add": "add", "sub": "subtract", "mul": "multiply"}
-_LITERALS = (int, float, bool, str, datetime.date, datetime.datetime)
+_LITERALS = (int, float, bool, str, datetime.date, datetime.datetime, decimal.Decimal)
+# A DECIMAL computed over columns holds fewer than this many digits (int64's 18): past it the
+# rows decide (the per-row path's exact Decimals, or its error).
+_DECIMAL_LIMIT = 10 ** 18
 
 
 class _Undecided(Exception):
@@ -79,6 +87,10 @@ def _supported(e: Scalar) -> bool:
         return True
     if isinstance(e, Lit):
         v = e.value
+        if v.__class__ is decimal.Decimal:
+            # at the exponent an Arrow decimal keeps (1E+2 would come back as 100), and
+            # without a sign Arrow has not (-0.0)
+            return v.is_finite() and v.as_tuple().exponent <= 0 and not (v.is_signed() and not v)
         return v is not None and v.__class__ in _LITERALS and not (
             v.__class__ is datetime.datetime and v.tzinfo is not None)
     if isinstance(e, Call) and e.func in ("case", "coalesce"):
@@ -102,7 +114,9 @@ def _supported(e: Scalar) -> bool:
     if f in ("not", "is_null"):
         return len(e.args) == 1
     if f in _ARITH or f == "mod":
-        return len(e.args) == 2 and (norm_type(e.type) in INT_RANGE or norm_type(e.type) == "DOUBLE")
+        t = norm_type(e.type)
+        return len(e.args) == 2 and (t in INT_RANGE or t == "DOUBLE" or (
+            f in _ARITH and t.startswith("DECIMAL")))
     if f == "cast":
         return norm_type(e.type) in ("DOUBLE", "TIMESTAMP", "DATE", "VARCHAR") or \
             norm_type(e.type) in INT_RANGE
@@ -221,6 +235,10 @@ def _literal(e: Lit, length: int) -> Any:
 def _literal_type(v: Any) -> Any:
     import pyarrow as pa
 
+    if v.__class__ is decimal.Decimal:
+        digits = v.as_tuple()
+        scale = -digits.exponent
+        return pa.decimal128(max(len(digits.digits), scale, 1), scale)
     return {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string(),
             datetime.date: pa.date32(), datetime.datetime: pa.timestamp("us")}[v.__class__]
 
@@ -279,6 +297,8 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
     if f == "date_diff":
         return _date_diff(e.args[0].value.lower(), args[1], args[2])  # type: ignore[union-attr]
     t = norm_type(e.type)
+    if f in _ARITH and t.startswith("DECIMAL"):
+        return _decimal_arith(f, args)
     if f == "cast":
         import pyarrow as pa
 
@@ -334,11 +354,117 @@ def _comparable(args: list[Any], kinds: list[str]) -> tuple[Any, Any]:
     if sorted(kinds) == ["float", "int"]:
         args = [_as_double(a) if k == "int" else a for a, k in zip(args, kinds, strict=True)]
         kinds = ["float", "float"]
+    if "other" in kinds and all(_is_fixed(a) for a in args):
+        return _common_scale(args)
     if kinds[0] != kinds[1] or kinds[0] in ("bool", "other"):
         raise _Undecided
     if kinds[0] == "float" and (_has_nan(args[0]) or _has_nan(args[1])):
         raise _Undecided
     return args[0], args[1]
+
+
+def _is_fixed(v: Any) -> bool:
+    """Whether `v` (a column or a scalar) is a decimal128 or an integer."""
+    import pyarrow as pa
+
+    return pa.types.is_decimal128(v.type) or pa.types.is_integer(v.type)
+
+
+def _fixed(v: Any) -> tuple[Any, np.ndarray | None, int]:
+    """A decimal128 or integer column as `(unscaled int64 values, validity or None, scale)`
+    (NULLs as 0), or a scalar as `(its unscaled int, None, scale)`; raises _Undecided for a
+    NULL scalar and for a value past int64 (a decimal of more than 18 digits)."""
+    import pyarrow as pa
+
+    pc = _pc()
+    t = v.type
+    scale = t.scale if pa.types.is_decimal128(t) else 0
+    if isinstance(v, pa.Scalar):
+        x = v.as_py()
+        if x is None:
+            raise _Undecided
+        x = int(x.scaleb(scale)) if scale or x.__class__ is decimal.Decimal else int(x)
+        if abs(x) >= _DECIMAL_LIMIT:
+            raise _Undecided
+        return x, None, scale
+    valid = None if not v.null_count else _numpy(pc.is_valid(v))
+    if pa.types.is_integer(t):
+        vals = _numpy(pc.fill_null(pc.cast(v, pa.int64()), 0)) if v.null_count else \
+            _numpy(pc.cast(v, pa.int64()))
+        return vals, valid, 0
+    chunks = v.chunks if isinstance(v, pa.ChunkedArray) else [v]
+    parts = [decimal_unscaled(c) for c in chunks]
+    if any(p is None for p in parts):
+        raise _Undecided
+    vals = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return vals, valid, scale
+
+
+def _rescaled(x: Any, by: int) -> Any:
+    """Unscaled values `x` made `by` digits finer, each within `_DECIMAL_LIMIT`."""
+    if not by:
+        return x
+    factor = 10 ** by
+    if np.any(np.abs(x) >= _DECIMAL_LIMIT // factor):
+        raise _Undecided
+    return x * factor
+
+
+def _both_valid(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    if a is None:
+        return b
+    return a if b is None else a & b
+
+
+def _decimal_arith(f: str, args: list[Any]) -> Any:
+    """`a + b`, `a - b` or `a * b` of DECIMALs (or a DECIMAL and an int) exactly as the per-row
+    path's Decimals give it: at scale max(sa, sb) for + and -, sa + sb for * (the exponent of
+    Python's exact result), NULL where either is, and 0 for a zero (DuckDB's DECIMAL, like
+    Arrow's, has no -0). A result of 18 digits or more, or an operand that is not a decimal of
+    at most 18 digits or an int, leaves the table to the rows."""
+    import pyarrow as pa
+
+    if not all(_is_fixed(a) for a in args) or not any(
+            pa.types.is_decimal128(a.type) for a in args):
+        raise _Undecided  # ints alone are not DECIMAL arithmetic: Python would give an int
+    (a, va, sa), (b, vb, sb) = _fixed(args[0]), _fixed(args[1])
+    if f == "mul":
+        scale = sa + sb
+        # |a * b| < 10**18, decided on doubles with a margin (a product past int64 must not
+        # be computed at all)
+        if np.any(np.abs(np.asarray(a, dtype=np.float64)) * np.abs(
+                np.asarray(b, dtype=np.float64)) >= 0.9 * _DECIMAL_LIMIT):
+            raise _Undecided
+        out = np.multiply(a, b, dtype=np.int64)
+    else:
+        scale = max(sa, sb)
+        a, b = _rescaled(a, scale - sa), _rescaled(b, scale - sb)
+        out = np.add(a, b, dtype=np.int64) if f == "add" else np.subtract(a, b, dtype=np.int64)
+        if np.any(np.abs(out) >= _DECIMAL_LIMIT):
+            raise _Undecided
+    if np.ndim(out) == 0 or scale > 18:  # (two literals alone are folded by the binder)
+        raise _Undecided
+    from planner.aggregate_columns import _decimals
+
+    valid = _both_valid(va, vb)
+    return _decimals(out, scale, np.ones(len(out), dtype=bool) if valid is None else valid)
+
+
+def _common_scale(args: list[Any]) -> tuple[Any, Any]:
+    """Two DECIMALs (or a DECIMAL and an int) as int64 values at their common scale, to
+    compare exactly as Python compares Decimals (a scalar stays a scalar)."""
+    import pyarrow as pa
+
+    parts = [_fixed(a) for a in args]
+    scale = max(s for _, _, s in parts)
+    out = []
+    for (x, valid, s), a in zip(parts, args, strict=True):
+        x = _rescaled(x, scale - s)
+        if isinstance(a, pa.Scalar):
+            out.append(pa.scalar(int(x), pa.int64()))
+        else:
+            out.append(pa.array(x, pa.int64(), mask=None if valid is None else ~valid))
+    return out[0], out[1]
 
 
 def _is_distinct(a: Any, b: Any) -> Any:

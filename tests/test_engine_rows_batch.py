@@ -214,9 +214,10 @@ def test_ascending_equals_a_comparison_of_neighbours() -> None:
                 assert not ascending(late)
 
 
-def _typed_columns(rng: random.Random, n: int, nan: bool, decimal: bool) -> Any:
+def _typed_columns(rng: random.Random, n: int, nan: bool, wide: bool) -> Any:
     """A table of n rows: an int key, then a column of each type a picker serves (with
-    NULLs, extremes, -0.0 and infinities), a NaN when `nan`, a DECIMAL when `decimal`."""
+    NULLs, extremes, -0.0, infinities, DECIMALs of 18 digits at most), a NaN when `nan`, a
+    DECIMAL of 38 digits when `wide`."""
     import datetime as dt
     import decimal as dec
 
@@ -239,10 +240,14 @@ def _typed_columns(rng: random.Random, n: int, nan: bool, decimal: bool) -> Any:
         "ts": pa.array(some([dt.datetime(1970, 1, 1), dt.datetime(2026, 11, 26, 1, 2, 3, 4)]),
                        pa.timestamp("us")),
         "s": pa.array(some(["", "a", "é", "x" * 40])),
+        "m": pa.array(some([dec.Decimal("1.10"), dec.Decimal("-0.01"), dec.Decimal("0.00"),
+                            dec.Decimal("-9999999999999999.99")]), pa.decimal128(18, 2)),
+        "m0": pa.array(some([dec.Decimal("7"), dec.Decimal("-12")], nulls=False),
+                       pa.decimal128(4, 0)),
     }
-    if decimal:
-        cols["m"] = pa.array(some([dec.Decimal("1.10"), dec.Decimal("-0.01")]),
-                             pa.decimal128(10, 2))
+    if wide:
+        cols["w"] = pa.array(some([dec.Decimal("1.10"), dec.Decimal("-0.01")]),
+                             pa.decimal128(38, 2))
     return pa.table(list(cols.values()), names=list(cols))
 
 
@@ -251,20 +256,21 @@ def test_settled_columns_answer_as_the_reference_batch(seed: int,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """After `settle` a batch of columns whose every column has a picker keeps them: probes
     convert their hits only, and every answer equals the reference batch of the same rows
-    (each picker equals `column_values` at the positions it picks). A column without a
-    picker (a DECIMAL, a double holding a NaN) makes the rows at `settle`, as before."""
+    (each picker equals `column_values` at the positions it picks: a DECIMAL's Decimals
+    digit for digit). A column without a picker (a DECIMAL of more than 18 digits, a double
+    holding a NaN) makes the rows at `settle`, as before."""
     import numpy as np
 
     from engine.sources import column_picker, column_values, rows_of
 
     rng = random.Random(seed)
     n = rng.choice([SORTED_MIN_ROWS, 2000])
-    nan, decimal = rng.random() < 0.25, rng.random() < 0.25
+    nan, wide = rng.random() < 0.25, rng.random() < 0.25
     if seed % 2:  # key indexes of dense ints sorted by counting (engine.counting_sort)
         import engine.counting_sort
 
         monkeypatch.setattr(engine.counting_sort, "DENSE_MIN", 1)
-    table = _typed_columns(rng, n, nan, decimal)
+    table = _typed_columns(rng, n, nan, wide)
     # in three chunks, two of them slices whose arrays start at an offset
     import pyarrow as pa
 
@@ -288,12 +294,12 @@ def test_settled_columns_answer_as_the_reference_batch(seed: int,
     # strings, dates, booleans, floats with -0.0), and of both
     names = table.column_names
     key = rng.choice([("k",), ("s",), ("d",), ("b",), ("f",), ("i",), ("k", "s"), ("s", "d"),
-                      ("u",), ("ts",)])
+                      ("u",), ("ts",), ("m",)])
     key = tuple(names.index(c) for c in key)
     ref = arrange_updates(RowsAt(rows, t, diff, key).updates(), False, lower, upper, since)
     b = KeyedRowsBatch(None, key, t, diff, lower, upper, since, table=table)
     changed = b.settle()
-    lazy = not nan and not decimal
+    lazy = not nan and not wide
     assert changed is not lazy and (b._rows is None) is lazy
     # fewer single probes than the batch answers before building its dict (64): keys of rows,
     # and values equal to some by Python's rules or of other types
