@@ -791,7 +791,7 @@ class TopKState:
     rows against a large reserve (`RESERVE_MERGE`) indexes them instead."""
 
     __slots__ = ("plan", "counts", "index", "rows", "bound", "bound_val", "reserve",
-                 "reserve_vals", "next", "reserve_live", "dead")
+                 "reserve_vals", "next", "reserve_live", "dead", "reserve_scale")
 
     def __init__(self, plan: IncrementalTopK) -> None:
         self.plan = plan
@@ -806,6 +806,9 @@ class TopKState:
         # a list of rows, or anything sliced into one (planner.topk_columns.TableRows)
         self.reserve: Any = []
         self.reserve_vals: np.ndarray | None = None
+        # DECIMAL first values: the scale at which `reserve_vals` holds their unscaled ints
+        # (None for ints and floats)
+        self.reserve_scale: int | None = None
         self.next = 0
         self.reserve_live = 0
         self.dead: dict[tuple[Any, ...], int] = {}
@@ -889,13 +892,15 @@ class TopKState:
             key, row = self.index[at]
             kinds.add(type(row[col]))
             vals.append(row[col])
-        arr = _ranked_values(vals, kinds, desc)
-        if arr is None:
+        ranked = _ranked_values(vals, kinds, desc)
+        if ranked is None:
             return None
+        arr, scale = ranked
         if self.bound is None:
             self.bound, self.bound_val, arr = key, arr[-1], arr[:-1]
-            self.reserve_vals = arr[:0]
-        elif self.reserve_vals is None or arr.dtype != self.reserve_vals.dtype:
+            self.reserve_vals, self.reserve_scale = arr[:0], scale
+        elif self.reserve_vals is None or arr.dtype != self.reserve_vals.dtype or \
+                scale != self.reserve_scale:
             return None
         far = arr > self.bound_val
         if int(np.count_nonzero(far)) * RESERVE_MERGE < len(self.reserve) - self.next:
@@ -927,12 +932,14 @@ class TopKState:
         return len(rows) + self._index_bulk()
 
     def build_reserved(self, rows: list[tuple[Any, ...]], reserve: Any,
-                       reserve_vals: np.ndarray, bound_val: Any) -> int:
+                       reserve_vals: np.ndarray, bound_val: Any, scale: int | None = None
+                       ) -> int:
         """Make this new state that of `rows` and the rows of `reserve`, each with diff 1, as
         `apply` of them makes it: `rows` are the copies `split_reserve` ranks up to its cut,
         the last of them ranked `bound_val`, and `reserve` (sliced into lists of rows) the
         others in its order, ranked `reserve_vals` (a large group's rows at hydration, from
-        columns: planner.topk_columns). Returns the records touched."""
+        columns: planner.topk_columns; DECIMALs as their unscaled ints at `scale`). Returns
+        the records touched."""
         counts, row_order = self.counts, self.plan.row_order
         assert not counts and not self.reserve_live and len(reserve)
         for row in rows:
@@ -940,6 +947,7 @@ class TopKState:
         self.rows += len(rows) + len(reserve)
         self.index.update(sorted(zip(map(row_order, counts), counts, strict=True)))
         self.reserve, self.reserve_vals, self.next = reserve, reserve_vals, 0
+        self.reserve_scale = scale
         self.reserve_live = len(reserve)
         self.bound, self.bound_val = self.index[-1][0], bound_val
         return len(rows) + len(counts)
@@ -971,9 +979,10 @@ class TopKState:
             return rows  # a row deleted more often than inserted: no reserve
         col, desc = plan.first
         vals = list(map(itemgetter(col), rows))
-        arr = _ranked_values(vals, set(map(type, vals)), desc)
-        if arr is None:
+        ranked = _ranked_values(vals, set(map(type, vals)), desc)
+        if ranked is None:
             return rows
+        arr, self.reserve_scale = ranked
         if self.rows != len(rows):  # a row twice: an entry per copy, as from columns
             arr = np.repeat(arr, reps)
             rows = [r for r, c in zip(rows, reps, strict=True) for _ in range(c)]
@@ -1024,6 +1033,7 @@ class TopKState:
     def _drop_reserve(self) -> None:
         """No copy is reserved any more: the index holds them all."""
         self.bound, self.bound_val, self.reserve, self.reserve_vals = None, None, [], None
+        self.reserve_scale = None
         self.next = self.reserve_live = 0
         self.dead = {}
 
@@ -1076,21 +1086,33 @@ class TopKState:
         return len(self.counts) + self.reserve_live
 
 
-def _ranked_values(vals: list[Any], kinds: set[type], desc: bool) -> np.ndarray | None:
+def _ranked_values(vals: list[Any], kinds: set[type], desc: bool
+                   ) -> tuple[np.ndarray, int | None] | None:
     """First ORDER BY values as an array that sorts best first, exactly (`~x = -x-1` for
-    ints, `-x` for floats, when DESC); None unless all ints within int64 or all floats
-    without NaN."""
-    if kinds == _INT_KIND:
+    ints, `-x` for floats, when DESC), and for DECIMALs the scale at which the array holds
+    their unscaled ints (else None); None unless all ints within int64, all floats without
+    NaN, or all Decimals of one exponent (at most 0) within int64 unscaled."""
+    if kinds == _INT_KIND or kinds == _DECIMAL_KIND:
+        scale = None
+        if kinds == _DECIMAL_KIND:
+            exponents = {v.as_tuple().exponent for v in vals}
+            if len(exponents) != 1:
+                return None
+            (exponent,) = exponents
+            if not isinstance(exponent, int) or exponent > 0:
+                return None
+            scale = -exponent
+            vals = [int(v.scaleb(scale, DECIMAL_CONTEXT)) for v in vals]
         try:
             arr = np.array(vals, dtype=np.int64)
         except OverflowError:
             return None
-        return ~arr if desc else arr
+        return (~arr if desc else arr), scale
     if kinds == _FLOAT_KIND:
         arr = np.array(vals, dtype=np.float64)
         if np.isnan(arr).any():
             return None
-        return -arr if desc else arr
+        return (-arr if desc else arr), None
     return None
 
 

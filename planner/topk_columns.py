@@ -13,7 +13,8 @@ rows with diff 1 (the per-row path: same counts, index, bound and reserved rows,
 and the same outputs after any later changes; tests/test_columns_kernels.py compares them),
 and `outputs()` gives each group's `output()`. It returns None (the caller then builds from
 rows) without a LIMIT or an ORDER BY, for a group key type `_group` leaves to rows, and
-unless the first ORDER BY column is integer, or float64 without NaN, with no NULL.
+unless the first ORDER BY column is integer, float64 without NaN, or a DECIMAL of 18 digits
+at most (ranked by its unscaled ints), with no NULL.
 
 Unlike the aggregates' `BuiltGroups`, every state is made here: a top-k state can need any of
 its group's rows (after deletions from the window), so each keeps its reserve.
@@ -27,7 +28,7 @@ import numpy as np
 
 from engine.sources import rows_of
 from planner.aggregate import IncrementalTopK, TopKState, split_reserve
-from planner.aggregate_columns import _group, _numeric
+from planner.aggregate_columns import DECIMAL, _group, _numeric
 
 
 class TableRows:
@@ -89,9 +90,12 @@ def build_topk(plan: IncrementalTopK, table: Any, key: tuple[int, ...]) -> Built
     if first is None:
         return None
     vals, valid, kind = first
-    if valid is not None or kind not in ("int", "float") or (
+    if valid is not None or kind not in ("int", "float", DECIMAL) or (
             kind == "float" and np.isnan(vals).any()):
         return None
+    # a DECIMAL ranked by its unscaled ints, exact at the column's one scale (the reserve
+    # keeps the scale: TopKState.reserve_scale)
+    scale = table.column(col).type.scale if kind == DECIMAL else None
     grouping = _group(table, key)
     if grouping is None:
         return None
@@ -132,7 +136,8 @@ def build_topk(plan: IncrementalTopK, table: Any, key: tuple[int, ...]) -> Built
             st.build(head)
         else:
             positions, reserve_vals, bound_val = reserve
-            st.build_reserved(head, TableRows(table, positions), reserve_vals, bound_val)
+            st.build_reserved(head, TableRows(table, positions), reserve_vals, bound_val,
+                              scale)
         states.append(st)
     return BuiltTopK(keys, states)
 

@@ -1167,7 +1167,8 @@ def test_topk_states_from_columns_equal_from_rows(seed: int) -> None:
     give the same outputs through the same random changes afterwards (rows entering and
     leaving the window, reserved rows deleted and refilled). Odd seeds put -0.0 beside 0.0
     (equal rows that print apart: the reserve is then made of rows, as the per-row path
-    makes it), even seeds do not (the reserve stays in the table)."""
+    makes it), even seeds do not (the reserve stays in the table). A DECIMAL first ORDER BY
+    column ranks by its unscaled ints, at its scale (`reserve_scale`)."""
     from planner.aggregate import IncrementalTopK, topk_rows
     from planner.ir import SortKey
     from planner.topk_columns import TableRows, build_topk
@@ -1179,12 +1180,17 @@ def test_topk_states_from_columns_equal_from_rows(seed: int) -> None:
     zeros = [-0.0, 0.0] if seed % 2 else [0.0]
     floats = [rng.choice([0.5, -2.0, 1e300, 3.25, math.inf, *zeros]) for _ in range(n)]
     ids = [rng.randrange(n // 2) for _ in range(n)]  # some rows twice
+
+    def cents() -> decimal.Decimal:
+        return decimal.Decimal(rng.randint(-300, 300)).scaleb(-2)
+
+    decs = [cents() for _ in range(n)]
     table = pa.table([pa.array(group, pa.string()), pa.array(ints, pa.int64()),
-                      pa.array(floats, pa.float64()), pa.array(ids, pa.int32())],
-                     names=list("gifk"))
+                      pa.array(floats, pa.float64()), pa.array(ids, pa.int32()),
+                      pa.array(decs, pa.decimal128(10, 2))], names=list("gifkm"))
     rows = list(rows_of(table, table.num_columns))
     for first, desc, limit, offset in ((1, True, 3, 0), (2, False, 5, 2), (1, False, 1, 0),
-                                       (2, True, 10, 7)):
+                                       (2, True, 10, 7), (4, True, 4, 1), (4, False, 2, 0)):
         order = (SortKey(first, desc, not desc), SortKey(3, False, False))
         plan = IncrementalTopK(order, limit, offset)
         built = build_topk(plan, table, (0,))
@@ -1199,6 +1205,8 @@ def test_topk_states_from_columns_equal_from_rows(seed: int) -> None:
         large = any(len(g) > 4 * (offset + limit) + 64
                     for g in rows_by_key_reference(rows, (0,)).values())
         assert in_table == (seed % 2 == 0 and large), (seed, n)
+        if first == 4 and large:
+            assert {st.reserve_scale for st in built.states if st.reserve_live} == {2}
         outs, _ = built.outputs()
         for i, k in enumerate(built.keys):
             assert _topk_view(built.state(i)) == _topk_view(want[k]), k
@@ -1220,7 +1228,7 @@ def test_topk_states_from_columns_equal_from_rows(seed: int) -> None:
                 change = [(row, -1)]
             else:
                 change = [((k[0], rng.randint(-60, 60), rng.choice(floats),
-                            rng.randrange(n)), 1)]
+                            rng.randrange(n), cents()), 1)]
             st_b.apply(change)
             st_w.apply(change)
             truth[k].update(dict(change))

@@ -382,6 +382,42 @@ def test_topk_batch_after_a_refill_compares_with_the_raised_bound(desc: bool) ->
     assert st.reserve_live > 900  # the far rows joined the reserve
 
 
+@pytest.mark.parametrize("desc", [False, True])
+def test_topk_decimal_reserve_keeps_its_scale(desc: bool) -> None:
+    """DECIMAL first ORDER BY values rank by their unscaled ints at the values' one scale
+    (`reserve_scale`): a hydration reserves the far rows, a later batch at that scale joins
+    the reserve where far, and one whose Decimals have another exponent (equal values could
+    hold other unscaled ints) is indexed instead; the window equals the reference after each."""
+    from decimal import Decimal
+
+    order = (SortKey(0, desc=desc),)
+    sign = -1 if desc else 1
+    st = IncrementalTopK(order, 5, 0)(None)
+    st.apply([((Decimal(sign * v).scaleb(-2), v), 1) for v in range(1000)])
+    assert st.reserve_scale == 2 and st.reserve_live > 900
+    far = [((Decimal(sign * (50_000 + v)).scaleb(-2), -v), 1) for v in range(200)]
+    st.apply(far)
+    assert st.reserve_live > 1100  # far, at the reserve's scale: reserved
+    got, _ = st.output()
+    assert got == topk_rows(list(st.contents().items()), order, 5, 0)
+    live = st.reserve_live
+    other = [((Decimal(sign * (60_000 + v)).scaleb(-1), -v - 1000), 1) for v in range(200)]
+    # better than every row held (below 0 ascending, above 0 descending)
+    near = [((Decimal(-sign * (10 + v)).scaleb(-1), -v - 5000), 1) for v in range(3)]
+    st.apply(other + near)
+    assert st.reserve_live == live  # another exponent: every row indexed
+    got, _ = st.output()
+    assert got == topk_rows(list(st.contents().items()), order, 5, 0)
+    assert {r[1] for r, _ in got[:3]} == {-5000, -5001, -5002}
+    mixed = [((Decimal(sign * (70_000 + v)).scaleb(-2 + v % 2), -v - 9000), 1)
+             for v in range(100)]
+    live = st.reserve_live
+    st.apply(mixed)
+    assert st.reserve_live == live  # two exponents in the batch: indexed
+    got, _ = st.output()
+    assert got == topk_rows(list(st.contents().items()), order, 5, 0)
+
+
 def test_topk_hydration_indexes_only_the_window() -> None:
     """100,000 rows in one group: the index holds the window's candidates, not the group;
     then every row is deleted from the top, and each change still costs O(k log n)."""
