@@ -88,9 +88,11 @@ def _supported(e: Scalar) -> bool:
     if isinstance(e, Lit):
         v = e.value
         if v.__class__ is decimal.Decimal:
-            # at the exponent an Arrow decimal keeps (1E+2 would come back as 100), and
-            # without a sign Arrow has not (-0.0)
-            return v.is_finite() and v.as_tuple().exponent <= 0 and not (v.is_signed() and not v)
+            # at the exponent an Arrow decimal keeps (1E+2 would come back as 100), without a
+            # sign Arrow has not (-0.0), and of 18 digits at most (an int64 unscaled)
+            parts = v.as_tuple()
+            return v.is_finite() and -18 <= parts.exponent <= 0 and \
+                len(parts.digits) <= 18 and not (v.is_signed() and not v)
         return v is not None and v.__class__ in _LITERALS and not (
             v.__class__ is datetime.datetime and v.tzinfo is not None)
     if isinstance(e, Call) and e.func in ("case", "coalesce"):
@@ -186,7 +188,7 @@ def columns_mfp(m: Mfp) -> Callable[[Any], Any] | None:
                 if not pa.types.is_boolean(v.type):
                     raise _Undecided
                 keep = v if keep is None else _pc().and_kleene(keep, v)
-        except (_Undecided, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        except (_Undecided, pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
             return None
         out = pa.table([cols[i] for i in m.project],
                        names=[f"c{j}" for j in range(len(m.project))])
@@ -384,28 +386,42 @@ def _fixed(v: Any) -> tuple[Any, np.ndarray | None, int]:
         if x is None:
             raise _Undecided
         x = int(x.scaleb(scale)) if scale or x.__class__ is decimal.Decimal else int(x)
-        if abs(x) >= _DECIMAL_LIMIT:
+        if _beyond(x, _DECIMAL_LIMIT):
             raise _Undecided
         return x, None, scale
     valid = None if not v.null_count else _numpy(pc.is_valid(v))
     if pa.types.is_integer(t):
         vals = _numpy(pc.fill_null(pc.cast(v, pa.int64()), 0)) if v.null_count else \
             _numpy(pc.cast(v, pa.int64()))
-        return vals, valid, 0
-    chunks = v.chunks if isinstance(v, pa.ChunkedArray) else [v]
-    parts = [decimal_unscaled(c) for c in chunks]
-    if any(p is None for p in parts):
+        scale = 0
+    else:
+        chunks = v.chunks if isinstance(v, pa.ChunkedArray) else [v]
+        parts = [decimal_unscaled(c) for c in chunks]
+        if any(p is None for p in parts):
+            raise _Undecided
+        vals = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    # every operand below 10**18: a sum of two, or one made up to 18 digits finer, is
+    # computed within int64
+    if _beyond(vals, _DECIMAL_LIMIT):
         raise _Undecided
-    vals = np.concatenate(parts) if parts else np.zeros(0, np.int64)
     return vals, valid, scale
 
 
+def _beyond(x: Any, limit: int) -> bool:
+    """Whether some value of int64 `x` (an array or an int) is not strictly between -limit
+    and limit. (Not `abs(x) >= limit`: NumPy's abs of -2**63 is -2**63.)"""
+    return bool(np.any((x >= limit) | (x <= -limit)))
+
+
 def _rescaled(x: Any, by: int) -> Any:
-    """Unscaled values `x` made `by` digits finer, each within `_DECIMAL_LIMIT`."""
+    """Unscaled values `x` (each below `_DECIMAL_LIMIT`) made `by` digits finer, each still
+    below it; raises _Undecided where one would not be."""
     if not by:
         return x
+    if by >= 18:  # (10**18 itself is past any value's room; 10**19 is past int64)
+        raise _Undecided
     factor = 10 ** by
-    if np.any(np.abs(x) >= _DECIMAL_LIMIT // factor):
+    if _beyond(x, _DECIMAL_LIMIT // factor):
         raise _Undecided
     return x * factor
 
@@ -440,7 +456,7 @@ def _decimal_arith(f: str, args: list[Any]) -> Any:
         scale = max(sa, sb)
         a, b = _rescaled(a, scale - sa), _rescaled(b, scale - sb)
         out = np.add(a, b, dtype=np.int64) if f == "add" else np.subtract(a, b, dtype=np.int64)
-        if np.any(np.abs(out) >= _DECIMAL_LIMIT):
+        if _beyond(out, _DECIMAL_LIMIT):
             raise _Undecided
     if np.ndim(out) == 0 or scale > 18:  # (two literals alone are folded by the binder)
         raise _Undecided

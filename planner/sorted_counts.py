@@ -77,11 +77,20 @@ class SortedCounts:
     def _find(self, v: Any) -> int:
         """The base position of a value equal to `v` by Python's rules, or -1. A change asks
         for one value several times in a row (its count, then its index entry): the last
-        answer is kept for that value object."""
+        answer is kept for that value object (until a base value's count falls to 0).
+
+        A base value whose count is 0 is absent from the per-row state's dict, which then
+        keys an equal value by the object inserted: it comes back to the base only as a value
+        that prints as the base's does (1.00 among DECIMAL(15,2)'s, not 1.0 or -0.00; 1, not
+        1.0), and only while the overlay holds no value equal to it; else -1 (the overlay)."""
         last = self.last
         if last is not None and last[0] is v:
             return last[1]
         i = self._search(v)
+        if i >= 0 and self._count(i) <= 0:
+            b = self._value(i)
+            if v.__class__ is not b.__class__ or repr(v) != repr(b) or v in self.extra:
+                i = -1
         self.last = (v, i)
         return i
 
@@ -161,6 +170,8 @@ class SortedCounts:
     def _set_base(self, i: int, c: int) -> None:
         was = self._count(i) > 0
         self.changed[i] = c
+        if was and c <= 0:
+            self.last = None  # the value's next insertion decides afresh (`_find`)
         if was != (c > 0):
             d = 1 if c > 0 else -1
             self.live += d
@@ -357,7 +368,9 @@ class _Index:
             self.sc.extra_index.add(entry)
 
     def remove(self, entry: tuple[Any, ...]) -> None:
-        if self.sc._find(entry[3]) < 0:
+        # the overlay's own entry if it has one (never one equal to a base value present);
+        # not by `_find`, whose answer the count just set to 0 may have changed
+        if entry in self.sc.extra_index:
             self.sc.extra_index.remove(entry)
 
     def update(self, entries: list[tuple[Any, ...]]) -> None:

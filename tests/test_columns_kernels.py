@@ -197,17 +197,21 @@ def test_columns_mfp_equals_the_row_kernel(seed: int) -> None:
 
 DEC_TYPES = {0: ("DECIMAL(15,2)", pa.decimal128(15, 2)), 1: ("DECIMAL(6,3)", pa.decimal128(6, 3)),
              2: ("INTEGER", pa.int32()), 3: ("BIGINT", pa.int64()),
-             4: ("DECIMAL(18,2)", pa.decimal128(18, 2))}
+             4: ("DECIMAL(18,2)", pa.decimal128(18, 2)), 5: ("DECIMAL(38,2)", pa.decimal128(38, 2))}
 
 
 def _dec_value(rng: random.Random, col: int) -> Any:
     if rng.random() < 0.2:
         return None
+    if col == 3 and rng.random() < 0.2:  # int64's ends (NumPy's abs of -2**63 is negative)
+        return rng.choice([-(2 ** 63), 2 ** 63 - 1, 10 ** 18, -(10 ** 18) + 1])
     if col in (2, 3):
         return rng.randint(-9, 9)
     scale = 3 if col == 1 else 2
     if col == 4 and rng.random() < 0.3:  # past what a product or a sum keeps in 18 digits
         return decimal.Decimal(rng.choice([1, -1]) * 999_999_999_999_999_9).scaleb(-scale)
+    if col == 5 and rng.random() < 0.5:  # within int64 unscaled, but two of them are not
+        return decimal.Decimal(rng.choice([1, -1]) * 9 * 10 ** 18).scaleb(-scale)
     return decimal.Decimal(rng.randint(-2000, 2000)).scaleb(-scale)
 
 
@@ -221,7 +225,7 @@ def _dec_expr(rng: random.Random, depth: int) -> tuple[Any, str]:
             c = rng.choice(list(DEC_TYPES))
             return Col(c), DEC_TYPES[c][0]
         if r < 0.8:
-            v = rng.choice(["1.5", "0.05", "2", "-0.25", "100.000", "0"])
+            v = rng.choice(["1.5", "0.05", "2", "-0.25", "100.000", "0", "0.000000000000000001"])
             d = decimal.Decimal(v)
             return Lit(d, f"DECIMAL({max(len(d.as_tuple().digits), -d.as_tuple().exponent, 1)},"
                           f"{-d.as_tuple().exponent})"), ""
@@ -251,14 +255,15 @@ def _random_dec_mfp(rng: random.Random) -> Mfp:
 def test_columns_mfp_decimals_equal_the_row_kernel(seed: int) -> None:
     """DECIMAL +, -, * (with ints and literals) and comparisons over columns give exactly the
     per-row Decimals (digits, exponent, no -0), or leave the table to the rows: a result of 18
-    digits or more (the wide column's values) is never computed over columns."""
+    digits or more (the wide columns' values, int64's ends) is never computed over columns;
+    tables of no rows too."""
     rng = random.Random(100 + seed)
     taken = tried = 0
     for _ in range(60):
         m = _random_dec_mfp(rng)
         kernel = columns_mfp(m)
         assert kernel is not None, m
-        n = rng.choice([1, 7, 40])
+        n = rng.choice([0, 1, 7, 40])
         table = pa.table([pa.array([_dec_value(rng, c) for _ in range(n)], type=t)
                           for c, (_, t) in DEC_TYPES.items()], names=[f"c{c}" for c in DEC_TYPES])
         rows = list(rows_of(table, table.num_columns))
@@ -272,6 +277,35 @@ def test_columns_mfp_decimals_equal_the_row_kernel(seed: int) -> None:
         have = list(rows_of(got, got.num_columns))
         assert _same(have, want), (m, have, want)
     assert taken >= tried // 3, (taken, tried)
+
+
+def test_columns_mfp_decimals_at_int64s_ends() -> None:
+    """Operands whose unscaled values fit int64 but whose sum or rescaling would not (two
+    DECIMAL(38,2) of 9e16, a BIGINT of -2**63 beside 0.00, whose NumPy abs is negative):
+    the rows decide, so the answers are the per-row Decimals and the comparison keeps what
+    Python's does; a table of no rows, and a literal of more digits than int64 holds."""
+    big = decimal.Decimal(9 * 10 ** 18).scaleb(-2)
+    table = pa.table([pa.array([big, decimal.Decimal("1.00")], pa.decimal128(38, 2)),
+                      pa.array([-(2 ** 63), 5], pa.int64())], names=["d", "i"])
+    zero = Lit(decimal.Decimal("0.00"), "DECIMAL(2,2)")
+    long = Lit(decimal.Decimal("0.1234567890123456789012"), "DECIMAL(22,22)")
+    rows = list(rows_of(table, 2))
+    for maps, filters in (((Call("add", (Col(0), Col(0)), "DECIMAL(38,2)"),), ()),
+                          ((Call("sub", (Col(0), Call("neg", (Col(0),), "DECIMAL(38,2)")),
+                                 "DECIMAL(38,2)"),), ()),
+                          ((Call("add", (Col(1), zero), "DECIMAL(22,2)"),), ()),
+                          ((), (Call("ge", (Col(1), zero), "BOOLEAN"),)),
+                          ((Call("mul", (Col(1), zero), "DECIMAL(18,2)"),), ()),
+                          ((Call("add", (Col(0), long), "DECIMAL(38,22)"),), ())):
+        m = Mfp(Get("t", 2), maps, filters, tuple(range(2 + len(maps))))
+        want = _reference(m, rows)
+        kernel = columns_mfp(m)
+        for t in (table, table.slice(0, 0)):
+            got = kernel(t) if kernel is not None else None
+            if got is not None:
+                assert _same(list(rows_of(got, got.num_columns)),
+                             _reference(m, list(rows_of(t, 2))) or []), m
+        assert want is not None
 
 
 def test_columns_mfp_leaves_errors_to_the_rows() -> None:

@@ -276,3 +276,41 @@ def test_merged_declines_overlays_of_another_class() -> None:
     cents = np.array([150, 200], dtype=np.int64)
     assert SortedCounts(cents, None, "decimal", 0, 2).merged(
         SortedCounts(cents, None, "decimal", 0, 3)) is None
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "decimal"])  # (no date equals a datetime)
+def test_a_dead_base_value_comes_back_as_inserted(kind: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A base value whose every copy was deleted, then a value equal to it inserted that
+    prints otherwise (1.0 for 1, -0.0 for 0.0, 1.0 or -0.00 for 1.00 and 0.00): the per-row
+    dict keys it by the object inserted, and so does the state in
+    arrays (its overlay), until it is deleted and the base's own form comes back."""
+    monkeypatch.setattr(aggregate_columns, "ARRAY_INDEX_MIN", 1)
+    base = {"int": [0, 1, 2, 3], "float": [0.0, 1.0, 2.5, 3.0],
+            "date": [D0 + datetime.timedelta(days=i) for i in range(4)],
+            "decimal": [_cents(i * 100) for i in range(4)]}[kind]
+    other = {"int": [1.0, 0.0], "float": [-0.0, 1],
+             "decimal": [Decimal("1.0"), Decimal("-0.00")]}[kind]
+    vals = [v for v in base for _ in range(100)]  # each value 100 times
+    table = pa.table([pa.array([1] * len(vals)), pa.array(vals, ATYPE[kind])], names=["k", "v"])
+    plan = IncrementalAggregates((Agg("min", 1, False, VTYPE[kind]),
+                                  Agg("max", 1, False, VTYPE[kind]),
+                                  Agg("count_star", None, False, "BIGINT")))
+    built = build_states(plan, table, (0,))
+    assert built is not None
+    got = built[(1,)]
+    assert isinstance(got.values[1], SortedCounts)
+    want = plan((1,))
+    want.apply_vals(list(rows_of(table, 2)), 1)
+    for o in other:
+        equal = next(b for b in base if b == o)
+        gone = [((1, equal), -1)] * 100
+        # the other form first counted with the base value present (one key: the base's),
+        # the last copy deleted by it and inserted by it again in one change (now its own
+        # key); then the base value deleted and inserted in both forms
+        for change in ([((1, o), 1)], gone, [((1, o), -1), ((1, o), 1)], [((1, o), -1)],
+                       [((1, equal), 1)], [gone[0]], [((1, o), 1)], [((1, equal), 1)],
+                       [((1, o), -1)], [((1, equal), -1)], [((1, equal), 1)]):
+            got.apply(change)
+            want.apply(change)
+            assert _view(got) == _view(want), (o, change)
