@@ -20,14 +20,12 @@ them; doubles to 1e-9 relative). The last line is
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import random
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import duckdb  # noqa: E402
 from support import same  # noqa: E402
-from views import TABLES, VIEWS, write_tables  # noqa: E402
+from views import TABLES, VIEWS, generate_tables  # noqa: E402
 
 from server.core import Database  # noqa: E402
 from server.executors import InProcessExecutor  # noqa: E402
@@ -131,8 +129,7 @@ def main() -> int:
         tmp = Path(d)
         parquet = tmp / "parquet"
         parquet.mkdir()
-        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
-            rows = child.submit(write_tables, args.sf, args.seed, str(parquet)).result()
+        rows = generate_tables(args.sf, args.seed, parquet)
         print(f"sf={args.sf:g}: " + ", ".join(f"{t}={n:,}" for t, n in rows.items()), flush=True)
         dec = run("DECIMAL(15,2)", parquet, tmp, args.seed)
         dbl = run("DOUBLE", parquet, tmp, args.seed)

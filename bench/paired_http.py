@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import itertools
-import multiprocessing
 import os
 import random
 import statistics
@@ -29,7 +28,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -97,8 +95,7 @@ def main() -> int:
         tmp = Path(d)
         parquet = tmp / "parquet"
         parquet.mkdir()
-        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
-            child.submit(V.write_tables, args.sf, args.seed, str(parquet)).result()
+        V.generate_tables(args.sf, args.seed, parquet)
         data = V.Data(args.sf, args.seed, generate=False)
         servers: list[Served] = []
         try:

@@ -313,9 +313,16 @@ class Data:
                 round(rng.uniform(1000, 500_000), 2), odate, rng.choice(PRIORITIES), 0)
 
 
+def generate_tables(sf: float, seed: int, directory: Path) -> dict[str, int]:
+    """`write_tables` in a child process (its memory then leaves with it): the rows of each
+    table written to `directory`."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+        return child.submit(write_tables, sf, seed, str(directory)).result()
+
+
 def write_tables(sf: float, seed: int, directory: str) -> dict[str, int]:
     """Generate the tables and write each as `<directory>/<table>.parquet`; the rows of
-    each. `main` runs this in a child process: the generator's memory (2-3 GB of Python and
+    each. `generate_tables` runs this in a child process: the generator's memory (2-3 GB of Python and
     Arrow objects at sf 1, most of it kept by the allocators after it is freed, and the
     tables themselves) then never counts in the peak RSS measured of the engine and DuckDB."""
     data = Data(sf, seed)
@@ -965,8 +972,7 @@ def main() -> int:
         parquet_dir = tmp / "parquet"
         parquet_dir.mkdir()
         t0 = time.perf_counter()
-        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
-            num_rows = child.submit(write_tables, args.sf, args.seed, str(parquet_dir)).result()
+        num_rows = generate_tables(args.sf, args.seed, parquet_dir)
         data = Data(args.sf, args.seed, generate=False)
         data.num_rows = num_rows
         files = {t: parquet_dir / f"{t}.parquet" for t in TABLES}

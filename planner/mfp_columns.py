@@ -188,7 +188,7 @@ def columns_mfp(m: Mfp) -> Callable[[Any], Any] | None:
                 if not pa.types.is_boolean(v.type):
                     raise _Undecided
                 keep = v if keep is None else _pc().and_kleene(keep, v)
-        except (_Undecided, pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
+        except (_Undecided, pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
         out = pa.table([cols[i] for i in m.project],
                        names=[f"c{j}" for j in range(len(m.project))])
