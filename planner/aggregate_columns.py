@@ -24,9 +24,8 @@ rows) when the table holds something this module does not decide exactly. The su
   (exact sums per (group, exponent), see `planner.float_sums`; MIN/MAX only without NaN or -0.0,
   which the row path orders and keys by its own rules), DECIMALs of up to 18 digits (SUM and
   AVG: the unscaled values summed as ints, `engine.sources.decimal_unscaled`; MIN and MAX:
-  made Decimals where they
-  leave the arrays), dates and timestamps (MIN and MAX: days and microseconds, made dates and
-  datetimes where they leave the arrays), strings (MIN and MAX: ranks among the column's
+  made Decimals where they leave the arrays), dates and timestamps (MIN and MAX: days and
+  microseconds, made dates and datetimes where they leave the arrays), strings (MIN and MAX: ranks among the column's
   sorted distinct values, `_string_ranks`); COUNT(DISTINCT x) of any of these (one sort of
   (group, value) pairs, `_distinct_pairs`), SUM and AVG(DISTINCT x) of ints and DECIMALs (the
   same pairs summed and counted); and COUNT(x) of a column of any type, which reads only its validity
@@ -625,7 +624,7 @@ class BuiltGroups:
                 return pa.array(s / np.where(has, n, 1), mask=mask)
             return None
         if kind == DECIMAL and f == "sum" and isinstance(s, np.ndarray) and \
-                self.scales[x] <= 18 and (not len(s) or int(np.abs(s).max()) < 10 ** 18):
+                self.scales[x] <= 18 and not ((s >= 10 ** 18) | (s <= -10 ** 18)).any():
             # each total at the column's scale, as `_totals` makes it a Decimal (18 digits
             # at most: an int64 each)
             return _decimals(np.where(has, s, 0), self.scales[x], has)
