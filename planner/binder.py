@@ -55,7 +55,10 @@ from planner.ir import (
     Threshold,
     TopK,
     Union,
+    conjuncts,
+    map_cols,
     null,
+    scalar_cols,
 )
 from planner.naming import output_name
 from planner.scalar import (
@@ -823,8 +826,13 @@ class Binder:
 
         unmatched(L) = L - semijoin(L, distinct(L-part of inner)): the subtraction is exact for
         any ON predicate because the matched rows are a sub-multiset of L (Materialize's
-        anti_lookup)."""
+        anti_lookup). When the ON condition is equalities of a column of each side and
+        conjuncts over one side alone, the semijoin is by the equality's columns instead
+        (`_equi_split`): a row of L matches iff it passes L's conjuncts and its key is among
+        the distinct keys of the R rows that pass theirs, so the distinct is of R's key
+        columns, not of every column of the inner join's L part."""
         nl, nr = left.arity, right.arity
+        split = _equi_split(preds, nl) if inner_of is None else None
 
         def build(lg: Get, rg: Get) -> Rel:
             inner: Rel = Join(lg, rg, ())
@@ -835,6 +843,17 @@ class Binder:
 
             def with_inner(ig: Get) -> Rel:
                 parts: list[Rel] = [ig]
+                if split is not None:
+                    eqs, lpreds, rpreds = split
+                    lkeys = tuple(a for a, _ in eqs)
+                    rkeys = tuple(b for _, b in eqs)
+                    if side in ("LEFT", "FULL"):
+                        parts.append(_pad(_unmatched_by_key(lg, lpreds, lkeys, rg, rpreds, rkeys),
+                                          nr, after=True))
+                    if side in ("RIGHT", "FULL"):
+                        parts.append(_pad(_unmatched_by_key(rg, rpreds, rkeys, lg, lpreds, lkeys),
+                                          nl, after=False))
+                    return Union(tuple(parts))
                 if side in ("LEFT", "FULL"):
                     parts.append(_pad(_unmatched(lg, Mfp(ig, (), (), tuple(range(nl)))),
                                       nr, after=True))
@@ -2149,6 +2168,53 @@ def _unmatched(full: Rel, matched_part: Rel) -> Rel:
     n = full.arity
     m = _distinct(matched_part)
     semi = Mfp(Join(full, m, tuple((i, i) for i in range(n))), (), (), tuple(range(n)))
+    return Union((full, Negate(semi)))
+
+
+def _equi_split(preds: tuple[Scalar, ...], nl: int) -> tuple[
+        tuple[tuple[int, int], ...], tuple[Scalar, ...], tuple[Scalar, ...]] | None:
+    """An ON condition over (L, R) (L's `nl` columns first) as equalities `L.a = R.b` of plain
+    columns, conjuncts reading L alone and conjuncts reading R alone (R's columns renumbered
+    from 0), or None when it has none of the first or a conjunct of another form (reading
+    both sides otherwise, or no column)."""
+    eqs: list[tuple[int, int]] = []
+    lp: list[Scalar] = []
+    rp: list[Scalar] = []
+    for p in preds:
+        for c in conjuncts(p):
+            if isinstance(c, Call) and c.func == "eq" and len(c.args) == 2 and all(
+                    isinstance(a, Col) for a in c.args):
+                a, b = c.args[0].index, c.args[1].index  # type: ignore[union-attr]
+                if a >= nl > b:
+                    a, b = b, a
+                if a < nl <= b:
+                    eqs.append((a, b - nl))
+                    continue
+            cs = scalar_cols(c)
+            if cs and max(cs) < nl:
+                lp.append(c)
+            elif cs and min(cs) >= nl:
+                rp.append(map_cols(c, lambda i: i - nl))
+            else:
+                return None
+    return (tuple(eqs), tuple(lp), tuple(rp)) if eqs else None
+
+
+def _unmatched_by_key(full: Rel, own: tuple[Scalar, ...], keys: tuple[int, ...], other: Rel,
+                      theirs: tuple[Scalar, ...], their_keys: tuple[int, ...]) -> Rel:
+    """The rows of `full` that match no row of `other` under an ON condition of `_equi_split`'s
+    form: `full` minus its rows that pass `own` and whose key columns `keys` are among the
+    distinct `their_keys` of `other`'s rows passing `theirs`. SQL's equality never matches
+    NULL, while a join's keys do, so NULL keys are filtered out on both sides."""
+    n = full.arity
+
+    def not_null(ks: tuple[int, ...]) -> tuple[Scalar, ...]:
+        return tuple(Call("not", (Call("is_null", (Col(k),), "BOOLEAN"),), "BOOLEAN")
+                     for k in ks)
+
+    found = _distinct(Mfp(other, (), theirs + not_null(their_keys), their_keys))
+    semi = Mfp(Join(Mfp(full, (), own + not_null(keys), tuple(range(n))), found,
+                    tuple((k, i) for i, k in enumerate(keys))), (), (), tuple(range(n)))
     return Union((full, Negate(semi)))
 
 

@@ -407,10 +407,10 @@ def _simple(p: Scalar) -> bool:
     return (isinstance(a, Col) and isinstance(b, Lit)) or (isinstance(a, Lit) and isinstance(b, Col))
 
 
-def _conjuncts(p: Scalar) -> list[Scalar]:
+def conjuncts(p: Scalar) -> list[Scalar]:
     """`p`'s conjuncts in the order they are evaluated (AND is lazy, left to right)."""
     if isinstance(p, Call) and p.func == "and":
-        return [c for a in p.args for c in _conjuncts(a)]
+        return [c for a in p.args for c in conjuncts(a)]
     return [p]
 
 
@@ -442,7 +442,7 @@ def scan_filters(r: Rel) -> dict[str, tuple[Scalar, ...]]:
         for p in m.filter:
             if not scalar_cols(p) <= own:
                 continue  # reads a map column: runs after the maps, so after these
-            for c in _conjuncts(p):
+            for c in conjuncts(p):
                 if not _simple(c):
                     return frozenset(taken)
                 taken.append(c)

@@ -52,6 +52,12 @@ VIEWS: list[str] = [
     "SELECT x.id, y.id FROM t x JOIN t y ON x.a = y.a AND x.id < y.id",
     "SELECT t.id, u.s FROM t JOIN u ON t.a = u.a AND t.c > u.id / 10",
     "SELECT t.id, u.id FROM t LEFT JOIN u ON t.a < u.a AND u.id < 15",
+    # outer joins whose unmatched rows are found by key (ON: equalities and one-side
+    # conjuncts), a conjunct of the preserved side, two keys, the equality written backwards
+    "SELECT t.id, u.id FROM t LEFT JOIN u ON t.a = u.a AND t.c > 1",
+    "SELECT t.id, u.id, u.s FROM t FULL JOIN u ON t.a = u.a AND t.b = u.s AND t.flag",
+    "SELECT u.id, t.id FROM t RIGHT JOIN u ON u.a = t.a AND u.m > 1 AND t.c < 3",
+    "SELECT t.a, count(u.id), count(*) FROM t LEFT JOIN u ON t.a = u.a AND t.flag GROUP BY t.a",
     "SELECT x.id, y.id, z.id FROM t x JOIN u y ON x.a = y.a JOIN t z ON y.id = z.id",
     "SELECT t.id, u.id FROM t, u WHERE t.b = u.s AND t.a = u.a",
     "SELECT * FROM (SELECT a, sum(c) AS sc FROM t GROUP BY a) x"

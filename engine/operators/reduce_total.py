@@ -163,6 +163,8 @@ class ReduceTotalOp(Operator):
             # as columns): absorbed as they are, not made one list of updates by `split`
             self.upper = frontier
             return
+        if len(new) > 1 and not self.buffer and not self.states and not self.unbuilt:
+            new = self._build_from_largest(ex, new, frontier)
         ready, self.buffer, self.buffer_lower, self.buffer_frontier = split_buffer(
             ex, new, self.buffer, self.buffer_lower, self.buffer_frontier, frontier
         )
@@ -182,6 +184,36 @@ class ReduceTotalOp(Operator):
             self._apply_time(t, per_key, diff, out)
         if out:
             self.send(ex.from_updates(out), [min(by_time)])
+
+    def _build_from_largest(self, ex: Any, new: list[Any], frontier: Antichain) -> list[Any]:
+        """A hydration given as several payloads of one complete time, the largest of them an
+        insertion of keyed columns (an outer join's inner join as columns, beside its
+        unmatched rows: the preserved side's rows and the retraction of those that matched):
+        every group's state built from those columns (`_build_from_columns`), and the other
+        payloads, consolidated, returned to be applied to the states as a later batch at the
+        same time. Why: made one list of updates with the columns, every row would be a
+        Python tuple; consolidated apart, an outer join's matched rows cancel their
+        retractions before any key state sees them. Returns `new` unchanged when it is not of
+        that form or the factory declines."""
+        keyed_columns = getattr(ex, "keyed_columns", None)
+        if keyed_columns is None or any(p.__class__ is list for p in new):
+            return new
+        times = {getattr(p, "time", None) for p in new}
+        if len(times) != 1 or None in times:
+            return new
+        (t,) = times
+        if frontier.less_equal(t):
+            return new  # not complete yet: buffered as usual
+        big = max(range(len(new)), key=lambda i: len(new[i]))
+        cols = keyed_columns(new[big])
+        if cols is None or cols.diff != 1 or not self._build_from_columns(ex, cols):
+            return new
+        rest: list[Any] = []
+        for i, p in enumerate(new):
+            if i != big:
+                rest.extend(ex.collect(p))
+        rest = ex.consolidate(rest)
+        return [rest] if rest else []
 
     def _build_from_columns(self, ex: Any, ready: Any) -> bool:
         """The first input, an insertion of keyed columns (engine.columns_at: a hydration;
