@@ -189,19 +189,10 @@ def keyed_columns_split(updates: list[tuple[Any, Time, int]], consolidate: bool 
         return None
     arrays = []
     for col in zip(*rows, strict=True):
-        kinds = set(map(type, col)) - {type(None)}
-        if len(kinds) > 1 or not kinds <= _ROUND_TRIP_TYPES:
+        array = exact_array(col)
+        if array is None:
             return None
-        try:
-            if kinds == {Decimal}:
-                array = _decimal_array(col)
-                if array is None:
-                    return None
-                arrays.append(array)
-            else:
-                arrays.append(pa.array(col, pa.int64()) if kinds == {int} else pa.array(col))
-        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
-            return None
+        arrays.append(array)
     table = pa.table(arrays, names=[f"c{i}" for i in range(len(arrays))])
     counts = np.asarray(diffs, dtype=np.int64)
     parts: list[ColumnsAt | None] = []
@@ -218,6 +209,23 @@ def keyed_columns_split(updates: list[tuple[Any, Time, int]], consolidate: bool 
             part = table
         parts.append(ColumnsAt(part, time, sign, key))
     return parts[0], parts[1]
+
+
+def exact_array(col: tuple[Any, ...]) -> Any:
+    """A column of Python values as an Arrow array that `rows_of` gives back as equal values
+    of the same types, or None: the values must be of one type in `_ROUND_TRIP_TYPES` (or
+    NULL) that Arrow takes (ints within int64; Decimals as `_decimal_array` requires)."""
+    import pyarrow as pa
+
+    kinds = set(map(type, col)) - {type(None)}
+    if len(kinds) > 1 or not kinds <= _ROUND_TRIP_TYPES:
+        return None
+    try:
+        if kinds == {Decimal}:
+            return _decimal_array(col)
+        return pa.array(col, pa.int64()) if kinds == {int} else pa.array(col)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
 
 
 def _decimal_array(col: tuple[Any, ...]) -> Any:

@@ -34,10 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from engine.columns_at import ColumnsAt, value_kind
+from engine.columns_at import ColumnsAt, exact_array, value_kind
 from engine.lattice import join
 from engine.rows_batch import KeyedRowsBatch, ascending, int_column
 
+# A cross join on columns (`_with_few_rows`) takes the other side's rows as constants when
+# it has at most this many: a scalar subquery's one value, not a second table.
+CROSS_ROWS = 8
 # More output pairs than this are left to the row path, which charges the run's budget as it
 # goes (engine.budget): a runaway join fails there before it fills memory.
 MAX_PAIRS = 20_000_000
@@ -154,6 +157,13 @@ def join_tables(new: Any, others: list[Any], new_is_left: bool) -> ColumnsAt | N
                 continue
             at = (join(new.time, b.time), new.diff * b.diff)
             cols = left.table.take(pa.array(i)).columns + right.table.take(pa.array(j)).columns
+        elif (new_table or b_table) and not (new if new_table else b).key:
+            rows, few = (new, b) if new_table else (b, new)
+            crossed = _with_few_rows(rows, few, (rows is new) == new_is_left)
+            if crossed is None:
+                return None
+            cols, (t, r) = crossed
+            at = (join(rows.time, t), rows.diff * r)
         elif new_table or b_table:
             rows, keys = (new, b) if new_table else (b, new)
             keyed = _with_key_set(rows, keys)
@@ -179,6 +189,38 @@ def join_tables(new: Any, others: list[Any], new_is_left: bool) -> ColumnsAt | N
         return ColumnsAt(new.table.slice(0, 0), new.time, new.diff)  # nothing joined
     table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
     return ColumnsAt(table, stamp[0], stamp[1])
+
+
+def _with_few_rows(rows: Any, few: Any, rows_left: bool) -> tuple[list[Any], tuple[Any, int]] | None:
+    """A cross join (the empty key) of the table of `rows` with `few`, a batch of at most
+    `CROSS_ROWS` rows all at one time with one diff (an uncorrelated scalar subquery's one
+    value): the output's columns, the table's once per row of `few` beside that row's
+    values repeated, and `few`'s (time, diff). None when `few` is not such a batch or a
+    value does not convert to Arrow exactly (`exact_array`)."""
+    import pyarrow as pa
+
+    updates = getattr(few, "updates", None)
+    if updates is None or few.records > CROSS_ROWS or set(updates) != {()}:
+        return None
+    entries = updates[()]
+    if len({(t, r) for _, t, r in entries}) != 1:
+        return None
+    if len({len(row) for row, _, _ in entries}) != 1:
+        return None
+    # each column of `few` as one array (its rows' values of one type), so that every part
+    # below has one schema
+    consts = [exact_array(col) for col in zip(*(row for row, _, _ in entries), strict=True)]
+    if any(c is None for c in consts):
+        return None
+    n = rows.table.num_rows
+    tables = []
+    for i in range(len(entries)):
+        repeated = [c.take(np.full(n, i, dtype=np.int64)) for c in consts]
+        cols = rows.table.columns + repeated if rows_left else repeated + rows.table.columns
+        tables.append(pa.table(cols, names=[f"c{i}" for i in range(len(cols))]))
+    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    _, t, r = entries[0]
+    return table.columns, (t, r)
 
 
 def _with_key_set(new: Any, b: Any) -> tuple[Any, tuple[Any, int]] | None:

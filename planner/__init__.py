@@ -70,15 +70,17 @@ class CompiledView:
 
         return evaluate(self.plan, sources)
 
-    def build(self, df: Any, sources: dict[str, Any]) -> Any:
+    def build(self, df: Any, sources: dict[str, Any], start: int = 0) -> Any:
         """Build the dataflow for this view in ``df``; ``sources`` maps every name in
-        ``self.dependencies`` to a root-scope Collection of row tuples."""
+        ``self.dependencies`` to a root-scope Collection of row tuples. ``start``: the first
+        epoch at which its output is read (the sources send nothing earlier), where the
+        plan's constants enter."""
         from planner.lower import lower
 
         missing = [d for d in self.dependencies if d not in sources]
         if missing:
             raise PlanError("internal", f"build() needs sources for {', '.join(missing)}")
-        return lower(self.plan, df, sources)
+        return lower(self.plan, df, sources, start)
 
 
 _CREATE = re.compile(r"^\s*create\s+(?:or\s+replace\s+)?(?:materialized\s+)?view\s+"

@@ -108,6 +108,9 @@ class Bound:
     # the names DuckDB gives the columns (case as typed, expressions as DuckDB prints them);
     # ``names`` are the lowercased names the binder resolves references with
     labels: list[str] | None = None
+    # provably exactly one row, whatever the tables hold (a global aggregate without HAVING,
+    # LIMIT 0 or OFFSET), when it reads no outer column
+    exactly_one: bool = False
 
     @property
     def out_names(self) -> list[str]:
@@ -1049,7 +1052,9 @@ class Binder:
         # a global aggregate, a FROM-less SELECT or LIMIT 0/1 yields at most one row
         one = (group is None and bool(agg_nodes)) or A(sel, "from") is None or (
             limit is not None and limit <= 1)
-        return Bound(out, names, [t for _, t in outs], one, labels)
+        exactly = group is None and bool(agg_nodes) and having is None and not offset and (
+            limit is None or limit >= 1)
+        return Bound(out, names, [t for _, t in outs], one, labels, exactly)
 
     def own_aggs(self, e: exp.Expression | None) -> list[exp.Expression]:
         return [a for a in _find_aggs(e) if id(a) not in self.outer_aggs]
@@ -1365,6 +1370,8 @@ class Binder:
 
                 def with_q2(qg: Get) -> Rel:
                     hit = Mfp(Join(og, qg, keys), (), (), tuple(range(n + m)) + (n + 2 * m,))
+                    if not m and b.exactly_one:
+                        return hit  # every outer row has its one value: none is missed
                     present = _distinct(Mfp(qg, (), (), tuple(range(m))))
                     miss = _pad(Union((og, Negate(Mfp(Join(og, present, keys), (), (),
                                                       tuple(range(n + m)))))), 1, after=True)

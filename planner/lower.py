@@ -155,8 +155,14 @@ def use_reduce_total(scope: Any) -> bool:
 
 
 class Lowerer:
-    def __init__(self, df: Any, sources: dict[str, Any], fuse: bool = True) -> None:
+    def __init__(self, df: Any, sources: dict[str, Any], fuse: bool = True,
+                 start: int = 0) -> None:
         self.df = df
+        # The epoch a constant enters at: the first one the view is read at. Entered earlier,
+        # a constant's rows sit at another time than the sources' first rows, so nothing
+        # consolidates them with those (a global aggregate's NULL row and its retraction, at
+        # two times, made a cross join with it yield every row three times).
+        self.start = start
         self.fuse = fuse  # generated keyed-MFP kernels; False lowers every node as written
         self.sources = sources
         self.memo: dict[tuple[Any, ...], Any] = {}
@@ -259,6 +265,8 @@ class Lowerer:
             return self.bring(src, scope)
         if isinstance(r, Constant):
             handle, c = self.df.new_input("constant")
+            if self.start:
+                handle.advance_to(self.start)
             for row in r.rows:
                 handle.insert(row)
             handle.close()
@@ -399,7 +407,8 @@ def _concat_values(key: Any, row: tuple[Any, ...], other: tuple[Any, ...]) -> tu
 _concat_values.concatenates = True  # type: ignore[attr-defined]
 
 
-def lower(plan: Rel, df: Any, sources: dict[str, Any]) -> Any:
-    """Build ``plan`` in ``df`` reading ``sources``; returns the root-scope output Collection."""
-    low = Lowerer(df, sources)
+def lower(plan: Rel, df: Any, sources: dict[str, Any], start: int = 0) -> Any:
+    """Build ``plan`` in ``df`` reading ``sources``; returns the root-scope output Collection.
+    The plan's constants enter at epoch ``start`` (see `Lowerer`)."""
+    low = Lowerer(df, sources, start=start)
     return low.lower(plan, df.root, {}, 0)

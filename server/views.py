@@ -166,7 +166,7 @@ class MaintainedView:
             handle.advance_to(start_ts)
             self.handles[dep] = handle
             sources[dep] = coll
-        out = self.compiled.build(dataflow, sources)
+        out = self.compiled.build(dataflow, sources, start_ts)
         self.read = self.compiled.columns_read()
         self.arranged = out.arrange_by_self(f"view:{self.name}")
         # The server's reader: what a run sealed is its output (`run_schedule`), and what the
