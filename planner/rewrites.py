@@ -18,6 +18,8 @@ from planner.ir import (
     Call,
     Col,
     Constant,
+    FlatMap,
+    Get,
     Join,
     Let,
     LetRec,
@@ -33,8 +35,10 @@ from planner.ir import (
     children,
     map_cols,
     mfp_reads,
+    null,
     scalar_cols,
     transform_up,
+    walk,
     with_children,
 )
 from planner.joins import order_joins, plan_delta_joins
@@ -252,7 +256,14 @@ def join_keys_from_where(r: Rel) -> Rel:
 
 
 def prune_projections(r: Rel) -> Rel:
-    """Narrow join inputs to the columns read above the join (or used as keys)."""
+    """Narrow join inputs to the columns read above the join (or used as keys), down a chain
+    of joins: an input that is itself a join is narrowed in turn."""
+    def narrowed(r: Rel, cols: list[int]) -> Rel:
+        m = Mfp(r, (), (), tuple(cols))
+        if isinstance(r, Mfp):
+            m = _fuse(m)
+        return f(m) if isinstance(m, Mfp) and isinstance(m.input, Join) else m
+
     def f(n: Rel) -> Rel:
         if not (isinstance(n, Mfp) and isinstance(n.input, Join)):
             return n
@@ -265,8 +276,8 @@ def prune_projections(r: Rel) -> Rel:
             return n
         lpos = {c: i for i, c in enumerate(lneed)}
         rpos = {c: i for i, c in enumerate(rneed)}
-        left = j.left if len(lneed) == nl else Mfp(j.left, (), (), tuple(lneed))
-        right = j.right if len(rneed) == nr else Mfp(j.right, (), (), tuple(rneed))
+        left = j.left if len(lneed) == nl else narrowed(j.left, lneed)
+        right = j.right if len(rneed) == nr else narrowed(j.right, rneed)
         nl2 = len(lneed)
         keys = tuple((lpos[a], rpos[b]) for a, b in j.keys)
         total = nl + nr
@@ -281,6 +292,133 @@ def prune_projections(r: Rel) -> Rel:
 
         return Mfp(Join(left, right, keys), tuple(map_cols(e, re) for e in n.map),
                    tuple(map_cols(e, re) for e in n.filter), tuple(re(i) for i in n.project))
+    return transform_up(r, f)
+
+
+# ---------------------------------------------------------------- narrow_lets
+
+
+def _demand(r: Rel, need: set[int], uses: dict[str, set[int]]) -> None:
+    """Add to `uses[id]` the columns of each local binding that `r` reads to produce its
+    columns `need` (the others may hold anything without changing those). An operator whose
+    result depends on whole rows (a DISTINCT or a reduce's groups and arguments, a threshold,
+    a top-k's ranking and ties) demands every column it groups, ranks or thresholds by;
+    linear operators (map/filter/project, union, negate, join) pass demand through, plus
+    what their own filters, maps and keys read."""
+    if isinstance(r, Get):
+        if r.local:
+            uses.setdefault(r.name, set()).update(need)
+        return
+    if isinstance(r, Constant):
+        return
+    if isinstance(r, Mfp):
+        n = r.input.arity
+        wanted = {r.project[i] for i in need}
+        for f in r.filter:
+            wanted |= scalar_cols(f)
+        todo = [c for c in wanted if c >= n]
+        while todo:  # the maps needed, and the maps and columns they read
+            for c in scalar_cols(r.map[todo.pop() - n]):
+                if c not in wanted:
+                    wanted.add(c)
+                    if c >= n:
+                        todo.append(c)
+        _demand(r.input, {c for c in wanted if c < n}, uses)
+        return
+    if isinstance(r, FlatMap):
+        n = r.input.arity
+        cols = {c for c in need if c < n}
+        for a in r.args:
+            cols |= scalar_cols(a)
+        _demand(r.input, cols, uses)
+        return
+    if isinstance(r, Join):
+        nl = r.left.arity
+        _demand(r.left, {c for c in need if c < nl} | {a for a, _ in r.keys}, uses)
+        _demand(r.right, {c - nl for c in need if c >= nl} | {b for _, b in r.keys}, uses)
+        return
+    if isinstance(r, Reduce):
+        cols = set(r.group)
+        for a in r.aggs:
+            cols |= {c for c in (a.arg, a.arg2) if c is not None}
+        _demand(r.input, cols, uses)
+        return
+    if isinstance(r, (Negate, ArrangeBy)):
+        keys = set(r.keys) if isinstance(r, ArrangeBy) else set()
+        _demand(r.input, need | keys, uses)
+        return
+    if isinstance(r, Union):
+        for k in r.inputs:
+            _demand(k, need, uses)
+        return
+    if isinstance(r, Let):
+        _demand(r.body, need, uses)
+        _demand(r.value, uses.get(r.id, set()), uses)
+        return
+    # TopK (ties), Threshold (whole rows), LetRec (iterated), DeltaJoin: every column
+    for k in children(r):
+        if isinstance(r, LetRec):
+            for g in walk(k):
+                if isinstance(g, Get) and g.local:
+                    uses.setdefault(g.name, set()).update(range(g.arity))
+        else:
+            _demand(k, set(range(k.arity)), uses)
+
+
+def narrow_lets(r: Rel) -> Rel:
+    """A local binding keeps only the columns some reader demands (`_demand`): its value is
+    projected onto them, and each reader's Get puts NULL in the other columns, which nothing
+    above reads (fuse_mfps and prune_projections then drop them). Why: a Let is shared by its
+    readers, so the rules that narrow a join's inputs to what the Mfp above reads stop at it;
+    an outer join or a subquery's decorrelation binds a join of whole rows (twenty columns of
+    lineitem and part for a three-column answer) and every reader carried them all."""
+    ids = [n.id for n in walk(r) if isinstance(n, Let)]
+    if not ids or len(set(ids)) != len(ids):
+        return r  # each binding names one Let: the Gets below are its
+    uses: dict[str, set[int]] = {}
+    _demand(r, set(range(r.arity)), uses)
+    keep: dict[str, tuple[int, ...]] = {}
+    for n in walk(r):
+        if isinstance(n, Let) and len(uses.get(n.id, ())) < n.value.arity:
+            keep[n.id] = tuple(sorted(uses.get(n.id, ())))
+    if not keep:
+        return r
+
+    def f(n: Rel) -> Rel:
+        if isinstance(n, Get) and n.local and n.name in keep:
+            cols = keep[n.name]
+            pos = {c: i for i, c in enumerate(cols)}
+            k = len(cols)
+            return Mfp(Get(n.name, k, True), (null(),), (),
+                       tuple(pos.get(c, k) for c in range(n.arity)))
+        if isinstance(n, Let) and n.id in keep and n.value.arity != len(keep[n.id]):
+            return Let(n.id, Mfp(n.value, (), (), keep[n.id]), n.body)
+        return n
+    return transform_up(r, f)
+
+
+def _distribute(m: Mfp) -> Rel:
+    inner = m.input
+    if isinstance(inner, Union):
+        return Union(tuple(_distribute(Mfp(k, m.map, (), m.project)) for k in inner.inputs))
+    if isinstance(inner, Negate):
+        return Negate(_distribute(Mfp(inner.input, m.map, (), m.project)))
+    if isinstance(inner, Let):
+        return Let(inner.id, inner.value, _distribute(Mfp(inner.body, m.map, (), m.project)))
+    if isinstance(inner, Mfp):
+        return _fuse(m)
+    return m
+
+
+def distribute_mfps(r: Rel) -> Rel:
+    """A map/project without filters moves below a union, a negation and a Let's body, into
+    each input (an Mfp acts on each row alone, so it distributes over the multiset sum): the
+    columns a union's reader drops (after `narrow_lets`, the NULLs its Gets put in) are not
+    carried through the union. Filters move down by `pushdown_predicates`."""
+    def f(n: Rel) -> Rel:
+        if isinstance(n, Mfp) and not n.filter and isinstance(n.input, (Union, Negate, Let)):
+            return _distribute(n)
+        return n
     return transform_up(r, f)
 
 
@@ -308,6 +446,11 @@ RULES: tuple[Rule, ...] = (
     pushdown_predicates,
     join_keys_from_where,
     pushdown_predicates,
+    fuse_mfps,
+    prune_projections,
+    fuse_mfps,
+    narrow_lets,
+    distribute_mfps,
     fuse_mfps,
     prune_projections,
     fuse_mfps,

@@ -11,8 +11,29 @@ import pytest
 from planner_support import catalog
 
 from planner import compile_view
-from planner.ir import Call, Col, Get, Join, Lit, Mfp
-from planner.rewrites import fold_constants, join_keys_from_where, pushdown_predicates
+from planner.ir import (
+    Agg,
+    Call,
+    Col,
+    FlatMap,
+    Get,
+    Join,
+    Let,
+    Lit,
+    Mfp,
+    Negate,
+    Reduce,
+    Threshold,
+    TopK,
+    Union,
+)
+from planner.rewrites import (
+    distribute_mfps,
+    fold_constants,
+    join_keys_from_where,
+    narrow_lets,
+    pushdown_predicates,
+)
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "planner"
 
@@ -114,3 +135,43 @@ def test_fold_constants_drops_true_and_empties_false() -> None:
     assert fold_constants(Mfp(Get("t", 1), (), (Lit(True, "BOOLEAN"),), (0,))) == Get("t", 1)
     out = fold_constants(Mfp(Get("t", 1), (), (Lit(None, "BOOLEAN"),), (0,)))
     assert out.rows == () and out.arity == 1
+
+
+def _value_of(plan: object) -> object:
+    assert isinstance(plan, Let)
+    return plan.value
+
+
+def test_narrow_lets_keeps_the_columns_readers_demand() -> None:
+    """A binding's value keeps the columns its readers project, filter on, join on, group
+    and aggregate by; its Gets put NULL in the others. A reader that depends on whole rows
+    (a threshold, a top-k) keeps every column."""
+    t, g = Get("t", 5), Get("l0", 5, True)
+    two = Union((Mfp(g, (), (_gt(2, 1),), (0,)), Mfp(g, (), (), (1,))))
+    out = narrow_lets(Let("l0", t, two))
+    assert _value_of(out) == Mfp(t, (), (), (0, 1, 2))
+    narrowed = Get("l0", 3, True)
+    assert all(isinstance(k, Mfp) and k.input.input == narrowed
+               for k in out.body.inputs)  # type: ignore[attr-defined]
+    grouped = Reduce(g, (1,), (Agg("sum", 3, False, "HUGEINT"),))
+    assert _value_of(narrow_lets(Let("l0", t, grouped))) == Mfp(t, (), (), (1, 3))
+    joined = Mfp(Join(g, Get("u", 2), ((4, 0),)), (), (), (0, 6))
+    assert _value_of(narrow_lets(Let("l0", t, joined))) == Mfp(t, (), (), (0, 4))
+    mapped = Mfp(g, (Call("add", (Col(2), Col(3)), "INTEGER"),), (_gt(5, 0),), (1,))
+    assert _value_of(narrow_lets(Let("l0", t, mapped))) == Mfp(t, (), (), (1, 2, 3))
+    series = Mfp(FlatMap(g, "generate_series", (Col(2), Col(3)), 1), (), (), (0, 5))
+    assert _value_of(narrow_lets(Let("l0", t, series))) == Mfp(t, (), (), (0, 2, 3))
+    for whole in (Threshold(g), TopK(g, (), (), 2), Mfp(Negate(Threshold(g)), (), (), (0,))):
+        assert narrow_lets(Let("l0", t, whole)) == Let("l0", t, whole)
+
+
+def test_distribute_mfps_moves_a_projection_into_a_union() -> None:
+    a, b, c = Get("t", 3), Get("u", 3), Get("e", 3)
+    out = distribute_mfps(Mfp(Union((a, Negate(Union((b, c))))), (), (), (2,)))
+    assert out == Union((Mfp(a, (), (), (2,)), Negate(Union((Mfp(b, (), (), (2,)),
+                                                            Mfp(c, (), (), (2,)))))))
+    inlet = distribute_mfps(Mfp(Let("l0", a, Union((Get("l0", 3, True), b))), (), (), (1,)))
+    assert inlet == Let("l0", a, Union((Mfp(Get("l0", 3, True), (), (), (1,)),
+                                        Mfp(b, (), (), (1,)))))
+    kept = Mfp(Union((a, b)), (), (_gt(0, 1),), (2,))
+    assert distribute_mfps(kept) == kept  # filters move by pushdown_predicates
