@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.columns_at import ColumnsAt, exact_array, value_kind
+from engine.columns_at import ColumnsAt, exact_array, keyed_columns_split, value_kind
 from engine.lattice import join
 from engine.rows_batch import KeyedRowsBatch, ascending, int_column
 
@@ -168,7 +168,25 @@ def join_tables(new: Any, others: list[Any], new_is_left: bool) -> ColumnsAt | N
             rows, keys = (new, b) if new_table else (b, new)
             keyed = _with_key_set(rows, keys)
             if keyed is None:
-                return None
+                # a batch of rows (a reduce's output, say): made columns, then as two tables
+                other = _rows_as_table(keys)
+                if other is None:
+                    return None
+                left, right = (rows, other) if (rows is new) == new_is_left else (other, rows)
+                pairs = _matches(left.table, left.key, right.table, right.key)
+                if pairs is None:
+                    return None
+                i, j = pairs
+                if not len(i):
+                    continue
+                at = (join(rows.time, other.time), rows.diff * other.diff)
+                cols = left.table.take(pa.array(i)).columns + \
+                    right.table.take(pa.array(j)).columns
+                if stamp is not None and at != stamp:
+                    return None
+                stamp = at
+                parts.append(pa.table(cols, names=[f"c{n}" for n in range(len(cols))]))
+                continue
             matched, (t, r) = keyed
             if not matched.num_rows:
                 continue
@@ -221,6 +239,20 @@ def _with_few_rows(rows: Any, few: Any, rows_left: bool) -> tuple[list[Any], tup
     table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
     _, t, r = entries[0]
     return table.columns, (t, r)
+
+
+def _rows_as_table(b: Any) -> ColumnsAt | None:
+    """A batch of rows at one time, all insertions or all retractions, whose keys are
+    columns of its rows (an arrangement's), as keyed columns (`keyed_columns_split`, which
+    checks that every row converts exactly and every key is its row's columns); None
+    otherwise."""
+    updates = getattr(b, "updates", None)
+    if updates is None or not b.records:
+        return None
+    split = keyed_columns_split([((k, v), t, r) for k, es in updates.items() for v, t, r in es])
+    if split is None or (split[0] is None) == (split[1] is None):
+        return None
+    return split[0] or split[1]
 
 
 def _with_key_set(new: Any, b: Any) -> tuple[Any, tuple[Any, int]] | None:
