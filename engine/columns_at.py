@@ -231,8 +231,8 @@ def exact_array(col: tuple[Any, ...]) -> Any:
         if kinds == {Decimal}:
             return _decimal_array(col)
         return pa.array(col, pa.int64()) if kinds == {int} else pa.array(col)
-    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
-        return None
+    except (OverflowError, UnicodeEncodeError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return None  # an int beyond int64, a lone surrogate: not an Arrow value
 
 
 def _decimal_array(col: tuple[Any, ...]) -> Any:

@@ -205,6 +205,8 @@ def join_tables(new: Any, others: list[Any], new_is_left: bool) -> ColumnsAt | N
         if not new_table:
             return None
         return ColumnsAt(new.table.slice(0, 0), new.time, new.diff)  # nothing joined
+    if any(p.schema != parts[0].schema for p in parts):
+        return None  # parts made from rows (a decimal's precision, a column of NULLs) differ
     table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
     return ColumnsAt(table, stamp[0], stamp[1])
 

@@ -72,9 +72,9 @@ class CompiledView:
 
     def build(self, df: Any, sources: dict[str, Any], start: int = 0) -> Any:
         """Build the dataflow for this view in ``df``; ``sources`` maps every name in
-        ``self.dependencies`` to a root-scope Collection of row tuples. ``start``: the first
-        epoch at which its output is read (the sources send nothing earlier), where the
-        plan's constants enter."""
+        ``self.dependencies`` to a root-scope Collection of row tuples. ``start``: where the
+        plan's constants enter; a caller passes the first epoch its output is read at only
+        when no source sends anything earlier (else 0)."""
         from planner.lower import lower
 
         missing = [d for d in self.dependencies if d not in sources]

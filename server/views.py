@@ -166,7 +166,11 @@ class MaintainedView:
             handle.advance_to(start_ts)
             self.handles[dep] = handle
             sources[dep] = coll
-        out = self.compiled.build(dataflow, sources, start_ts)
+        # Constants enter at `start_ts` only when every source is an input handle advanced to
+        # it: an imported arrangement hands over its batches at their own, earlier times, and
+        # a constant entered after them would be missing there (a global aggregate's row
+        # retracted at a time it was never inserted).
+        out = self.compiled.build(dataflow, sources, 0 if self.imports else start_ts)
         self.read = self.compiled.columns_read()
         self.arranged = out.arrange_by_self(f"view:{self.name}")
         # The server's reader: what a run sealed is its output (`run_schedule`), and what the

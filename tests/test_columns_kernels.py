@@ -2333,9 +2333,16 @@ def test_a_cross_join_with_few_rows_joins_as_columns_as_rows(seed: int) -> None:
     wide = arrange_updates([(((), (2 ** 70,)), (3,), 1)], False, lo, hi, lo)
     signed = arrange_updates([(((), (Decimal("-0.00"),)), (3,), 1)], False, lo, hi, lo)
     mixed = arrange_updates([(((), (1,)), (3,), 1), (((), ("1",)), (3,), 1)], False, lo, hi, lo)
-    for bad in (many, two, wide, signed, mixed):
+    surrogate = arrange_updates([(((), ("\ud800",)), (3,), 1)], False, lo, hi, lo)
+    for bad in (many, two, wide, signed, mixed, surrogate):
         assert join_tables(rows_batch, [bad], True) is None
         assert join_tables(bad, [rows_batch], False) is None
+    # two batches at one time whose columns Arrow types otherwise (a decimal's precision): the
+    # rows, not a failed concatenation
+    if n:
+        narrow, wide_dec = (arrange_updates([(((), (Decimal(v),)), (3,), 1)], False, lo, hi, lo)
+                            for v in ("1.50", "123.25"))
+        assert join_tables(rows_batch, [narrow, wide_dec], True) is None
 
 
 # -- GROUP BY few codes, summed in the rows' own order ------------------------------------------
