@@ -148,22 +148,14 @@ def join_tables(new: Any, others: list[Any], new_is_left: bool) -> ColumnsAt | N
             continue
         b_table = b.__class__ is KeyedRowsBatch and b.table is not None
         if new_table and b_table:
-            left, right = (new, b) if new_is_left else (b, new)
-            pairs = _matches(left.table, left.key, right.table, right.key)
-            if pairs is None:
-                return None
-            i, j = pairs
-            if not len(i):
-                continue
-            at = (join(new.time, b.time), new.diff * b.diff)
-            cols = left.table.take(pa.array(i)).columns + right.table.take(pa.array(j)).columns
+            got = _two_tables(new, b, new_is_left)
         elif (new_table or b_table) and not (new if new_table else b).key:
             rows, few = (new, b) if new_table else (b, new)
             crossed = _with_few_rows(rows, few, (rows is new) == new_is_left)
             if crossed is None:
                 return None
             cols, (t, r) = crossed
-            at = (join(rows.time, t), rows.diff * r)
+            got = (join(rows.time, t), rows.diff * r), cols
         elif new_table or b_table:
             rows, keys = (new, b) if new_table else (b, new)
             keyed = _with_key_set(rows, keys)
@@ -172,31 +164,21 @@ def join_tables(new: Any, others: list[Any], new_is_left: bool) -> ColumnsAt | N
                 other = _rows_as_table(keys)
                 if other is None:
                     return None
-                left, right = (rows, other) if (rows is new) == new_is_left else (other, rows)
-                pairs = _matches(left.table, left.key, right.table, right.key)
-                if pairs is None:
-                    return None
-                i, j = pairs
-                if not len(i):
-                    continue
-                at = (join(rows.time, other.time), rows.diff * other.diff)
-                cols = left.table.take(pa.array(i)).columns + \
-                    right.table.take(pa.array(j)).columns
-                if stamp is not None and at != stamp:
-                    return None
-                stamp = at
-                parts.append(pa.table(cols, names=[f"c{n}" for n in range(len(cols))]))
-                continue
-            matched, (t, r) = keyed
-            if not matched.num_rows:
-                continue
-            at = (join(rows.time, t), rows.diff * r)
-            # the key set's row is its key, which equals the matched row's key column
-            kcol = matched.column(rows.key[0])
-            cols = matched.columns + [kcol] if (rows is new) == new_is_left else \
-                [kcol] + matched.columns
+                got = _two_tables(*((new, other) if rows is new else (other, b)), new_is_left)
+            else:
+                matched, (t, r) = keyed
+                # the key set's row is its key, which equals the matched row's key column
+                kcol = matched.column(rows.key[0])
+                got = (join(rows.time, t), rows.diff * r), (
+                    matched.columns + [kcol] if (rows is new) == new_is_left else
+                    [kcol] + matched.columns) if matched.num_rows else None
         else:
             return None
+        if got is None:
+            return None
+        at, cols = got
+        if cols is None:
+            continue  # nothing matched
         if stamp is not None and at != stamp:
             return None
         stamp = at
@@ -209,6 +191,24 @@ def join_tables(new: Any, others: list[Any], new_is_left: bool) -> ColumnsAt | N
         return None  # parts made from rows (a decimal's precision, a column of NULLs) differ
     table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
     return ColumnsAt(table, stamp[0], stamp[1])
+
+
+def _two_tables(new: Any, b: Any, new_is_left: bool
+                ) -> tuple[tuple[Any, int], list[Any] | None] | None:
+    """The join of two batches holding tables (`.table`, `.key`, `.time`, `.diff`): the
+    output's (time, diff) and its columns, left's then right's (None: no pair matched); None
+    when a key column is outside `_matches`' subset."""
+    import pyarrow as pa
+
+    left, right = (new, b) if new_is_left else (b, new)
+    pairs = _matches(left.table, left.key, right.table, right.key)
+    if pairs is None:
+        return None
+    i, j = pairs
+    at = (join(new.time, b.time), new.diff * b.diff)
+    if not len(i):
+        return at, None
+    return at, left.table.take(pa.array(i)).columns + right.table.take(pa.array(j)).columns
 
 
 def _with_few_rows(rows: Any, few: Any, rows_left: bool) -> tuple[list[Any], tuple[Any, int]] | None:

@@ -56,9 +56,8 @@ from planner.ir import (
     TopK,
     Union,
     conjuncts,
-    map_cols,
     null,
-    scalar_cols,
+    split_by_side,
 )
 from planner.naming import output_name
 from planner.scalar import (
@@ -2185,8 +2184,7 @@ def _equi_split(preds: tuple[Scalar, ...], nl: int) -> tuple[
     from 0), or None when it has none of the first or a conjunct of another form (reading
     both sides otherwise, or no column)."""
     eqs: list[tuple[int, int]] = []
-    lp: list[Scalar] = []
-    rp: list[Scalar] = []
+    others: list[Scalar] = []
     for p in preds:
         for c in conjuncts(p):
             if isinstance(c, Call) and c.func == "eq" and len(c.args) == 2 and all(
@@ -2197,14 +2195,9 @@ def _equi_split(preds: tuple[Scalar, ...], nl: int) -> tuple[
                 if a < nl <= b:
                     eqs.append((a, b - nl))
                     continue
-            cs = scalar_cols(c)
-            if cs and max(cs) < nl:
-                lp.append(c)
-            elif cs and min(cs) >= nl:
-                rp.append(map_cols(c, lambda i: i - nl))
-            else:
-                return None
-    return (tuple(eqs), tuple(lp), tuple(rp)) if eqs else None
+            others.append(c)
+    lp, rp, both = split_by_side(others, nl)
+    return (tuple(eqs), tuple(lp), tuple(rp)) if eqs and not both else None
 
 
 def _unmatched_by_key(full: Rel, own: tuple[Scalar, ...], keys: tuple[int, ...], other: Rel,

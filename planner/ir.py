@@ -407,6 +407,25 @@ def _simple(p: Scalar) -> bool:
     return (isinstance(a, Col) and isinstance(b, Lit)) or (isinstance(a, Lit) and isinstance(b, Col))
 
 
+def split_by_side(preds: list[Scalar], nl: int
+                  ) -> tuple[list[Scalar], list[Scalar], list[Scalar]]:
+    """Predicates over the columns of a pair (L, R), L's `nl` first: those reading L alone,
+    those reading R alone (R's columns renumbered from 0), and the rest (reading both sides,
+    or no column), each in the given order."""
+    lp: list[Scalar] = []
+    rp: list[Scalar] = []
+    rest: list[Scalar] = []
+    for p in preds:
+        cs = scalar_cols(p)
+        if cs and max(cs) < nl:
+            lp.append(p)
+        elif cs and min(cs) >= nl:
+            rp.append(map_cols(p, lambda i: i - nl))
+        else:
+            rest.append(p)
+    return lp, rp, rest
+
+
 def conjuncts(p: Scalar) -> list[Scalar]:
     """`p`'s conjuncts in the order they are evaluated (AND is lazy, left to right)."""
     if isinstance(p, Call) and p.func == "and":

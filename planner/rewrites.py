@@ -37,6 +37,7 @@ from planner.ir import (
     mfp_reads,
     null,
     scalar_cols,
+    split_by_side,
     transform_up,
     walk,
     with_children,
@@ -161,16 +162,7 @@ def _push(r: Rel, preds: list[Scalar]) -> Rel:
             Mfp(_push(r.input, down + [_inline(f, n, r.map) for f in r.filter]), r.map, (),
                 r.project)
     if isinstance(r, Join):
-        nl = r.left.arity
-        lp, rp, stay = [], [], []
-        for p in preds:
-            cs = scalar_cols(p)
-            if cs and max(cs) < nl:
-                lp.append(p)
-            elif cs and min(cs) >= nl:
-                rp.append(map_cols(p, lambda i: i - nl))
-            else:
-                stay.append(p)
+        lp, rp, stay = split_by_side(preds, r.left.arity)
         return _filter(Join(_push(r.left, lp), _push(r.right, rp), r.keys), stay)
     if isinstance(r, Union):
         return Union(tuple(_push(k, preds) for k in r.inputs))

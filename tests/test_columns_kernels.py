@@ -2202,13 +2202,33 @@ def test_delta_joins_of_columns_equal_rows(monkeypatch: pytest.MonkeyPatch) -> N
     assert all(all(s) for s in with_rows[0])
 
 
+def _join_tables_equals_rows(new: Any, other: Any, new_is_left: bool) -> bool | None:
+    """None if `join_tables` declines `new` joined with `other`, else whether its rows, times,
+    diffs and the classes of its values equal the row kernel's (`join_batches`)."""
+    from engine.columns_join import join_tables
+    from engine.kernels import join_batches
+
+    got = join_tables(new, [other], new_is_left)
+    if got is None:
+        return None
+    want: list[Any] = []
+    join_batches(new, [other], lambda _k, a, b: a + b, new_is_left, want)
+    mine: Counter = Counter()
+    for r in rows_of(got.table, got.table.num_columns):
+        mine[(r, got.time)] += got.diff
+    ref: Counter = Counter()
+    for r, t, w in want:
+        ref[(r, t)] += w
+    classes = [[type(v) for v in r] for r, _ in sorted(+mine, key=repr)] == \
+        [[type(v) for v in r] for r, _ in sorted(+ref, key=repr)]
+    return +mine == +ref and -mine == -ref and classes
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_a_key_set_joins_as_columns_as_rows(seed: int) -> None:
     """A batch of columns joined with a set of keys (a batch whose every row is its one-column
     key, at one time with one diff) on columns equals the row kernel's join, whichever side
     is new and whichever is left; what is not such a set goes to the rows."""
-    from engine.columns_join import join_tables
-    from engine.kernels import join_batches
     from engine.lattice import Antichain
     from engine.rows_batch import KeyedRowsBatch
     from engine.trace import arrange_updates
@@ -2232,23 +2252,7 @@ def test_a_key_set_joins_as_columns_as_rows(seed: int) -> None:
     key_set = arrange_updates([(((k,), (k,)), (3,), d) for k in wanted + extra], False, lo, hi,
                               lo)
 
-    def concat(_k: Any, a: Any, b: Any) -> Any:
-        return a + b
-
-    def same_as_rows(new: Any, other: Any, new_is_left: bool) -> bool | None:
-        """None if `join_tables` declined, else whether it equals the row kernel."""
-        got = join_tables(new, [other], new_is_left)
-        if got is None:
-            return None
-        want: list[Any] = []
-        join_batches(new, [other], concat, new_is_left, want)
-        mine: Counter = Counter()
-        for r in rows_of(got.table, got.table.num_columns):
-            mine[(r, got.time)] += got.diff
-        ref: Counter = Counter()
-        for r, t, w in want:
-            ref[(r, t)] += w
-        return +mine == +ref and -mine == -ref
+    same_as_rows = _join_tables_equals_rows
 
     for new, other in ((rows_batch, key_set), (key_set, rows_batch)):
         for new_is_left in (True, False):
@@ -2288,7 +2292,6 @@ def test_a_cross_join_with_few_rows_joins_as_columns_as_rows(seed: int) -> None:
     from decimal import Decimal
 
     from engine.columns_join import CROSS_ROWS, join_tables
-    from engine.kernels import join_batches
     from engine.lattice import Antichain
     from engine.rows_batch import KeyedRowsBatch
     from engine.trace import arrange_updates
@@ -2306,26 +2309,13 @@ def test_a_cross_join_with_few_rows_joins_as_columns_as_rows(seed: int) -> None:
     d = rng.choice([1, 2, -1])
     few = arrange_updates([(((), r), (3,), d) for r in few_rows], False, lo, hi, lo)
 
-    def concat(_k: Any, a: Any, b: Any) -> Any:
-        return a + b
-
     for new, other in ((rows_batch, few), (few, rows_batch)):
         for new_is_left in (True, False):
-            got = join_tables(new, [other], new_is_left)
-            want: list[Any] = []
-            join_batches(new, [other], concat, new_is_left, want)
+            got = _join_tables_equals_rows(new, other, new_is_left)
             if got is None:  # an empty batch of columns as the other side: nothing to join
-                assert n == 0 and new is few and not want
+                assert n == 0 and new is few
                 continue
-            mine: Counter = Counter()
-            for r in rows_of(got.table, got.table.num_columns):
-                mine[(r, got.time)] += got.diff
-            ref: Counter = Counter()
-            for r, t, w in want:
-                ref[(r, t)] += w
-            assert +mine == +ref and -mine == -ref, (new is few, new_is_left)
-            assert all(type(a) is type(b) for (r, _), (q, _) in zip(sorted(mine, key=repr),
-                       sorted(ref, key=repr), strict=True) for a, b in zip(r, q, strict=True))
+            assert got, (new is few, new_is_left)
     # to the rows: more than CROSS_ROWS rows, two diffs, an int beyond int64, -0.00
     many = arrange_updates([(((), (i,)), (3,), 1) for i in range(CROSS_ROWS + 1)], False, lo,
                            hi, lo)
