@@ -2225,10 +2225,16 @@ def _join_tables_equals_rows(new: Any, other: Any, new_is_left: bool) -> bool | 
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_a_key_set_joins_as_columns_as_rows(seed: int) -> None:
+def test_a_key_set_joins_as_columns_as_rows(seed: int, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
     """A batch of columns joined with a set of keys (a batch whose every row is its one-column
     key, at one time with one diff) on columns equals the row kernel's join, whichever side
-    is new and whichever is left; what is not such a set goes to the rows."""
+    is new and whichever is left; a batch of rows that is not such a set joins as a table
+    (here at any size) or goes to the rows."""
+    import engine.columns_join as columns_join
+
+    monkeypatch.setattr(columns_join, "ROWS_AS_TABLE", 1)
+    monkeypatch.setattr(columns_join, "TABLE_PER_ROW", 10 ** 9)
     from engine.lattice import Antichain
     from engine.rows_batch import KeyedRowsBatch
     from engine.trace import arrange_updates
@@ -2281,6 +2287,30 @@ def test_a_key_set_joins_as_columns_as_rows(seed: int) -> None:
         else:
             assert same_as_rows(rows_batch, bad, True) is None
             assert same_as_rows(bad, rows_batch, False) is None
+
+
+def test_a_few_rows_against_a_large_table_stay_rows() -> None:
+    """A batch of rows joins a batch of columns as a table only from `ROWS_AS_TABLE` rows and
+    a `TABLE_PER_ROW`th of the table: a write's row against a hydrated table is one probe by
+    rows, not a pass over the table's key column."""
+    from engine.columns_join import ROWS_AS_TABLE, TABLE_PER_ROW, join_tables
+    from engine.lattice import Antichain
+    from engine.rows_batch import KeyedRowsBatch
+    from engine.trace import arrange_updates
+
+    lo, hi = Antichain([(0,)]), Antichain([(5,)])
+    n = ROWS_AS_TABLE * TABLE_PER_ROW
+    table = pa.table([pa.array(np.arange(n) % 997, pa.int64()), pa.array(np.arange(n))],
+                     names=["k", "v"])
+    big = KeyedRowsBatch(None, (0,), (2,), 1, lo, hi, lo, table=table)
+
+    def rows(m: int) -> Any:
+        return arrange_updates([(((k,), (k, -k)), (3,), 1) for k in range(m)], False, lo, hi, lo)
+
+    assert join_tables(big, [rows(1)], True) is None
+    assert join_tables(big, [rows(ROWS_AS_TABLE - 1)], True) is None
+    assert _join_tables_equals_rows(big, rows(ROWS_AS_TABLE), True) is True
+    assert _join_tables_equals_rows(rows(ROWS_AS_TABLE), big, False) is True
 
 
 @pytest.mark.parametrize("seed", range(8))
