@@ -64,15 +64,17 @@ def value_kind(t: Any) -> str:
     return "other"
 
 
-# `ColumnsAt.consolidated`: from this many rows, unless in a sample of `CONSOLIDATE_SAMPLE`
-# rows more than `CONSOLIDATE_SINGLES` of them occur once (then the rows are nearly all
-# distinct: summing them costs a little more than making them, 4% at 300,000 ints, while 300,000
-# rows of 20,000 distinct ints sum in 16 ms against 110 ms made one by one; a sample of 8,192
-# of those holds 6,700 distinct rows, so counting the distinct ones, not the singletons,
-# misjudged them); and the kinds whose Arrow equality is Python's.
-CONSOLIDATE_MIN_ROWS = 65_536
-CONSOLIDATE_SAMPLE = 8_192
-CONSOLIDATE_SINGLES = 0.95
+# `ColumnsAt.consolidated`: from this many rows, when a uniform random sample of
+# `CONSOLIDATE_SAMPLE` of them says that each distinct row occurs at least `CONSOLIDATE_COPIES`
+# times on average (then summing equal rows by Arrow's hash aggregation and making one tuple per
+# distinct row beats a tuple per row: 2-2.7x at 4 copies of each of 10,000 to 1,000,000 rows;
+# for rows that are all distinct it costs 4% more at 100,000 rows and 50% at 1,000,000); and
+# the kinds whose Arrow equality is Python's. The sample is drawn at random positions: the
+# copies of a row are often neighbours (a table loaded in key order), and a strided sample of
+# every ninth row saw none of the four copies of each key of 76,839 rows, and declined.
+CONSOLIDATE_MIN_ROWS = 16_384
+CONSOLIDATE_SAMPLE = 4_096
+CONSOLIDATE_COPIES = 1.5
 _EXACT_KINDS = frozenset({"int", "bool", "str", "date", "timestamp"})
 
 
@@ -116,11 +118,7 @@ class ColumnsAt:
             return None
         names = [f"c{i}" for i in range(t.num_columns)]  # group_by wants distinct names
         t = t.rename_columns(names)
-        step = n // CONSOLIDATE_SAMPLE
-        sample = t.take(np.arange(0, n, step))
-        counts = sample.group_by(names, use_threads=False).aggregate([([], "count_all")])
-        singles = int(np.count_nonzero(counts.column("count_all").to_numpy() == 1))
-        if singles > CONSOLIDATE_SINGLES * len(sample):
+        if mean_copies(t, names) < CONSOLIDATE_COPIES:
             return None
         groups = t.group_by(names, use_threads=False).aggregate([([], "count_all")])
         counts = groups.column("count_all").to_pylist()
@@ -131,9 +129,67 @@ class ColumnsAt:
     def __iter__(self) -> Iterator[tuple[Any, Time, int]]:
         return iter(self.as_rows().updates())
 
+
+def mean_copies(table: Any, names: list[str]) -> float:
+    """An estimate of the mean number of copies of each distinct row of `table` (its columns
+    named `names`), from the equal pairs in a uniform random sample of `CONSOLIDATE_SAMPLE`
+    rows (seeded: the same table gets the same estimate). Of the population's equal pairs P,
+    a sample of s rows of n holds P s(s-1) / (n(n-1)) on average, and n rows that are each
+    one of D distinct rows with m copies hold P = n(m-1)/2 equal pairs."""
+    n = table.num_rows
+    s = min(n, CONSOLIDATE_SAMPLE)
+    if s < 2:
+        return 1.0
+    picked = np.sort(np.random.default_rng(0).choice(n, size=s, replace=False))
+    counts = table.take(picked).group_by(names, use_threads=False).aggregate(
+        [([], "count_all")]).column("count_all").to_numpy()
+    pairs = float(np.sum(counts * (counts - 1)) / 2)
+    population = pairs * n * (n - 1) / (s * (s - 1))
+    return 1.0 + 2.0 * population / n
+
     def __repr__(self) -> str:
         return "ColumnsAt(%d rows, time=%s, diff=%d, key=%s)" % (
             len(self), self.time, self.diff, self.key)
+
+
+def summed_columns(payloads: list[Any]) -> ColumnsAt | None:
+    """Several `ColumnsAt` of one time and one key (a UNION's branches, an outer join's rows
+    and the retraction of those that matched) as one `ColumnsAt` denoting their sum, or None.
+    Of one diff, their tables concatenated; of several, equal rows summed by Arrow's hash
+    aggregation (the kinds whose Arrow equality is Python's only), each row of sum s then
+    |s| rows of one sign: None if the sums have both signs. Their tables must have equal
+    column types (the names may differ). Why: made a list of updates, every row of them would
+    be a Python tuple (a NOT IN's 200,000 rows with a string column: 240 ms to arrange)."""
+    import pyarrow as pa
+
+    if len(payloads) < 2 or any(p.__class__ is not ColumnsAt for p in payloads):
+        return None
+    first = payloads[0]
+    types = first.table.schema.types
+    if any(p.time != first.time or p.key != first.key or p.table.schema.types != types
+           for p in payloads):
+        return None
+    names = [f"c{i}" for i in range(len(types))]
+    diffs = {p.diff for p in payloads}
+    if len(diffs) == 1:
+        table = pa.concat_tables([p.table.rename_columns(names) for p in payloads])
+        return ColumnsAt(table, first.time, first.diff, first.key)
+    if not types or any(value_kind(t) not in _EXACT_KINDS for t in types):
+        return None
+    signed = pa.concat_tables([
+        p.table.rename_columns(names).append_column(
+            "diff", pa.array(np.full(len(p), p.diff, dtype=np.int64))) for p in payloads])
+    groups = signed.group_by(names, use_threads=False).aggregate([("diff", "sum")])
+    sums = groups.column("diff_sum").to_numpy()
+    nonzero = np.flatnonzero(sums)
+    sign = 1 if bool((sums[nonzero] > 0).all()) else -1
+    copies = sums[nonzero] * sign
+    if bool((copies < 0).any()):
+        return None
+    table = groups.select(names)
+    if len(nonzero) < len(sums) or (len(copies) and int(copies.max()) > 1):
+        table = table.take(np.repeat(nonzero, copies))
+    return ColumnsAt(table, first.time, sign, first.key)
 
 
 # The Python types whose values `pa.array` converts to an Arrow type that `rows_of` converts

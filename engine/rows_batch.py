@@ -35,6 +35,7 @@ from engine.lattice import Antichain, Time
 from engine.rows_at import key_getter
 from engine.sources import column_picker, column_values, rows_of
 from engine.trace import Batch, Entry
+from engine.unique import unique_ints
 
 _INT = {int}
 _TUPLE = {tuple}
@@ -114,7 +115,7 @@ class AscendingChunks:
             return int(self.starts[c]) + int(self.chunks[c].searchsorted(v, side))
         at = self.lasts.searchsorted(v, side)  # type: ignore[call-overload]
         out = np.full(len(v), self.size, dtype=np.int64)
-        for c in np.unique(at).tolist():
+        for c in unique_ints(at).tolist():
             if c == len(self.chunks):
                 continue
             sel = at == c

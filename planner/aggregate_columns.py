@@ -54,6 +54,7 @@ from engine.columnar import parallel
 from engine.columns_at import value_kind
 from engine.rows_batch import ascending, int_column
 from engine.sources import column_values, decimal_unscaled, rows_of
+from engine.unique import unique_ints
 from planner.aggregate import (
     _FLOAT_SCALE,
     _FLOAT_SCALE_BITS,
@@ -1246,7 +1247,7 @@ def _distinct_pairs(vals: np.ndarray, valid: np.ndarray | None, kind: str, bound
         uniq, ranks = np.unique(vals, return_inverse=True)
         vals, lo, hi = ranks.astype(np.int64), 0, len(uniq) - 1
     span = hi - lo + 1
-    pairs = np.unique(owner * span + (vals - lo))
+    pairs = unique_ints(owner * span + (vals - lo))
     found = pairs % span + lo
     return pairs // span, found if uniq is None else uniq[found]
 

@@ -1859,6 +1859,13 @@ def test_consolidated_columns_equal_the_rows_summed(seed: int) -> None:
     assert got is not None
     assert sorted((repr(r), d) for r, _, d in got) == _summed_reference(
         list(rows_of(many, 1)), 1)
+    # summed: four copies of each value, side by side (a table loaded in key order), which a
+    # sample of every few rows would see as all distinct
+    side = pa.table({"i": pa.array([i // 4 for i in range(n)], pa.int64())})
+    got = ColumnsAt(side, (0,), 1).consolidated()
+    assert got is not None
+    assert sorted((repr(r), d) for r, _, d in got) == _summed_reference(
+        list(rows_of(side, 1)), 1)
     # declined: floats (Python's -0.0 == 0.0), few rows, mostly distinct rows, keyed payloads
     floats = pa.table({"f": pa.array([rng.choice([0.0, -0.0, 1.5]) for _ in range(n)])})
     distinct = pa.table({"i": pa.array(range(n), pa.int64())})
@@ -2616,3 +2623,76 @@ def test_dense_order_equals_a_stable_argsort(seed: int) -> None:
     assert dense_order(rng.integers(0, 10, DENSE_MIN - 1)) is None
     sparse = np.arange(n) * (DENSE_SPAN + 1)
     assert dense_order(sparse) is None
+
+
+def _denoted(payloads: list[Any]) -> Counter[Any]:
+    """The collection some `ColumnsAt` denote: each (time, key, row) with its summed diff."""
+    out: Counter[Any] = Counter()
+    for p in payloads:
+        for row in rows_of(p.table, p.table.num_columns):
+            out[(p.time, p.key, repr(row), tuple(v.__class__.__name__ for v in row))] += p.diff
+    return +out if all(v > 0 for v in out.values()) else Counter(
+        {k: v for k, v in out.items() if v})
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_summed_columns_denote_the_sum_of_the_payloads(seed: int) -> None:
+    """`summed_columns`: several `ColumnsAt` of one time and key as one denoting their sum
+    (concatenated when of one diff, summed by Arrow when of several: rows retracted by another
+    payload cancel, repeats come back as copies), over ints, strings, dates, timestamps,
+    booleans and NULLs, column names that differ; None for sums of both signs, floats of
+    several diffs, other column types, other times or keys, and a single payload."""
+    from engine.columns_at import ColumnsAt, summed_columns
+
+    rng = random.Random(seed)
+
+    def table(n: int, names: tuple[str, ...] = ("a", "b", "c", "d")) -> Any:
+        return pa.table({
+            names[0]: pa.array([rng.choice([None, 1, 2, -3]) for _ in range(n)], pa.int64()),
+            names[1]: pa.array([rng.choice([None, "x", "é", ""]) for _ in range(n)], pa.string()),
+            names[2]: pa.array([rng.choice([None] + DATES[:2]) for _ in range(n)], pa.date32()),
+            names[3]: pa.array([rng.choice([True, False]) for _ in range(n)], pa.bool_()),
+        })
+
+    key = rng.choice([None, (0,), (1, 2)])
+    big = table(rng.randint(50, 300))
+    # a part of `big` retracted, others inserted: the sum is non-negative
+    gone = big.take(sorted(rng.sample(range(big.num_rows), rng.randint(0, big.num_rows))))
+    payloads = [ColumnsAt(big, (1,), 1, key), ColumnsAt(gone, (1,), -1, key),
+                ColumnsAt(table(rng.randint(0, 40), ("p", "q", "r", "s")), (1,), 2, key)]
+    got = summed_columns(payloads)
+    assert got is not None and got.diff == 1 and got.key == key and got.time == (1,)
+    assert _denoted([got]) == _denoted(payloads)
+    # all retractions: the sum is of diff -1
+    got = summed_columns([ColumnsAt(gone, (1,), -1, key), ColumnsAt(big, (1,), -1, key)])
+    assert got is not None and got.diff == -1
+    assert _denoted([got]) == _denoted([ColumnsAt(gone, (1,), -1, key),
+                                        ColumnsAt(big, (1,), -1, key)])
+    # one diff: concatenated as they are
+    same = [ColumnsAt(big, (1,), 3, key), ColumnsAt(gone, (1,), 3, key)]
+    got = summed_columns(same)
+    assert got is not None and got.diff == 3 and len(got) == len(big) + len(gone)
+    assert _denoted([got]) == _denoted(same)
+    # a row inserted and the same row retracted: nothing left
+    got = summed_columns([ColumnsAt(big, (1,), 1, key), ColumnsAt(big, (1,), -1, key)])
+    assert got is not None and len(got) == 0
+    # declined
+    def one(a: int, b: str) -> Any:
+        return pa.table({"a": pa.array([a], pa.int64()), "b": [b],
+                         "c": pa.array([None], pa.date32()), "d": [True]})
+
+    floats = pa.table({"f": pa.array([0.0, -0.0, 1.5])})
+    for declined in (
+        [ColumnsAt(one(7, "n"), (1,), 1, key), ColumnsAt(one(8, "m"), (1,), -1, key)],
+        [ColumnsAt(floats, (1,), 1), ColumnsAt(floats, (1,), -1)],
+        [ColumnsAt(big, (1,), 1, key), ColumnsAt(big.select([1, 0, 2, 3]), (1,), 1, key)],
+        [ColumnsAt(big, (1,), 1, key), ColumnsAt(big, (2,), -1, key)],
+        [ColumnsAt(big, (1,), 1, (0,)), ColumnsAt(big, (1,), -1, (3,))],
+        [ColumnsAt(big, (1,), 1, key)],
+        [ColumnsAt(big, (1,), 1, key), RowsAtLike()],
+    ):
+        assert summed_columns(declined) is None
+
+
+class RowsAtLike(list):
+    """A payload that is not columns (a list of updates)."""

@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, ...]] = [
         "engine.rows_at",
         "engine.columns_at",
         "engine.counting_sort",
+        "engine.unique",
     ),
     ("engine.trace", "engine.rows_batch", "engine.kernels", "engine.columnar"),
     ("engine.columns_join",),

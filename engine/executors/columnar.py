@@ -57,6 +57,7 @@ from engine.fields import ArrangedFields, Fields, JoinFields
 from engine.lattice import Antichain, Time
 from engine.sources import rows_of, updates_of
 from engine.trace import consolidate_entries
+from engine.unique import unique_ints
 
 I64 = np.int64
 _EMPTY = np.zeros(0, I64)
@@ -400,7 +401,7 @@ class ColumnarExecutor(InProcessExecutor):
         dims = older.dims
         pf = pack_frontier(since.elements, dims)
         # The bounds include both runs' first keys: no key lies below the first.
-        bounds = np.unique(np.concatenate((older.keys[::chunk], newer.keys[::chunk])))
+        bounds = unique_ints(np.concatenate((older.keys[::chunk], newer.keys[::chunk])))
         ia = np.append(np.searchsorted(older.keys, bounds), older.records)
         ib = np.append(np.searchsorted(newer.keys, bounds), newer.records)
         done_before = ia + ib  # records in the ranges before each bound
@@ -723,7 +724,7 @@ class PackedPending:
     def values(self) -> list[set[Time]]:
         if not self.keys.shape[0]:
             return []
-        return [{unpack(p, self.dims) for p in np.unique(self.times).tolist()}]
+        return [{unpack(p, self.dims) for p in unique_ints(self.times).tolist()}]
 
     def lower(self) -> Antichain:
         """The antichain of the pending times, found in a kernel (hundreds of distinct times are

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.columnar import memory
-from engine.columns_at import ColumnsAt, PairColumnsAt
+from engine.columns_at import ColumnsAt, PairColumnsAt, summed_columns
 from engine.columns_join import join_tables
 from engine.consolidation import consolidate
 from engine.executors.base import Updates
@@ -126,6 +126,9 @@ class InProcessExecutor:
                 {u[1] for u in p}
             if len(times) == 1:
                 return ([], p) if beyond(next(iter(times))) else (p, [])
+        summed = summed_columns(payloads)
+        if summed is not None:  # columns of one time, kept columns (engine.columns_at)
+            return ([], summed) if beyond(summed.time) else (summed, [])
         ready: Updates = []
         rest: Updates = []
         # Updates share few distinct times: decide each time once.
@@ -220,6 +223,12 @@ class InProcessExecutor:
     ) -> tuple[Batch | None, dict[Any, set[Time]]]:
         """One round of reduce: corrections for every key `new` touches or with pending times
         now complete, as a batch `[lower, upper)`; returns it and the pending times left."""
+        counting = getattr(logic, "counting", None)
+        if counting is not None and not pending and not outputs and len(new) == 1 \
+                and len(inputs) == 1 and inputs[0] is new[0]:
+            # A first round (a hydration): every key's history is its entries in this one
+            # batch, and it has no output yet; keys at one time go at once.
+            return first_counting_round(new[0], lower, upper, logic, counting, dims)
         beyond = upper.less_equal
         seeds: dict[Any, set[Time]] = {}
         for b in new:
@@ -241,7 +250,6 @@ class InProcessExecutor:
         # long histories to it shrinks the set of interesting times.
         compact = lower if lower.elements else None
         out: list[tuple[Any, Any, Time, int]] = []
-        counting = getattr(logic, "counting", None)
         for key, key_seeds in seeds.items():
             ins = history(inputs, key)
             outs = history(outputs, key)
@@ -262,6 +270,40 @@ class InProcessExecutor:
         if not out:
             return None, left
         return build_batch(out, lower, upper, Antichain([(0,) * dims])), left
+
+
+def first_counting_round(
+    batch: Batch, lower: Antichain, upper: Antichain, logic: Logic,
+    counting: Callable[[int], list[tuple[Any, int]]], dims: int,
+) -> tuple[Batch | None, dict[Any, set[Time]]]:
+    """`reduce_round` for count-only logic when `batch` is the whole input history and there
+    is no output yet: a key whose entries share one time `t` outputs `counting(total)` at `t`
+    (every interesting time of it is `t`, and nothing is there to retract), without the two
+    history lookups per key of the general round; a key at several times takes the general
+    kernel over its entries."""
+    out: list[tuple[Any, Any, Time, int]] = []
+    left: dict[Any, set[Time]] = {}
+    for key, entries in batch.updates.items():
+        t0 = entries[0][1]
+        total = 0
+        for _, t, r in entries:
+            if t != t0:
+                break
+            total += r
+        else:
+            if total:
+                for v, m in counting(total):
+                    out.append((key, v, t0, m))
+            continue
+        emitted, deferred = reduce_key(key, entries, [], {t for _, t, _ in entries}, upper,
+                                       logic)
+        for v, t, r in emitted:
+            out.append((key, v, t, r))
+        if deferred:
+            left[key] = set(deferred)
+    if not out:
+        return None, left
+    return build_batch(out, lower, upper, Antichain([(0,) * dims])), left
 
 
 def counting_step(

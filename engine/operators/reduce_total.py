@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from typing import Any, Protocol
 
-from engine.columns_at import keyed_columns_of, keyed_columns_split
+from engine.columns_at import keyed_columns_of, keyed_columns_split, summed_columns
 from engine.dataflow import Operator, Scope
 from engine.kernels import group_by_time
 from engine.lattice import Antichain, Time
@@ -198,6 +198,9 @@ class ReduceTotalOp(Operator):
         keyed_columns = getattr(ex, "keyed_columns", None)
         if keyed_columns is None or any(p.__class__ is list for p in new):
             return new
+        summed = summed_columns(new)
+        if summed is not None:
+            return [summed]
         times = {getattr(p, "time", None) for p in new}
         if len(times) != 1 or None in times:
             return new
