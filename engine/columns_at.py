@@ -11,9 +11,10 @@ Why: a restart or a new view reads whole tables. Kept as columns, the steps up t
 columns at C speed, and a reduce can build its groups' states from columns
 (`build_columns` of its state factory) without a Python tuple per row. A step or an operator
 that has no columnar form asks for `as_rows()` and proceeds as for any `RowsAt`; the rows are
-made once and shared. An arrangement by the whole row (DISTINCT, UNION) of a large table of
-few distinct rows asks for `consolidated()` first: one update per distinct row, equal rows
-summed by Arrow's hash aggregation, which denotes the same collection.
+made once and shared. An arrangement by the whole row (DISTINCT, UNION, EXISTS's keys) asks
+for `counted()`: the distinct rows and their summed diffs, by Arrow's hash aggregation, which
+it keeps as columns (engine.counted_batch). Several payloads of one time (a UNION's branches,
+an outer join's rows and the retraction of the matched ones) become one by `summed_columns`.
 
 `keyed_columns_of(updates)` goes the other way, for a reduce whose first input is a large
 insertion of rows (a hydration whose rows came through a join): a keyed `ColumnsAt` that
@@ -64,17 +65,10 @@ def value_kind(t: Any) -> str:
     return "other"
 
 
-# `ColumnsAt.consolidated`: from this many rows, when a uniform random sample of
-# `CONSOLIDATE_SAMPLE` of them says that each distinct row occurs at least `CONSOLIDATE_COPIES`
-# times on average (then summing equal rows by Arrow's hash aggregation and making one tuple per
-# distinct row beats a tuple per row: 2-2.7x at 4 copies of each of 10,000 to 1,000,000 rows;
-# for rows that are all distinct it costs 4% more at 100,000 rows and 50% at 1,000,000); and
-# the kinds whose Arrow equality is Python's. The sample is drawn at random positions: the
-# copies of a row are often neighbours (a table loaded in key order), and a strided sample of
-# every ninth row saw none of the four copies of each key of 76,839 rows, and declined.
-CONSOLIDATE_MIN_ROWS = 16_384
-CONSOLIDATE_SAMPLE = 4_096
-CONSOLIDATE_COPIES = 1.5
+# `ColumnsAt.counted`: from this many rows (below, one hash aggregation costs more than the
+# rows made one by one), and for the kinds whose Arrow equality is Python's (floats are not:
+# -0.0 and 0.0 are one value in Python).
+COUNTED_MIN_ROWS = 1_024
 _EXACT_KINDS = frozenset({"int", "bool", "str", "date", "timestamp"})
 
 
@@ -103,53 +97,24 @@ class ColumnsAt:
             self._rows = RowsAt(rows, self.time, self.diff, self.key)
         return self._rows
 
-    def consolidated(self) -> list[tuple[Any, Time, int]] | None:
-        """The updates with equal rows summed, `(row, time, diff * count)` per distinct row, by
-        one hash aggregation over the columns, when that is cheaper than a tuple per row: a
-        large table of few distinct rows (the input of a DISTINCT or a UNION over a low
-        cardinality column). None otherwise: for a small or a keyed payload, a column whose
-        Arrow equality is not Python's (floats: -0.0 and 0.0 are one value in Python), or when
-        a sample of the rows is mostly distinct (aggregating millions of distinct rows costs
-        more than making them)."""
+    def counted(self) -> tuple[Any, np.ndarray] | None:
+        """The distinct rows of an unkeyed payload, as an Arrow table, and each one's diff times
+        its copies (int64), by one hash aggregation over the columns: what a by-self
+        arrangement holds of it (engine.counted_batch). None for a keyed payload, one of fewer
+        than `COUNTED_MIN_ROWS` rows or no columns, or a column whose Arrow equality is not
+        Python's."""
         t = self.table
-        n = t.num_rows
-        if self.key is not None or n < CONSOLIDATE_MIN_ROWS or not t.num_columns or any(
+        if self.key is not None or t.num_rows < COUNTED_MIN_ROWS or not t.num_columns or any(
                 value_kind(f.type) not in _EXACT_KINDS for f in t.schema):
             return None
         names = [f"c{i}" for i in range(t.num_columns)]  # group_by wants distinct names
-        t = t.rename_columns(names)
-        if mean_copies(t, names) < CONSOLIDATE_COPIES:
-            return None
-        groups = t.group_by(names, use_threads=False).aggregate([([], "count_all")])
-        counts = groups.column("count_all").to_pylist()
-        tm, r = self.time, self.diff
-        return [(row, tm, r * c) for row, c in zip(
-            rows_of(groups.select(names), len(names)), counts, strict=True)]
+        groups = t.rename_columns(names).group_by(names, use_threads=False).aggregate(
+            [([], "count_all")])
+        counts = groups.column("count_all").to_numpy().astype(np.int64) * self.diff
+        return groups.select(names), counts
 
     def __iter__(self) -> Iterator[tuple[Any, Time, int]]:
         return iter(self.as_rows().updates())
-
-
-def mean_copies(table: Any, names: list[str]) -> float:
-    """An estimate of the mean number of copies of each distinct row of `table` (its columns
-    named `names`), from the equal pairs in a uniform random sample of `CONSOLIDATE_SAMPLE`
-    rows (seeded: the same table gets the same estimate). Of the population's equal pairs P,
-    a sample of s rows of n holds P s(s-1) / (n(n-1)) on average, and n rows that are each
-    one of D distinct rows with m copies hold P = n(m-1)/2 equal pairs."""
-    n = table.num_rows
-    s = min(n, CONSOLIDATE_SAMPLE)
-    if s < 2:
-        return 1.0
-    picked = np.sort(np.random.default_rng(0).choice(n, size=s, replace=False))
-    counts = table.take(picked).group_by(names, use_threads=False).aggregate(
-        [([], "count_all")]).column("count_all").to_numpy()
-    pairs = float(np.sum(counts * (counts - 1)) / 2)
-    population = pairs * n * (n - 1) / (s * (s - 1))
-    return 1.0 + 2.0 * population / n
-
-    def __repr__(self) -> str:
-        return "ColumnsAt(%d rows, time=%s, diff=%d, key=%s)" % (
-            len(self), self.time, self.diff, self.key)
 
 
 def summed_columns(payloads: list[Any]) -> ColumnsAt | None:

@@ -1826,14 +1826,15 @@ def _summed_reference(rows: list[tuple[Any, ...]], diff: int) -> list[tuple[str,
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_consolidated_columns_equal_the_rows_summed(seed: int) -> None:
-    """`ColumnsAt.consolidated` (a by-self arrangement's rows summed by Arrow) equals the rows
-    counted in Python: values and their classes, NULLs, strings beyond ASCII, dates,
-    timestamps, booleans, several columns; and it declines what it must leave to the rows."""
-    from engine.columns_at import CONSOLIDATE_MIN_ROWS, ColumnsAt
+def test_counted_columns_equal_the_rows_summed(seed: int) -> None:
+    """`ColumnsAt.counted` (a by-self arrangement's distinct rows and counts, by Arrow) equals
+    the rows counted in Python: values and their classes, NULLs, strings beyond ASCII, dates,
+    timestamps, booleans, several columns, rows all distinct and rows repeated; and it
+    declines what it must leave to the rows."""
+    from engine.columns_at import COUNTED_MIN_ROWS, ColumnsAt
 
     rng = random.Random(seed)
-    n = CONSOLIDATE_MIN_ROWS + rng.randint(0, 5000)
+    n = COUNTED_MIN_ROWS + rng.randint(0, 5000)
     few = {
         "i": pa.array([rng.choice([None, 0, -7, 2 ** 40]) for _ in range(n)], pa.int64()),
         "s": pa.array([rng.choice([None, "", "a", "é", "a\x00", "日本"]) for _ in range(n)]),
@@ -1841,67 +1842,64 @@ def test_consolidated_columns_equal_the_rows_summed(seed: int) -> None:
         "t": pa.array([rng.choice([None] + STAMPS) for _ in range(n)], pa.timestamp("us")),
         "b": pa.array([rng.choice([None, True, False]) for _ in range(n)], pa.bool_()),
         "h": pa.array([rng.randint(0, 3) for _ in range(n)], pa.int16()),
+        "u": pa.array(range(n), pa.int64()),
     }
-    for names in (["i"], ["s"], ["d"], ["t"], ["b"], ["i", "s", "b"], ["h", "d", "t", "s"]):
+    for names in (["i"], ["s"], ["d"], ["t"], ["b"], ["i", "s", "b"], ["h", "d", "t", "s"],
+                  ["u"], ["u", "s"]):
         table = pa.table({c: few[c] for c in names})
         rows = list(rows_of(table, table.num_columns))
         for diff in (1, -2):
-            got = ColumnsAt(table, (0,), diff).consolidated()
+            got = ColumnsAt(table, (0,), diff).counted()
             assert got is not None, names
-            assert all(t == (0,) for _, t, _ in got)
-            assert sorted((repr(r), d) for r, _, d in got) == _summed_reference(rows, diff)
-            assert sorted((repr(r), [v.__class__.__name__ for v in r]) for r, _, _ in got) == \
+            distinct, counts = got
+            assert counts.dtype == np.int64 and len(counts) == distinct.num_rows
+            pairs = list(zip(rows_of(distinct, distinct.num_columns), counts.tolist(),
+                             strict=True))
+            assert sorted((repr(r), d) for r, d in pairs) == _summed_reference(rows, diff)
+            assert sorted((repr(r), [v.__class__.__name__ for v in r]) for r, _ in pairs) == \
                 sorted((repr(r), [v.__class__.__name__ for v in r]) for r in set(rows))
-    # summed: thousands of values repeated about fifteen times each (a sample holds most of
-    # them, but few only once)
-    many = pa.table({"i": pa.array([rng.randrange(n // 15) for _ in range(n)], pa.int64())})
-    got = ColumnsAt(many, (0,), 1).consolidated()
-    assert got is not None
-    assert sorted((repr(r), d) for r, _, d in got) == _summed_reference(
-        list(rows_of(many, 1)), 1)
-    # summed: four copies of each value, side by side (a table loaded in key order), which a
-    # sample of every few rows would see as all distinct
-    side = pa.table({"i": pa.array([i // 4 for i in range(n)], pa.int64())})
-    got = ColumnsAt(side, (0,), 1).consolidated()
-    assert got is not None
-    assert sorted((repr(r), d) for r, _, d in got) == _summed_reference(
-        list(rows_of(side, 1)), 1)
-    # declined: floats (Python's -0.0 == 0.0), few rows, mostly distinct rows, keyed payloads
+    # declined: floats (Python's -0.0 == 0.0), few rows, keyed payloads, no columns
     floats = pa.table({"f": pa.array([rng.choice([0.0, -0.0, 1.5]) for _ in range(n)])})
-    distinct = pa.table({"i": pa.array(range(n), pa.int64())})
-    small = pa.table({"i": few["i"].slice(0, CONSOLIDATE_MIN_ROWS - 1)})
-    for payload in (ColumnsAt(floats, (0,), 1), ColumnsAt(distinct, (0,), 1),
-                    ColumnsAt(small, (0,), 1), ColumnsAt(pa.table({"i": few["i"]}), (0,), 1,
-                                                         key=(0,))):
-        assert payload.consolidated() is None
+    small = pa.table({"i": few["i"].slice(0, COUNTED_MIN_ROWS - 1)})
+    for payload in (ColumnsAt(floats, (0,), 1), ColumnsAt(small, (0,), 1),
+                    ColumnsAt(pa.table({"i": few["i"]}), (0,), 1, key=(0,)),
+                    ColumnsAt(pa.table({"i": few["i"]}).select([]), (0,), 1)):
+        assert payload.counted() is None
 
 
 def test_a_distinct_of_few_values_fed_columns_equals_one_fed_rows(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """DISTINCT and UNION over a large table of few distinct rows: the by-self arrangement
-    built from `consolidated()` gives the same views as rows, then after the same changes."""
-    from engine.columns_at import CONSOLIDATE_MIN_ROWS, ColumnsAt
+    built from `counted()` gives the same views as rows, then after the same changes."""
+    from engine.columns_at import COUNTED_MIN_ROWS, ColumnsAt
     from planner import Catalog, Column, TableSchema
     from tests.planner_support import norm
 
     used = []
-    real = ColumnsAt.consolidated
+    real = ColumnsAt.counted
 
     def counted(self: ColumnsAt) -> Any:
         out = real(self)
         used.append(out is not None)
         return out
 
-    monkeypatch.setattr(ColumnsAt, "consolidated", counted)
+    monkeypatch.setattr(ColumnsAt, "counted", counted)
     rng = random.Random(11)
-    n = CONSOLIDATE_MIN_ROWS + 100
+    n = COUNTED_MIN_ROWS + 100
     table = pa.table([pa.array([rng.choice(["x", "y", None]) for _ in range(n)]),
                       pa.array([rng.randint(0, 4) for _ in range(n)], pa.int64()),
                       pa.array(range(n), pa.int64())], names=["s", "k", "id"])
     cat = Catalog(tables={"t": TableSchema("t", [Column("s", "VARCHAR"), Column("k", "BIGINT"),
                                                  Column("id", "BIGINT")])})
     sqls = ["SELECT DISTINCT s, k FROM t", "SELECT k FROM t UNION SELECT k + 3 FROM t",
-            "SELECT s, count(*) FROM (SELECT DISTINCT s, k FROM t) GROUP BY s"]
+            "SELECT s, count(*) FROM (SELECT DISTINCT s, k FROM t) GROUP BY s",
+            # mostly distinct rows; all distinct; set operations; EXISTS and NOT IN's keys
+            "SELECT DISTINCT id % 700 AS a, s FROM t", "SELECT DISTINCT id FROM t",
+            "SELECT id % 9 AS a FROM t EXCEPT SELECT k FROM t WHERE s = 'x'",
+            "SELECT id % 6 AS a FROM t INTERSECT SELECT k FROM t WHERE s = 'y'",
+            "SELECT id FROM t WHERE id % 3 = 0 AND EXISTS (SELECT 1 FROM t t2 "
+            "WHERE t2.k = t.id % 5)",
+            "SELECT count(*) AS n FROM t WHERE k NOT IN (SELECT id FROM t WHERE id < 2)"]
     outs = []
     for columns in (True, False):
         df, h, caps, rows = _hydrated(table, cat, sqls, columns)
@@ -2696,3 +2694,49 @@ def test_summed_columns_denote_the_sum_of_the_payloads(seed: int) -> None:
 
 class RowsAtLike(list):
     """A payload that is not columns (a list of updates)."""
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_counted_rows_batch_equals_its_dict_form(seed: int) -> None:
+    """`CountedRowsBatch` and a counting reduce's first round over it (`counted_round`, via
+    `reduce_round`) equal the same batch as a plain dict `Batch` through the general round:
+    counts of both signs and several sizes; distinct, thresholds that drop some counts and
+    scale others; a count's `(n, 1)` outputs go the general way. Its rows read back as a
+    collection are columns with their one count (`unarrange`), or rows when counts differ."""
+    from engine import reducers
+    from engine.columns_at import ColumnsAt
+    from engine.counted_batch import CountedRowsBatch
+    from engine.executors.inprocess import InProcessExecutor
+    from engine.fields import ArrangedFields
+    from engine.lattice import Antichain
+    from engine.trace import Batch
+
+    rng = random.Random(seed)
+    n = rng.randint(1, 60)
+    table = pa.table({"a": pa.array(rng.sample(range(1000), n), pa.int64()),
+                      "s": pa.array([rng.choice(["x", None, "é"]) for _ in range(n)])})
+    counts = np.array([rng.choice([-2, -1, 1, 1, 2, 3]) for _ in range(n)], dtype=np.int64)
+    zero, upper = Antichain([(0,)]), Antichain([(1,)])
+    batch = CountedRowsBatch(table, counts, (0,), zero, upper, zero)
+    rows = list(rows_of(table, 2))
+    assert batch.updates == {r: [((), (0,), c)] for r, c in zip(rows, counts.tolist(), strict=True)}
+    assert batch.key_count() == len(batch) == n
+    ex = InProcessExecutor()
+    for logic in (reducers.distinct, reducers.threshold(lambda m: m - 1),
+                  reducers.threshold(lambda m: 2 * m if m > 1 else 0), reducers.count):
+        got, left = ex.reduce_round([batch], {}, [batch], [], zero, upper, logic, 1)
+        plain = Batch(batch.updates, zero, upper, zero)
+        want, _ = ex.reduce_round([plain], {}, [plain], [], zero, upper, logic, 1)
+        assert ({} if got is None else got.updates) == ({} if want is None else want.updates)
+        assert left == {}
+        if logic is reducers.count:
+            assert got.__class__ is Batch  # a count's outputs are values: the dict way
+        elif got is not None:
+            assert got.__class__ is CountedRowsBatch
+    same = CountedRowsBatch(table, np.full(n, 3, dtype=np.int64), (0,), zero, upper, zero)
+    cols = ex.unarrange(same, ArrangedFields("key"))
+    assert cols.__class__ is ColumnsAt and cols.diff == 3 and cols.table.equals(table)
+    if len(set(counts.tolist())) > 1:
+        got = ex.unarrange(batch, ArrangedFields("key"))
+        assert sorted(got, key=repr) == sorted(
+            [(r, (0,), c) for r, c in zip(rows, counts.tolist(), strict=True)], key=repr)

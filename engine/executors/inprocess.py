@@ -15,7 +15,9 @@ from engine.columnar import memory
 from engine.columns_at import ColumnsAt, PairColumnsAt, summed_columns
 from engine.columns_join import join_tables
 from engine.consolidation import consolidate
+from engine.counted_batch import CountedRowsBatch, counted_round
 from engine.executors.base import Updates
+from engine.fields import ArrangedFields
 from engine.kernels import Logic, group_by_time, history, join_batches, reduce_key
 from engine.lattice import Antichain, Time, less_equal
 from engine.rows_at import RowsAt, rows_by_key
@@ -172,9 +174,9 @@ class InProcessExecutor:
                 # the rows are made from the table when first read (engine.rows_batch)
                 return KeyedRowsBatch(None, c.key, c.time, c.diff, lower, upper, since,
                                       table=c.table)
-            summed = c.consolidated() if by_self else None
-            if summed is not None:  # few distinct rows: a tuple each, not one per update
-                return arrange_updates(summed, True, lower, upper, since)
+            counted = c.counted() if by_self else None
+            if counted is not None:  # the distinct rows and their counts, kept columns
+                return CountedRowsBatch(counted[0], counted[1], c.time, lower, upper, since)
             ready = c.as_rows()
         if ready.__class__ is RowsAt:
             p: RowsAt = ready  # type: ignore[assignment]
@@ -190,6 +192,12 @@ class InProcessExecutor:
     merge_steps = staticmethod(merge_steps)
 
     def unarrange(self, batch: Batch, f: Callable[[Any, Any], Any] | None) -> Updates:
+        if batch.__class__ is CountedRowsBatch and f.__class__ is ArrangedFields and \
+                f.sources == ("key",):  # type: ignore[union-attr]
+            # a DISTINCT's rows read back: columns still
+            cols = batch.as_columns()  # type: ignore[attr-defined]
+            if cols is not None:
+                return cols  # type: ignore[return-value]
         if f is None:
             return [((k, v), t, r) for k, es in batch.updates.items() for v, t, r in es]
         return [(f(k, v), t, r) for k, es in batch.updates.items() for v, t, r in es]
@@ -228,6 +236,12 @@ class InProcessExecutor:
                 and len(inputs) == 1 and inputs[0] is new[0]:
             # A first round (a hydration): every key's history is its entries in this one
             # batch, and it has no output yet; keys at one time go at once.
+            if new[0].__class__ is CountedRowsBatch:
+                # rows kept as columns, with their counts: the outputs as columns too
+                since = Antichain([(0,) * dims])
+                out = counted_round(new[0], counting, lower, upper, since)
+                if out is not None:
+                    return (out if out.records else None), {}
             return first_counting_round(new[0], lower, upper, logic, counting, dims)
         beyond = upper.less_equal
         seeds: dict[Any, set[Time]] = {}
