@@ -54,8 +54,12 @@ class CountedRowsBatch(Batch):
         return d
 
     def with_upper(self, upper: Antichain, seq: int) -> Batch:
-        return CountedRowsBatch(self.table, self.counts, self.time, self.lower, upper,
-                                self.since, seq)
+        # The trace extends its last batch so at every write that leaves it empty: the dict
+        # goes with it (made again from the table, it cost every single-row write a pass).
+        out = CountedRowsBatch(self.table, self.counts, self.time, self.lower, upper,
+                               self.since, seq)
+        out._dict = self._dict
+        return out
 
     def lookup(self) -> Callable[[Any], list[Entry] | None]:
         return self.updates.get

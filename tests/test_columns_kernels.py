@@ -2721,6 +2721,11 @@ def test_counted_rows_batch_equals_its_dict_form(seed: int) -> None:
     rows = list(rows_of(table, 2))
     assert batch.updates == {r: [((), (0,), c)] for r, c in zip(rows, counts.tolist(), strict=True)}
     assert batch.key_count() == len(batch) == n
+    # extended to a later upper (a trace absorbing an empty batch, at every write), it keeps
+    # its dict: not made again from the table by the next write's lookup
+    later = batch.with_upper(Antichain([(5,)]), 3)
+    assert later.upper == Antichain([(5,)]) and later.seq == 3 and later.lower == zero
+    assert later.updates is batch.updates
     ex = InProcessExecutor()
     for logic in (reducers.distinct, reducers.threshold(lambda m: m - 1),
                   reducers.threshold(lambda m: 2 * m if m > 1 else 0), reducers.count):
