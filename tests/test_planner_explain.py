@@ -175,3 +175,43 @@ def test_distribute_mfps_moves_a_projection_into_a_union() -> None:
                                         Mfp(b, (), (), (1,)))))
     kept = Mfp(Union((a, b)), (), (_gt(0, 1),), (2,))
     assert distribute_mfps(kept) == kept  # filters move by pushdown_predicates
+
+
+def test_derive_side_filters_pushes_each_sides_part_of_a_disjunction() -> None:
+    """A disjunction of conjunctions over a join gains each input's part (the OR over the
+    disjuncts of their conditions on that input alone), which pushdown moves below the join;
+    the disjunction stays. Nothing is derived for an input some disjunct says nothing about,
+    for a condition that could raise (a division), or for a single conjunction."""
+    from planner.rewrites import derive_side_filters
+
+    t, u = Get("t", 2), Get("u", 2)
+    join = Join(t, u, ((0, 0),))
+
+    def eq(i: int, v: int) -> Call:
+        return Call("eq", (Col(i), Lit(v, "INTEGER")), "BOOLEAN")
+
+    def both(*a: Call) -> Call:
+        return Call("and", a, "BOOLEAN")
+
+    def either(*a: Call) -> Call:
+        return Call("or", a, "BOOLEAN")
+
+    p = either(both(eq(1, 1), eq(3, 2)), both(eq(1, 3), _gt(3, 4)))
+    out = derive_side_filters(Mfp(join, (), (p,), (0, 2)))
+    assert out == Mfp(join, (), (p, either(eq(1, 1), eq(1, 3)),
+                                 either(eq(3, 2), _gt(3, 4))), (0, 2))
+    pushed = pushdown_predicates(out).input  # type: ignore[attr-defined]
+    assert pushed.filter == (p,)  # type: ignore[attr-defined]
+    inner = pushed.input  # type: ignore[attr-defined]
+    assert inner.left.filter == (either(eq(1, 1), eq(1, 3)),)
+    assert inner.right.filter == (either(eq(1, 2), _gt(1, 4)),)
+    # only u's part: one disjunct has no condition on t
+    q = either(both(eq(1, 1), eq(3, 2)), eq(3, 5))
+    assert derive_side_filters(Mfp(join, (), (q,), (0,))) == \
+        Mfp(join, (), (q, either(eq(3, 2), eq(3, 5))), (0,))
+    div = Call("gt", (Call("div", (Col(1), Col(0)), "INTEGER"), Lit(1, "INTEGER")),
+               "BOOLEAN")
+    for kept in (either(both(div, eq(3, 2)), both(eq(1, 3), eq(3, 4))),
+                 both(eq(1, 1), eq(3, 2)), either(eq(1, 1), eq(1, 2))):
+        assert derive_side_filters(Mfp(join, (), (kept,), (0,))) == \
+            Mfp(join, (), (kept,), (0,))

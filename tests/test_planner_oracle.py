@@ -52,6 +52,16 @@ VIEWS: list[str] = [
     "SELECT x.id, y.id FROM t x JOIN t y ON x.a = y.a AND x.id < y.id",
     "SELECT t.id, u.s FROM t JOIN u ON t.a = u.a AND t.c > u.id / 10",
     "SELECT t.id, u.id FROM t LEFT JOIN u ON t.a < u.a AND u.id < 15",
+    # a disjunction of conjunctions over a join: each side's filters derived from it and
+    # pushed below the join (NULLs, NOT, a disjunct with a condition on one side only, a
+    # three-way join whose two outer inputs each get one), and left alone with a division
+    "SELECT t.id, u.id FROM t JOIN u ON t.a = u.a WHERE (t.c > 1 AND u.s = 'x') OR "
+    "(t.b IS NULL AND u.m < 5 AND NOT t.flag) OR (t.c <= 0 AND u.s IS NULL)",
+    "SELECT t.id, u.id FROM t JOIN u ON t.a = u.a WHERE (t.b = 'x' AND u.id > 3) OR u.m > 10",
+    "SELECT x.id, u.id, y.id FROM t x JOIN u ON x.a = u.a JOIN t y ON u.id = y.a "
+    "WHERE (x.b = 'x' AND y.b = 'y') OR (x.b = 'y' AND y.b = 'x') OR (x.c > 2 AND y.flag)",
+    "SELECT t.id, u.id FROM t JOIN u ON t.a = u.a WHERE (t.c / t.a > 1 AND u.s = 'x') OR "
+    "(t.a = 0 AND u.s = 'y')",
     # outer joins whose unmatched rows are found by key (ON: equalities and one-side
     # conjuncts), a conjunct of the preserved side, two keys, the equality written backwards
     "SELECT t.id, u.id FROM t LEFT JOIN u ON t.a = u.a AND t.c > 1",
