@@ -7,8 +7,9 @@ what a by-self arrangement seals from a table's columns (`ColumnsAt.counted`: eq
 by Arrow's hash aggregation) and what a counting reduce (distinct, threshold) outputs on its
 first round over such a batch (`counted_round`), so that a hydration's DISTINCT never makes a
 Python tuple per row: the rows are made, with the dict form `{row: [((), time, count)]}`, only
-when something reads the batch by key (a later update's lookup, a merge), and the collection
-read back from it (`as_collection` of its rows) is columns again (`as_columns`).
+when something reads the batch by key (a merge) or, at the latest, when the run that made it
+ends (`settle`: a later write's lookup must not stall on them), and the collection read back
+from it in that run (`as_collection` of its rows) is columns again (`as_columns`).
 
 Invariant: the batch denotes exactly `Batch({row: [((), time, count)]})` over its rows and
 counts; `updates`, `lookup` and `get_many` answer what that dict answers.
@@ -16,6 +17,7 @@ counts; `updates`, `lookup` and `get_many` answer what that dict answers.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -70,13 +72,32 @@ class CountedRowsBatch(Batch):
     def key_count(self) -> int:
         return self.records
 
+    def settle(self) -> bool:
+        """After the run that made it (`Dataflow._settle`): the dict made now, and the table
+        dropped (the rows are the dict's keys); made by a later write's first lookup, it would
+        stall that write. True if the representation changed."""
+        if self.table is None:
+            return False
+        _ = self.updates
+        self.table = None
+        return True
+
     def approx_bytes(self) -> int:
-        return int(self.table.nbytes) + int(self.counts.nbytes)
+        """The table's buffers while there is no dict; else the dict's rows (sampled), their
+        entries and slots."""
+        if not self.records:
+            return 0
+        if self._dict is None:
+            return int(self.table.nbytes) + int(self.counts.nbytes)
+        row = next(iter(self._dict))
+        per_row = sys.getsizeof(row) + sum(sys.getsizeof(x) for x in row) + 72 + 150
+        return self.records * per_row + (int(self.table.nbytes) if self.table is not None
+                                          else 0)
 
     def as_columns(self) -> ColumnsAt | None:
         """The batch's rows as a collection (each row with its count), as columns: when every
-        count is one value, else None."""
-        if not self.records:
+        count is one value and the table is still held, else None."""
+        if not self.records or self.table is None:
             return None
         c = self.counts
         if not bool((c == c[0]).all()):
@@ -95,7 +116,9 @@ def counted_round(batch: CountedRowsBatch, counting: Callable[[int], list[tuple[
     outputs at most `((), m)` (distinct, threshold), over `batch`, the whole input: each row's
     output count `m` at the batch's time, as a batch of the rows with a non-zero `m`. None when
     `counting` outputs another value (a count's `(n, 1)`). `counting` is called once for each
-    distinct count, not per row."""
+    distinct count, not per row. None also for a batch settled by an earlier run."""
+    if batch.table is None:
+        return None  # settled by an earlier run (an imported trace): the dict way
     counts = batch.counts
     values, inverse = np.unique(counts, return_inverse=True)
     out = np.zeros(len(values), dtype=np.int64)

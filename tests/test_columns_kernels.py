@@ -2688,6 +2688,12 @@ def test_summed_columns_denote_the_sum_of_the_payloads(seed: int) -> None:
         [ColumnsAt(big, (1,), 1, (0,)), ColumnsAt(big, (1,), -1, (3,))],
         [ColumnsAt(big, (1,), 1, key)],
         [ColumnsAt(big, (1,), 1, key), RowsAtLike()],
+        # a column NOT NULL in one and nullable in the other (Arrow would not concatenate
+        # them); tables without columns (Arrow concatenates no rows of them)
+        [ColumnsAt(big, (1,), 1, key), ColumnsAt(big.cast(pa.schema(
+            [f.with_nullable(False) if f.name == "d" else f for f in big.schema])), (1,), 1,
+            key)],
+        [ColumnsAt(big.select([]), (1,), 1), ColumnsAt(gone.select([]), (1,), 1)],
     ):
         assert summed_columns(declined) is None
 
@@ -2738,6 +2744,18 @@ def test_counted_rows_batch_equals_its_dict_form(seed: int) -> None:
             assert got.__class__ is Batch  # a count's outputs are values: the dict way
         elif got is not None:
             assert got.__class__ is CountedRowsBatch
+    # settled when the run ends: the dict made, the table dropped; a reduce's first round
+    # over it (an imported trace) then goes the dict way, with the same answer
+    settled = CountedRowsBatch(table, counts, (0,), zero, upper, zero)
+    columns_bytes = settled.approx_bytes()
+    assert settled.settle() and settled.table is None and not settled.settle()
+    assert settled.updates == batch.updates and settled.as_columns() is None
+    assert settled.approx_bytes() > columns_bytes
+    got, _ = ex.reduce_round([settled], {}, [settled], [], zero, upper, reducers.distinct, 1)
+    plain = Batch(batch.updates, zero, upper, zero)
+    want, _ = ex.reduce_round([plain], {}, [plain], [], zero, upper, reducers.distinct, 1)
+    assert ({} if got is None else got.updates) == ({} if want is None else want.updates)
+    assert got is None or got.__class__ is Batch
     same = CountedRowsBatch(table, np.full(n, 3, dtype=np.int64), (0,), zero, upper, zero)
     cols = ex.unarrange(same, ArrangedFields("key"))
     assert cols.__class__ is ColumnsAt and cols.diff == 3 and cols.table.equals(table)
