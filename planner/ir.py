@@ -433,6 +433,13 @@ def conjuncts(p: Scalar) -> list[Scalar]:
     return [p]
 
 
+def disjuncts(p: Scalar) -> list[Scalar]:
+    """`p`'s disjuncts, nested ORs flattened, in the order they are evaluated."""
+    if isinstance(p, Call) and p.func == "or":
+        return [d for a in p.args for d in disjuncts(a)]
+    return [p]
+
+
 def scan_filters(r: Rel) -> dict[str, tuple[Scalar, ...]]:
     """For each table or view the plan reads (a non-local Get) only through Mfps, filters on
     the Get's own columns that every one of those Mfps applies, in a stable order: a loader

@@ -34,6 +34,7 @@ from planner.ir import (
     Union,
     children,
     conjuncts,
+    disjuncts,
     map_cols,
     mfp_reads,
     null,
@@ -224,12 +225,6 @@ def _cannot_raise(p: Scalar) -> bool:
         _cannot_raise(a) for a in p.args)
 
 
-def _disjuncts(p: Scalar) -> list[Scalar]:
-    if isinstance(p, Call) and p.func == "or":
-        return [d for a in p.args for d in _disjuncts(a)]
-    return [p]
-
-
 def _join_leaves(r: Rel, at: int = 0) -> list[tuple[int, int]]:
     """The column ranges `[lo, hi)` of the inputs of the join tree `r` in its output."""
     if isinstance(r, Join):
@@ -242,16 +237,13 @@ def _implied_for(p: Scalar, lo: int, hi: int) -> Scalar | None:
     passes: the OR of each disjunct's conjuncts over those columns; None when some disjunct
     has none (then nothing is implied)."""
     parts = []
-    for d in _disjuncts(p):
+    for d in disjuncts(p):
         mine = [c for c in conjuncts(d) if (cs := scalar_cols(c)) and lo <= min(cs)
                 and max(cs) < hi]
         if not mine:
             return None
         parts.append(mine[0] if len(mine) == 1 else Call("and", tuple(mine), "BOOLEAN"))
-    out = parts[0]
-    for q in parts[1:]:
-        out = Call("or", (out, q), "BOOLEAN")
-    return out
+    return Call("or", tuple(parts), "BOOLEAN")
 
 
 def derive_side_filters(r: Rel) -> Rel:
@@ -273,7 +265,7 @@ def derive_side_filters(r: Rel) -> Rel:
         leaves = _join_leaves(n.input)
         added: list[Scalar] = []
         for p in n.filter:
-            if len(_disjuncts(p)) < 2 or not _cannot_raise(p) or max(
+            if len(disjuncts(p)) < 2 or not _cannot_raise(p) or max(
                     scalar_cols(p), default=m) >= m:
                 continue
             for lo, hi in leaves:

@@ -205,6 +205,10 @@ def test_derive_side_filters_pushes_each_sides_part_of_a_disjunction() -> None:
     inner = pushed.input  # type: ignore[attr-defined]
     assert inner.left.filter == (either(eq(1, 1), eq(1, 3)),)
     assert inner.right.filter == (either(eq(1, 2), _gt(1, 4)),)
+    # nested ORs (how `a OR b OR c` parses) are one disjunction of three
+    nested = either(either(both(eq(1, 1), eq(3, 2)), both(eq(1, 3), _gt(3, 4))), eq(1, 7))
+    assert derive_side_filters(Mfp(join, (), (nested,), (0,))) == \
+        Mfp(join, (), (nested, either(eq(1, 1), eq(1, 3), eq(1, 7))), (0,))
     # only u's part: one disjunct has no condition on t
     q = either(both(eq(1, 1), eq(3, 2)), eq(3, 5))
     assert derive_side_filters(Mfp(join, (), (q,), (0,))) == \

@@ -291,7 +291,7 @@ def first_counting_round(
     counting: Callable[[int], list[tuple[Any, int]]], dims: int,
 ) -> tuple[Batch | None, dict[Any, set[Time]]]:
     """`reduce_round` for count-only logic when `batch` is the whole input history and there
-    is no output yet: a key whose entries share one time `t` outputs `counting(total)` at `t`
+    is no output yet: a key whose entries share one time `t` takes `counting_step` at `t`
     (every interesting time of it is `t`, and nothing is there to retract), without the two
     history lookups per key of the general round; a key at several times takes the general
     kernel over its entries."""
@@ -299,15 +299,8 @@ def first_counting_round(
     left: dict[Any, set[Time]] = {}
     for key, entries in batch.updates.items():
         t0 = entries[0][1]
-        total = 0
-        for _, t, r in entries:
-            if t != t0:
-                break
-            total += r
-        else:
-            if total:
-                for v, m in counting(total):
-                    out.append((key, v, t0, m))
+        if all(e[1] == t0 for e in entries) and counting_step(key, entries, [], t0, counting,
+                                                                out):
             continue
         emitted, deferred = reduce_key(key, entries, [], {t for _, t, _ in entries}, upper,
                                        logic)
