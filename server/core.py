@@ -76,6 +76,7 @@ class Database(ServerState):
             recovery.checkpoint(self)  # a clean restart then replays nothing
             self.hub.shutdown()
             self.watchdog.close()
+            self.committer.close()
             self.store.close()
             if self.own_loads:
                 shutil.rmtree(self.loads_dir, ignore_errors=True)

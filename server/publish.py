@@ -12,6 +12,10 @@ writes had been published one by one (subscribers see each timestamp's update, t
 progress). Only the last write of a group may change the catalog (groups of more than one
 write hold DML only).
 
+A write whose last DuckDB work (its change log, the clock, COMMIT) is still in flight on the
+committer's thread (`server.committer`) is maintained meanwhile: `committing` is waited for
+before anything is installed, and before any view is built afresh from the store.
+
 Invariants:
 - a view whose dataflow fails (a recursion that exceeds its iteration limit, an evaluation
   error, anything `run_schedule` raises) is marked failed, with every view over it; the write
@@ -34,6 +38,7 @@ from typing import Any
 
 from engine.sources import FileSource
 from server.catalog import compile_statement
+from server.committer import Committing
 from server.failures import error_json, failure
 from server.hydration import imports_of
 from server.sqltext import parse_statement
@@ -59,9 +64,12 @@ class _Outcome:
     recomputed: dict[str, MaintainedView] = field(default_factory=dict)
 
 
-def publish(state: ServerState, ws: list[Write]) -> list[list[dict[str, Any]]]:
-    """Maintain every view at the timestamps of committed writes `ws` (ascending) and install
-    the results; return, for each write, the views that failed at its timestamp (a view that
+def publish(state: ServerState, ws: list[Write], committing: Committing | None = None
+            ) -> list[list[dict[str, Any]]]:
+    """Maintain every view at the timestamps of writes `ws` (ascending), committed or with
+    their COMMIT in flight (`committing`, waited for before anything is installed: it raises
+    `CommitFailed` if the COMMIT failed, and then nothing is installed), and install the
+    results; return, for each write, the views that failed at its timestamp (a view that
     fails in a group is listed for each write whose changes reach it)."""
     w = ws[-1]  # the catalog after the group
     changes = [(x.ts, _table_batches(x)) for x in ws]
@@ -71,13 +79,16 @@ def publish(state: ServerState, ws: list[Write]) -> list[list[dict[str, Any]]]:
         n: w.hydrated[n] if n in w.new_views else state.views[n] for n in order
     }
     active, needed = _active_views(w, order, views, table_batches)
-    with state.state_lock:
-        # Views this write does not touch are complete through ts already: reads of them
-        # need not wait for the dataflows below.
-        for n, v in views.items():
-            if v.running and n not in active and n not in needed and n not in w.new_views:
-                v.complete_ts = w.ts
-    outcome = _maintain(state, w, changes, order, views, active, needed)
+    if committing is None:
+        with state.state_lock:
+            # Views this write does not touch are complete through ts already (it is
+            # committed): reads of them need not wait for the dataflows below.
+            for n, v in views.items():
+                if v.running and n not in active and n not in needed and n not in w.new_views:
+                    v.complete_ts = w.ts
+    outcome = _maintain(state, w, changes, order, views, active, needed, committing)
+    if committing is not None:
+        committing.wait()  # durable before anyone sees it
     _install(state, ws, outcome)
     failed = [{"name": n, "error": err} for n, err in outcome.failed.items()]
     if len(ws) == 1:
@@ -149,10 +160,12 @@ def _maintain(
     views: dict[str, MaintainedView],
     active: set[str],
     needed: set[str],
+    committing: Committing | None,
 ) -> _Outcome:
     """Run the dataflows of the views through `w.ts`, in `seq` order, each fed `changes` (the
     tables' changes by timestamp) in one run; build new views and retried failed ones afresh
-    at `w.ts`. Nothing readers see changes here."""
+    at `w.ts` (from the committed store: after `committing`). Nothing readers see changes
+    here."""
     ts = w.ts
     out_ = _Outcome()
     failed, rebuilt = out_.failed, out_.rebuilt
@@ -169,6 +182,8 @@ def _maintain(
             continue  # hydrated before COMMIT, already complete through ts
         retry = not v.running and n in active
         if n in w.new_views or retry or any(d in rebuilt for d in v.dependencies):
+            if committing is not None:
+                committing.wait()  # it reads the committed tables
             try:
                 rebuilt[n] = rebuild(state, w, v, views, rebuilt)
             except Exception as e:  # noqa: BLE001 - only this view fails
@@ -178,6 +193,8 @@ def _maintain(
         if not v.running or (n not in active and n not in needed):
             continue
         if len(changes) == 1 and _recompute(state, w, n, views):
+            if committing is not None:
+                committing.wait()  # it reads the committed tables
             try:
                 out_.rebuilt[n], batch = recompute(state, w, v, views, rebuilt)
             except Exception as e:  # noqa: BLE001 - the view is maintained instead

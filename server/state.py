@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from server.admission import QuerySlots
+from server.committer import Committer
 from server.deadline import Watchdog
 from server.errors import ApiError
 from server.executors import Executor
@@ -90,6 +91,8 @@ class ServerState:
         # queued without a thread of their own (`writes.submit`); guarded by `queue_lock`.
         self.leading = False
         self.watchdog = Watchdog()  # the writes' time limits
+        # Runs each write's change log, clock and COMMIT while its views are maintained.
+        self.committer = Committer()
         self.query_slots = QuerySlots(settings.query_concurrency)  # read queries at once
 
     # ------------------------------------------------------------------ readiness

@@ -300,9 +300,9 @@ def _take_rows(state: ServerState, w: Write, name: str, result: Any, sign: int
 
 def _attach(state: ServerState, w: Write, name: str, rows: Any, sign: int) -> None:
     """Log the Arrow table `rows` of table `name`'s changed rows with diff `sign`, by DuckDB at
-    once (`Store.append_log_arrow`), and hand them to the views as columns (`Write.loads`,
-    or `Write.unloads` for deletions)."""
-    state.store.append_log_arrow(w.tables[name], w.ts, rows, sign)
+    once (`Write.arrow_logs`, for `Store.append_log_arrow` just before COMMIT), and hand them
+    to the views as columns (`Write.loads`, or `Write.unloads` for deletions)."""
+    w.arrow_logs.append((w.tables[name], w.ts, rows, sign))
     if sign > 0:
         w.loads[name].append(rows)
         w.load_counts[name] += rows.num_rows
@@ -489,8 +489,8 @@ def insert_combined(
 
 def copy(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     """COPY <table> [(columns)] FROM '<path>' [(options)]: a bulk load. The rows go from the
-    file (as Arrow) into DuckDB and its change log; views are fed the rows as stored after
-    COMMIT, as columns (a Parquet file of them for Spark, or where a type does not convert
+    file (as Arrow) into DuckDB and, just before COMMIT, its change log; views are fed the
+    rows as stored while the COMMIT runs (`server.committer`), as columns (a Parquet file of them for Spark, or where a type does not convert
     exactly through Arrow), so the rows of a load never pass through this process one by one."""
     ast = s.ast
     if not ast.args.get("kind"):
@@ -561,7 +561,7 @@ def copy(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
         import pyarrow as pa
 
         rows = pa.concat_tables(stored) if len(stored) > 1 else stored[0]
-        state.store.append_log_arrow(rec, w.ts, rows)
+        w.arrow_logs.append((rec, w.ts, rows, 1))
         if state.settings.executor != "spark" and Store.exact_columns(rec, rows):
             w.loads[name].append(rows)  # views in this process read the columns themselves
         else:

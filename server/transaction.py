@@ -60,6 +60,9 @@ class Write:
     # tables of the rows deleted (at ts, diff -1, logged already) and how many.
     unloads: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
     unload_counts: Counter[str] = field(default_factory=Counter)
+    # The change log entries of the rows changed in bulk (a COPY's, a large DML statement's:
+    # `(table record, ts, Arrow rows, diff)`), written just before COMMIT (`writes.write_logs`).
+    arrow_logs: list[tuple[Any, int, Any, int]] = field(default_factory=list)
     # Parquet snapshots of loaded tables, for views built in this write; reset like `trial`.
     snapshots: dict[str, Input] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)  # every file this write made

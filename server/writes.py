@@ -7,11 +7,13 @@ A write request is one step of the server's clock. `write` reads top to bottom:
    the statements before it;
 3. new views are computed against the transaction's own, uncommitted state
    (`server.hydration`);
-4. the deltas are appended to the change log (`append_log`) and the transaction COMMITs.
-   Any error before COMMIT rolls everything back: nothing of the request is applied;
-5. after COMMIT (the write is durable) every affected view's dataflow runs at epoch `ts` and
-   the results are installed and published (`server.publish`). The request is acknowledged
-   after that, so a later read sees the write (read-your-writes).
+4. the deltas are appended to the change log and the transaction COMMITs, on the committer's
+   thread (`server.committer`), while
+5. every affected view's dataflow runs at epoch `ts`; once the COMMIT is done (the write is
+   durable) the results are installed and published (`server.publish`). The request is
+   acknowledged after that, so a later read sees the write (read-your-writes). Any error
+   before COMMIT rolls everything back: nothing of the request is applied (if the COMMIT
+   itself fails, the dataflows that ran ahead are rebuilt from the store: `_publish`).
 
 Group commit: a request made only of INSERT, UPDATE and DELETE statements is queued, and
 whichever writer holds the write lock next commits every queued request together
@@ -49,6 +51,7 @@ import duckdb
 from planner.preload import PRELOAD_ROWS, preload_in_background
 from server import heap
 from server.catalog import explain
+from server.committer import CommitFailed, Committing
 from server.deadline import Deadline
 from server.errors import Timeout, from_duckdb
 from server.failures import error_json
@@ -119,12 +122,10 @@ def _transact(state: ServerState, w: Write, stmts: list[Statement]) -> dict[str,
                 r["timestamp"] = state.last_ts
             return {"results": results, "failed_views": []}
         hydrate_new_views(state, w)
-        append_log(state, [w])
-        advance_clock(state, w)
+        logs = log_batches(state, [w])
         deadline.disarm()  # from here on the write commits, however long it takes
         deadline.check()
-        state.store.commit()
-        state.last_ts = state.committed_ts = w.ts
+        committing = _commit(state, [w], logs)
     except BaseException as e:
         deadline.disarm()
         state.store.rollback()
@@ -133,7 +134,11 @@ def _transact(state: ServerState, w: Write, stmts: list[Statement]) -> dict[str,
         if err is e:
             raise
         raise err from None
-    failed = _publish(state, [w])[0]
+    try:
+        failed = _publish(state, [w], committing)[0]
+    except BaseException as e:  # its COMMIT failed: nothing of it is applied
+        w.release()
+        raise (from_duckdb(e) if isinstance(e, duckdb.Error) else e) from None
     if w.new_views or w.dropped_views:
         heap.settle_views(dropped=bool(w.dropped_views))
     for r in results:
@@ -177,13 +182,38 @@ def _rolled_back(state: ServerState, e: BaseException, deadline: Deadline) -> Ba
     return e
 
 
-def _publish(state: ServerState, ws: list[Write]) -> list[list[dict[str, Any]]]:
-    """`publish` the committed writes `ws`; for each, the views that failed at it."""
+def _commit(state: ServerState, ws: list[Write], logs: list[tuple[Any, ...]]) -> Committing:
+    """Start the last DuckDB work of the transaction holding `ws` on the committer's thread:
+    the change logs `logs` (`log_batches`), the clock, COMMIT; the clock then moves to the
+    last write's timestamp."""
+
+    def work() -> None:
+        write_logs(state, logs)
+        advance_clock(state, ws[-1])
+        state.store.commit()
+        state.last_ts = state.committed_ts = ws[-1].ts
+
+    return state.committer.start(work, state.store.rollback)
+
+
+def _publish(state: ServerState, ws: list[Write], committing: Committing | None = None
+             ) -> list[list[dict[str, Any]]]:
+    """`publish` the writes `ws`, committed or being committed (`committing`); for each, the
+    views that failed at it. If their COMMIT fails, the views are rebuilt from the store (their
+    dataflows ran ahead of it) and its error is raised: nothing of `ws` is applied."""
     try:
-        return publish(state, ws)
+        return publish(state, ws, committing)
+    except CommitFailed as e:
+        log.error("the COMMIT at timestamp %d failed (%s); reloading the views", ws[-1].ts,
+                  e.error)
+        reload(state)
+        raise e.error from None
     except Exception:  # a bug after COMMIT: rebuild everything from the durable store
         log.exception("maintaining views at timestamp %d failed; reloading", ws[-1].ts)
+        error = committing.settle() if committing is not None else None
         reload(state)
+        if error is not None:
+            raise error from None
         with state.state_lock:
             failed = [
                 {"name": n, "error": error_json(v.error)}
@@ -436,20 +466,20 @@ def _try_group(
                 ws.append(w)
                 answers.append((req, results, w, ts))
             i += 1
+        committing = None
         if not ws:
             state.store.rollback()
         elif alone:
             state.last_ts = state.committed_ts = ts  # committed by its statement
-            append_log(state, ws)  # its batches, for publishing: its rows are logged
+            log_batches(state, ws)  # its batches, for publishing: its rows are logged
         else:
-            append_log(state, ws)
-            advance_clock(state, ws[-1])
-            state.store.commit()
-            state.last_ts = state.committed_ts = ts
+            committing = _commit(state, ws, log_batches(state, ws))
     except BaseException:
         state.store.rollback()
         raise
-    failed = dict(zip((id(w) for w in ws), _publish(state, ws), strict=True)) if ws else {}
+    # (a failed COMMIT raises here: `_commit_group` answers the group with its error)
+    failed = dict(zip((id(w) for w in ws), _publish(state, ws, committing), strict=True)) \
+        if ws else {}
     for req, results, w, at in answers:
         for r in results:
             r["timestamp"] = at
@@ -457,11 +487,13 @@ def _try_group(
     return None
 
 
-def append_log(state: ServerState, ws: list[Write]) -> None:
-    """Append the writes' row changes to the tables' change logs, each at its write's
-    timestamp, one statement per table (inside the transaction, so they commit with the
-    rows). COPY logged its rows already (`statements.copy`), and so did the INSERTs run as one
-    combined statement (`Write.logged`)."""
+def log_batches(state: ServerState, ws: list[Write]) -> list[tuple[Any, ...]]:
+    """Make each write's row batches (`Write.batches`, what the views are fed) from its
+    deltas, and return what the change logs still need (`write_logs`): those batches, each at
+    its write's timestamp, and the rows the writes changed in bulk (`Write.arrow_logs`: a
+    COPY's, a large DML statement's). The INSERTs run as one combined statement logged their
+    rows themselves (`Write.logged`)."""
+    logs: list[tuple[Any, ...]] = [log for w in ws for log in w.arrow_logs]
     by_table: dict[str, list[tuple[int, Batch]]] = defaultdict(list)
     for w in ws:
         for name, delta in w.deltas.items():
@@ -473,8 +505,18 @@ def append_log(state: ServerState, ws: list[Write]) -> None:
                 if name not in w.logged:
                     by_table[name].append((w.ts, batch))
     tables = ws[-1].tables
-    for name, batches in by_table.items():
-        state.store.append_log_at(tables[name], batches)
+    logs.extend((tables[name], batches) for name, batches in by_table.items())
+    return logs
+
+
+def write_logs(state: ServerState, logs: list[tuple[Any, ...]]) -> None:
+    """Append `logs` (`log_batches`) to the tables' change logs, inside the transaction (so
+    they commit with the rows): one statement per table, or per bulk change."""
+    for log in logs:
+        if len(log) == 2:
+            state.store.append_log_at(*log)
+        else:
+            state.store.append_log_arrow(*log)
 
 
 def _trim_due(state: ServerState, ts: int) -> tuple[int, bool]:
