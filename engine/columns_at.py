@@ -188,14 +188,16 @@ def keyed_columns_split(updates: list[tuple[Any, Time, int]], consolidate: bool 
     rows; either is None when there is none. None unless: all share one time, some summed
     diff is not 0, all rows have one width, each key is the row's columns at positions
     found from the first update (by identity, as a key getter made it, else by equality) and
-    checked on every row, and each column holds values of one type in `_ROUND_TRIP_TYPES`
+    checked on every row, the rows have columns, and each column holds values of one type in `_ROUND_TRIP_TYPES`
     (or NULL) that Arrow takes (ints within int64)."""
     import pyarrow as pa
 
     if not updates:
         return None
     (key0, row0), time, _ = updates[0]
-    if not isinstance(key0, tuple) or not isinstance(row0, tuple):
+    if not isinstance(key0, tuple) or not isinstance(row0, tuple) or not row0:
+        # (rows of no columns, as `count(*)` reads: an Arrow table of no columns made from
+        # them would hold no rows)
         return None
     positions = []
     for k in key0:

@@ -17,6 +17,7 @@ everywhere. `options` are passed to Spark's reader only.
 from __future__ import annotations
 
 import decimal
+import itertools
 import re
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
@@ -259,7 +260,10 @@ def _whole_picker(column: Any) -> Callable[[np.ndarray], list[Any]]:
 
 
 def rows_of(batch: Any, ncols: int) -> Iterator[tuple[Any, ...]]:
-    """The first `ncols` columns of an Arrow record batch or table, as row tuples."""
+    """The first `ncols` columns of an Arrow record batch or table, as row tuples (with no
+    columns, one empty tuple per row)."""
+    if ncols == 0:
+        return itertools.repeat((), batch.num_rows)
     cols = [column_values(batch.column(i)) for i in range(ncols)]
     if ncols == 1:
         return ((v,) for v in cols[0])

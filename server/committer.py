@@ -4,8 +4,10 @@ After a write's statements have run, what is left to do in DuckDB (its change lo
 the clock, COMMIT) and maintaining the views (the dataflows, in this process) are
 independent: the dataflows are fed the write's rows as captured, not read back. DuckDB
 releases the GIL while it works, so `Committer.start` runs that work on the committer's
-thread while the writer runs the dataflows, and a COPY of 1,000,000 rows or a group of
-writes no longer waits for one before the other.
+thread while the writer runs the dataflows: the change log of a COPY of 1,000,000 rows (a
+copy of its rows) is written while the views take them, and a group's COMMIT while its views
+run. (A view built afresh from the store, as a view is after a load of a large part of its
+tables, waits for the COMMIT instead.)
 
 Invariants:
 - nothing readers see depends on the write until `Committing.wait` has returned: the views'
@@ -15,7 +17,8 @@ Invariants:
   the committer's thread, nothing of the write is durable, and the dataflows that ran ahead
   must be rebuilt from the store (`server.writes._publish` reloads them);
 - at most one write's work is in flight: the writer starts it under the write lock and waits
-  for it before that lock is released.
+  for it before that lock is released; meanwhile only the committer's thread uses the
+  store's writer connection.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Publishing a committed write: maintain the views at its timestamp and install the results.
+"""Publishing a write: maintain the views at its timestamp and install the results.
 
-After COMMIT (the write is durable) the tables' changes at `ts` are fed to the dataflows of
-the views they affect, in creation (`seq`) order, so a view over a view runs after the view it
+The tables' changes at `ts` are fed to the dataflows of the views they affect, in creation (`seq`) order, so a view over a view runs after the view it
 reads; then, under the state lock, the catalog, row counts, view contents and history are
 installed, `completed_ts = ts` is set and the updates are published to subscribers.
 
@@ -12,9 +11,10 @@ writes had been published one by one (subscribers see each timestamp's update, t
 progress). Only the last write of a group may change the catalog (groups of more than one
 write hold DML only).
 
-A write whose last DuckDB work (its change log, the clock, COMMIT) is still in flight on the
-committer's thread (`server.committer`) is maintained meanwhile: `committing` is waited for
-before anything is installed, and before any view is built afresh from the store.
+The write's last DuckDB work (its change log, the clock, COMMIT) may still be in flight on the
+committer's thread (`server.committer`) while its views are maintained: it is waited for
+before anything is installed (the write is durable then), and before any view is built
+afresh from the store.
 
 Invariants:
 - a view whose dataflow fails (a recursion that exceeds its iteration limit, an evaluation
@@ -22,8 +22,9 @@ Invariants:
   still succeeds for the tables and the other views, and its response lists the views that
   failed. A failed view is rebuilt from the current tables (`rebuild`) at the next write that
   changes anything it reads;
-- views this write does not touch are marked complete through `ts` before any dataflow runs,
-  so reads of them do not wait for the others;
+- views this write does not touch are marked complete through `ts` once it is committed,
+  before or while the dataflows run (`untouched`, `mark_complete`), so reads of them do not
+  wait for the others;
 - readers see a timestamp's results all at once: everything is installed in one critical
   section of the state lock, a view's contents as a snapshot of its output arrangement
   (`MaintainedView.install`), taken while no dataflow runs.
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,12 +82,8 @@ def publish(state: ServerState, ws: list[Write], committing: Committing | None =
     }
     active, needed = _active_views(w, order, views, table_batches)
     if committing is None:
-        with state.state_lock:
-            # Views this write does not touch are complete through ts already (it is
-            # committed): reads of them need not wait for the dataflows below.
-            for n, v in views.items():
-                if v.running and n not in active and n not in needed and n not in w.new_views:
-                    v.complete_ts = w.ts
+        # committed: the committer marks them right after COMMIT otherwise
+        mark_complete(state, _untouched(w, views, active, needed), w.ts)
     outcome = _maintain(state, w, changes, order, views, active, needed, committing)
     if committing is not None:
         committing.wait()  # durable before anyone sees it
@@ -100,6 +98,31 @@ def publish(state: ServerState, ws: list[Write], committing: Committing | None =
     return [
         [f for i, f in enumerate(failed) if r[i] or not anyone[i]] for r in reached
     ]
+
+
+def untouched(state: ServerState, ws: list[Write]) -> list[MaintainedView]:
+    """The running views that the writes `ws` neither change nor need complete before they
+    run (`_active_views`): complete through the last write's timestamp once it is committed,
+    whatever the dataflows of the others do."""
+    w = ws[-1]
+    order = sorted(w.views, key=lambda n: w.views[n].seq)
+    views = {n: w.hydrated[n] if n in w.new_views else state.views[n] for n in order}
+    changed = {name for x in ws for name in _table_batches(x)}
+    return _untouched(w, views, *_active_views(w, order, views, changed))
+
+
+def _untouched(w: Write, views: dict[str, MaintainedView], active: set[str], needed: set[str]
+               ) -> list[MaintainedView]:
+    return [v for n, v in views.items()
+            if v.running and n not in active and n not in needed and n not in w.new_views]
+
+
+def mark_complete(state: ServerState, views: list[MaintainedView], ts: int) -> None:
+    """Views `views` are complete through `ts` (committed): reads of them need not wait for
+    the dataflows of the others."""
+    with state.state_lock:
+        for v in views:
+            v.complete_ts = ts
 
 
 def _table_batches(w: Write) -> dict[str, Input]:
@@ -133,7 +156,7 @@ def _active_views(
     w: Write,
     order: list[str],
     views: dict[str, MaintainedView],
-    table_batches: dict[str, Input],
+    table_batches: Collection[str],
 ) -> tuple[set[str], set[str]]:
     """The views that must run at `w.ts` (something they read changed, or they are new) and
     the views those read, which must be complete through `w.ts` before they run."""

@@ -7,7 +7,8 @@ only says what the state is and which lock guards what.
 Locks:
 - `write_lock` is held for a whole write, including running the dataflows (a recursion hitting
   its iteration limit can take seconds), for start-up recovery and for taking a snapshot. Only
-  its holder mutates the store, the views' dataflows and the catalog.
+  its holder mutates the store (or the committer's thread for it, `server.committer`), the
+  views' dataflows and the catalog.
 - `state_lock` guards what reads look at: `tables`, `views` (their contents, history, status,
   `complete_ts`), `row_counts`, the clock and the feeds' hub. The writer holds it only to
   install a timestamp's results, so reads of view rows, metadata, feeds and /health are not

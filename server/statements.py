@@ -153,7 +153,10 @@ def drop_table(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
             f"cannot drop table {name!r}: views {', '.join(deps)} depend on it",
             code="dependent_objects",
         )
-    state.store.drop_table(w.tables.pop(name))
+    rec = w.tables.pop(name)
+    state.store.drop_table(rec)
+    # its change log is gone: the entries this write queued for it go too
+    w.arrow_logs = [x for x in w.arrow_logs if x[0].table_id != rec.table_id]
     w.deltas.pop(name, None)
     w.loads.pop(name, None)
     w.load_counts.pop(name, None)
@@ -299,9 +302,9 @@ def _take_rows(state: ServerState, w: Write, name: str, result: Any, sign: int
 
 
 def _attach(state: ServerState, w: Write, name: str, rows: Any, sign: int) -> None:
-    """Log the Arrow table `rows` of table `name`'s changed rows with diff `sign`, by DuckDB at
-    once (`Write.arrow_logs`, for `Store.append_log_arrow` just before COMMIT), and hand them
-    to the views as columns (`Write.loads`, or `Write.unloads` for deletions)."""
+    """Queue the Arrow table `rows` of table `name`'s changed rows for its change log with diff
+    `sign` (`Write.arrow_logs`: DuckDB appends them in one statement just before COMMIT), and
+    hand them to the views as columns (`Write.loads`, or `Write.unloads` for deletions)."""
     w.arrow_logs.append((w.tables[name], w.ts, rows, sign))
     if sign > 0:
         w.loads[name].append(rows)
@@ -490,8 +493,9 @@ def insert_combined(
 def copy(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     """COPY <table> [(columns)] FROM '<path>' [(options)]: a bulk load. The rows go from the
     file (as Arrow) into DuckDB and, just before COMMIT, its change log; views are fed the
-    rows as stored while the COMMIT runs (`server.committer`), as columns (a Parquet file of them for Spark, or where a type does not convert
-    exactly through Arrow), so the rows of a load never pass through this process one by one."""
+    rows as stored, as columns (a Parquet file of them for Spark, or where a type does not
+    convert exactly through Arrow), while the COMMIT runs (`server.committer`); so the rows
+    of a load never pass through this process one by one."""
     ast = s.ast
     if not ast.args.get("kind"):
         raise SqlError(

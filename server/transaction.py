@@ -57,7 +57,7 @@ class Write:
     loads: dict[str, list[FileSource | Any]] = field(default_factory=lambda: defaultdict(list))
     load_counts: Counter[str] = field(default_factory=Counter)
     # Deletions in bulk (a large DELETE or UPDATE, `statements._take_rows`): per table, Arrow
-    # tables of the rows deleted (at ts, diff -1, logged already) and how many.
+    # tables of the rows deleted (at ts, diff -1, in `arrow_logs`) and how many.
     unloads: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
     unload_counts: Counter[str] = field(default_factory=Counter)
     # The change log entries of the rows changed in bulk (a COPY's, a large DML statement's:

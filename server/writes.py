@@ -51,12 +51,12 @@ import duckdb
 from planner.preload import PRELOAD_ROWS, preload_in_background
 from server import heap
 from server.catalog import explain
-from server.committer import CommitFailed, Committing
+from server.committer import Committing
 from server.deadline import Deadline
 from server.errors import Timeout, from_duckdb
 from server.failures import error_json
 from server.hydration import hydrate_new_views
-from server.publish import publish
+from server.publish import mark_complete, publish, untouched
 from server.recovery import checkpoint, reload
 from server.sqltext import Statement
 from server.state import ServerState
@@ -69,6 +69,7 @@ from server.statements import (
     select_in_write,
 )
 from server.statistics import TableStatistics
+from server.store import TableRecord
 from server.transaction import Write
 from server.views import Batch
 
@@ -82,6 +83,11 @@ MAX_GROUP = 256
 # The longest a group's leader waits for the writers of the last group (`_siblings`): about
 # the round trip of an answer to a client on the same host and its next request.
 GROUP_WAIT = 0.004
+
+# A change log entry for `write_logs`: a table's row batches at their timestamps
+# (`Store.append_log_at`), or a table's Arrow rows at one timestamp with one diff
+# (`Store.append_log_arrow`).
+ChangeLog = tuple[TableRecord, list[tuple[int, Batch]]] | tuple[TableRecord, int, Any, int]
 
 
 def write(state: ServerState, stmts: list[Statement]) -> dict[str, Any]:
@@ -136,7 +142,7 @@ def _transact(state: ServerState, w: Write, stmts: list[Statement]) -> dict[str,
         raise err from None
     try:
         failed = _publish(state, [w], committing)[0]
-    except BaseException as e:  # its COMMIT failed: nothing of it is applied
+    except BaseException as e:  # its COMMIT failed (nothing of it is applied), or the reload
         w.release()
         raise (from_duckdb(e) if isinstance(e, duckdb.Error) else e) from None
     if w.new_views or w.dropped_views:
@@ -182,15 +188,17 @@ def _rolled_back(state: ServerState, e: BaseException, deadline: Deadline) -> Ba
     return e
 
 
-def _commit(state: ServerState, ws: list[Write], logs: list[tuple[Any, ...]]) -> Committing:
+def _commit(state: ServerState, ws: list[Write], logs: list[ChangeLog]) -> Committing:
     """Start the last DuckDB work of the transaction holding `ws` on the committer's thread:
-    the change logs `logs` (`log_batches`), the clock, COMMIT; the clock then moves to the
-    last write's timestamp."""
+    the change logs `logs` (`log_batches`), the clock, COMMIT; then the views the writes do
+    not touch are complete through the last write's timestamp, and the clock moves to it."""
+    quiet = untouched(state, ws)
 
     def work() -> None:
         write_logs(state, logs)
         advance_clock(state, ws[-1])
         state.store.commit()
+        mark_complete(state, quiet, ws[-1].ts)  # before reads wait for the new clock
         state.last_ts = state.committed_ts = ws[-1].ts
 
     return state.committer.start(work, state.store.rollback)
@@ -199,18 +207,20 @@ def _commit(state: ServerState, ws: list[Write], logs: list[tuple[Any, ...]]) ->
 def _publish(state: ServerState, ws: list[Write], committing: Committing | None = None
              ) -> list[list[dict[str, Any]]]:
     """`publish` the writes `ws`, committed or being committed (`committing`); for each, the
-    views that failed at it. If their COMMIT fails, the views are rebuilt from the store (their
-    dataflows ran ahead of it) and its error is raised: nothing of `ws` is applied."""
+    views that failed at it. If maintaining them fails (a bug), or their COMMIT does, the views
+    are rebuilt from the store (their dataflows ran ahead of it); a COMMIT's error is raised
+    then: nothing of `ws` is applied. The COMMIT is never left in flight."""
     try:
         return publish(state, ws, committing)
-    except CommitFailed as e:
-        log.error("the COMMIT at timestamp %d failed (%s); reloading the views", ws[-1].ts,
-                  e.error)
-        reload(state)
-        raise e.error from None
-    except Exception:  # a bug after COMMIT: rebuild everything from the durable store
-        log.exception("maintaining views at timestamp %d failed; reloading", ws[-1].ts)
+    except BaseException as e:
         error = committing.settle() if committing is not None else None
+        if not isinstance(e, Exception):
+            raise
+        if error is None:  # a bug after COMMIT
+            log.exception("maintaining views at timestamp %d failed; reloading", ws[-1].ts)
+        else:
+            log.error("the COMMIT at timestamp %d failed (%s); reloading the views",
+                      ws[-1].ts, error)
         reload(state)
         if error is not None:
             raise error from None
@@ -471,7 +481,9 @@ def _try_group(
             state.store.rollback()
         elif alone:
             state.last_ts = state.committed_ts = ts  # committed by its statement
-            log_batches(state, ws)  # its batches, for publishing: its rows are logged
+            # its batches, for publishing: its statement logged its rows
+            if log_batches(state, ws):
+                raise RuntimeError("a combined INSERT left change log entries to write")
         else:
             committing = _commit(state, ws, log_batches(state, ws))
     except BaseException:
@@ -487,13 +499,13 @@ def _try_group(
     return None
 
 
-def log_batches(state: ServerState, ws: list[Write]) -> list[tuple[Any, ...]]:
+def log_batches(state: ServerState, ws: list[Write]) -> list[ChangeLog]:
     """Make each write's row batches (`Write.batches`, what the views are fed) from its
     deltas, and return what the change logs still need (`write_logs`): those batches, each at
     its write's timestamp, and the rows the writes changed in bulk (`Write.arrow_logs`: a
     COPY's, a large DML statement's). The INSERTs run as one combined statement logged their
     rows themselves (`Write.logged`)."""
-    logs: list[tuple[Any, ...]] = [log for w in ws for log in w.arrow_logs]
+    logs: list[ChangeLog] = [log for w in ws for log in w.arrow_logs]
     by_table: dict[str, list[tuple[int, Batch]]] = defaultdict(list)
     for w in ws:
         for name, delta in w.deltas.items():
@@ -509,14 +521,14 @@ def log_batches(state: ServerState, ws: list[Write]) -> list[tuple[Any, ...]]:
     return logs
 
 
-def write_logs(state: ServerState, logs: list[tuple[Any, ...]]) -> None:
+def write_logs(state: ServerState, logs: list[ChangeLog]) -> None:
     """Append `logs` (`log_batches`) to the tables' change logs, inside the transaction (so
     they commit with the rows): one statement per table, or per bulk change."""
-    for log in logs:
-        if len(log) == 2:
-            state.store.append_log_at(*log)
+    for entry in logs:
+        if len(entry) == 2:
+            state.store.append_log_at(*entry)
         else:
-            state.store.append_log_arrow(*log)
+            state.store.append_log_arrow(*entry)
 
 
 def _trim_due(state: ServerState, ts: int) -> tuple[int, bool]:

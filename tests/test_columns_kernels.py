@@ -279,6 +279,15 @@ def test_columns_mfp_decimals_equal_the_row_kernel(seed: int) -> None:
     assert taken >= tried // 3, (taken, tried)
 
 
+def test_rows_of_a_table_of_no_columns() -> None:
+    """A table's first 0 columns are one empty row per row (not none: `zip` of no columns
+    stops at once), as a table selected down to no columns keeps its row count."""
+    table = pa.table({"a": [1, 2, 3], "b": ["x", None, "z"]})
+    assert list(rows_of(table.select([]), 0)) == [(), (), ()]
+    assert list(rows_of(table, 0)) == [(), (), ()]
+    assert list(rows_of(table, 1)) == [(1,), (2,), (3,)]
+
+
 def test_columns_mfp_decimals_at_int64s_ends() -> None:
     """Operands whose unscaled values fit int64 but whose sum or rescaling would not (two
     DECIMAL(38,2) of 9e16, a BIGINT of -2**63 beside 0.00, whose NumPy abs is negative):

@@ -127,3 +127,92 @@ def test_a_group_whose_commit_fails_answers_every_request(tmp_path: Path,
         _check(db, 501)
     finally:
         db.close()
+
+
+def test_a_bulk_change_then_drop_table_in_one_request(tmp_path: Path) -> None:
+    """The change log entries a COPY or a large DML statement queues for COMMIT go with the
+    table when the same request drops it."""
+    db = Database(Settings(data_dir=tmp_path / "data"), InProcessExecutor())
+    try:
+        imp = tmp_path / "data" / "import"
+        duckdb.connect().execute(f"COPY (SELECT x::BIGINT AS id FROM range(5000) r(x)) TO "
+                                 f"'{imp / 'ids.parquet'}' (FORMAT parquet)")
+        db.execute("CREATE TABLE keep (id BIGINT); CREATE VIEW n AS SELECT count(*) AS c FROM keep")
+        db.execute("CREATE TABLE gone (id BIGINT); COPY gone FROM 'ids.parquet'; "
+                   "COPY keep FROM 'ids.parquet'; DROP TABLE gone")
+        db.execute("CREATE TABLE gone (id BIGINT); INSERT INTO gone SELECT * FROM range(5000); "
+                   "DELETE FROM gone; DELETE FROM keep WHERE id < 4000; DROP TABLE gone")
+        assert db.query("SELECT count(*) FROM keep")["rows"] == [[1000]]
+        assert db.view_rows("n", None)["rows"] == [[1000]]
+        assert "gone" not in db.tables
+    finally:
+        db.close()
+    # what the change logs hold is what a restart replays
+    db = Database(Settings(data_dir=tmp_path / "data"), InProcessExecutor())
+    try:
+        assert db.view_rows("n", None)["rows"] == [[1000]]
+    finally:
+        db.close()
+
+
+def test_views_wait_for_the_commit_only_where_they_must(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A view built afresh from the store (a failed view retried) starts only once the COMMIT
+    is done; a view the write does not touch is complete through its timestamp as soon as the
+    COMMIT is done (not before), while the other views' dataflows still run."""
+    from server import publish
+    from server.store import Store
+
+    db = _database(tmp_path)
+    try:
+        db.execute("CREATE TABLE u (s VARCHAR); CREATE VIEW nums AS "
+                   "SELECT CAST(s AS INTEGER) AS n FROM u; "
+                   "CREATE VIEW other AS SELECT count(*) AS c FROM u")
+        db.execute("INSERT INTO u VALUES ('1'), ('x')")  # fails view nums
+        assert db.views["nums"].status == "failed"
+        events: list[str] = []
+        commit, rebuild, run = Store.commit, publish.rebuild, writes.advance_clock
+
+        def slow_commit(store: Store) -> None:
+            events.append("before COMMIT other=%d" % db.views["other"].complete_ts)
+            threading.Event().wait(0.3)  # the views' dataflows run meanwhile
+            commit(store)
+            events.append("COMMIT")
+
+        def probing_rebuild(*args: Any, **kwargs: Any) -> Any:
+            events.append("rebuild")
+            return rebuild(*args, **kwargs)
+
+        monkeypatch.setattr(Store, "commit", slow_commit)
+        monkeypatch.setattr(publish, "rebuild", probing_rebuild)
+        before = db.last_ts
+        db.execute("DELETE FROM u WHERE s = 'x'")  # retries nums
+        assert events == [f"before COMMIT other={before}", "COMMIT", "rebuild"], events
+        assert db.views["nums"].status == "running"
+        assert db.view_rows("nums", None)["rows"] == [[1]]
+
+        # a write to t: `other` (over u) is complete through it once committed, while the
+        # views over t still run
+        seen: list[int] = []
+        from server.views import MaintainedView
+        maintain = MaintainedView.run_schedule
+
+        def watching(view: MaintainedView, *args: Any, **kwargs: Any) -> Any:
+            if view.name == "by_k":
+                for _ in range(200):  # until the COMMIT is done
+                    if db.committed_ts == ts:
+                        break
+                    threading.Event().wait(0.01)
+                seen.append(db.views["other"].complete_ts)
+            return maintain(view, *args, **kwargs)
+
+        monkeypatch.setattr(MaintainedView, "run_schedule", watching)
+        events.clear()
+        ts = db.last_ts + 1
+        db.execute("DELETE FROM t WHERE k = 6")
+        assert events == [f"before COMMIT other={ts - 1}", "COMMIT"], events
+        assert seen == [ts]
+        _check(db, 500 - len(range(6, 500, 7)))
+        del run
+    finally:
+        db.close()
