@@ -179,20 +179,36 @@ def test_naive_matches_duckdb(seed: int) -> None:
 GROUPS = 6
 
 
-@pytest.mark.parametrize("columns", [False, True], ids=["rows", "columns"])
+@pytest.mark.parametrize("mode", ["rows", "columns", "bulk"])
 @pytest.mark.parametrize("group", range(GROUPS))
-def test_incremental_matches_duckdb(group: int, columns: bool,
+def test_incremental_matches_duckdb(group: int, mode: str,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Every view equals DuckDB after every batch, its first contents sent as rows (the
     per-row kernels) or as columns (the vectorised ones: planner.mfp_columns,
     planner.aggregate_columns, engine.columns_join, which then joins even these small
-    tables as columns)."""
+    tables as columns). In "bulk", also every path a large batch takes is taken at any
+    size: a reduce's first rows built as columns, a join's rows joined as a table, counted
+    and sorted batches, array indexes (a `count(*)` over 4,096 rows or more read 0 once,
+    on a path these small tables never took)."""
     import engine.operators.half_join as half_join
 
     monkeypatch.setattr(half_join, "COLUMNS_MIN_ROWS", 1)
+    if mode == "bulk":
+        import engine.columns_at as columns_at
+        import engine.columns_join as columns_join
+        import engine.operators.reduce_total as reduce_total
+        import engine.rows_at as rows_at
+        import engine.rows_batch as rows_batch
+        import planner.aggregate_columns as aggregate_columns
+
+        for module, name in ((reduce_total, "ROWS_AS_COLUMNS"), (columns_join, "ROWS_AS_TABLE"),
+                             (columns_at, "COUNTED_MIN_ROWS"), (rows_at, "GROUP_SORT_MIN_ROWS"),
+                             (rows_batch, "SORTED_MIN_ROWS"), (rows_batch, "VECTOR_MIN_KEYS"),
+                             (aggregate_columns, "ARRAY_INDEX_MIN")):
+            monkeypatch.setattr(module, name, 1)
     mine = [s for i, s in enumerate(VIEWS) if i % GROUPS == group]
     replay_against_duckdb(World(100 + group), mine, batches=21, base_views=BASE_VIEWS,
-                          columns=columns)
+                          columns=mode != "rows")
 
 
 def test_constants_enter_at_the_first_epoch_read() -> None:
