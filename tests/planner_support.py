@@ -140,6 +140,26 @@ class World:
         return norm(Counter(self.con.execute(sql).fetchall()))
 
 
+def take_bulk_paths(monkeypatch: Any) -> None:
+    """Make every path that only a large batch takes (a reduce's first rows built as columns,
+    joins of rows as tables, counted and sorted batches, array indexes) taken at any size,
+    so that views over the small tables of these suites cover them."""
+    import engine.columns_at as columns_at
+    import engine.columns_join as columns_join
+    import engine.operators.half_join as half_join
+    import engine.operators.reduce_total as reduce_total
+    import engine.rows_at as rows_at
+    import engine.rows_batch as rows_batch
+    import planner.aggregate_columns as aggregate_columns
+
+    for module, name in ((half_join, "COLUMNS_MIN_ROWS"), (reduce_total, "ROWS_AS_COLUMNS"),
+                         (columns_join, "ROWS_AS_TABLE"), (columns_at, "COUNTED_MIN_ROWS"),
+                         (rows_at, "GROUP_SORT_MIN_ROWS"), (rows_batch, "SORTED_MIN_ROWS"),
+                         (rows_batch, "VECTOR_MIN_KEYS"),
+                         (aggregate_columns, "ARRAY_INDEX_MIN")):
+        monkeypatch.setattr(module, name, 1)
+
+
 def replay_against_duckdb(world: World, views: list[str], cat: Catalog | None = None,
                           batches: int = 22, base_views: dict[str, str] | None = None,
                           columns: bool = False) -> None:

@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 import test_planner_batching as batching
-from planner_support import World, catalog, norm, replay_against_duckdb
+from planner_support import World, catalog, norm, replay_against_duckdb, take_bulk_paths
 
 from planner import PlanError, compile_view
 
@@ -122,13 +122,18 @@ def test_naive_matches_duckdb(sql: str) -> None:
 GROUPS = 3
 
 
+@pytest.mark.parametrize("bulk", [False, True], ids=["rows", "bulk"])
 @pytest.mark.parametrize("group", range(GROUPS))
-def test_incremental_matches_duckdb(group: int) -> None:
-    """Views built before any data arrives, then 21 random write batches."""
+def test_incremental_matches_duckdb(group: int, bulk: bool,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Views built before any data arrives, then 21 random write batches; with `bulk`, the
+    first contents as columns and every path of large batches taken (`take_bulk_paths`)."""
+    if bulk:
+        take_bulk_paths(monkeypatch)
     cat = catalog()
     world = World(300 + group)
     mine = [s for i, s in enumerate(VIEWS) if i % GROUPS == group]
-    replay_against_duckdb(world, mine, cat)
+    replay_against_duckdb(world, mine, cat, columns=bulk)
 
 
 @pytest.mark.parametrize("sql", [OUTER_AGG[1], OUTER_AGG[5], OUTER_AGG[7], ANY_ALL[1],

@@ -6,7 +6,14 @@ batches, equals DuckDB's answer to the same SELECT on the same data after every 
 from __future__ import annotations
 
 import pytest
-from planner_support import SCHEMAS, World, catalog, norm, replay_against_duckdb
+from planner_support import (
+    SCHEMAS,
+    World,
+    catalog,
+    norm,
+    replay_against_duckdb,
+    take_bulk_paths,
+)
 
 from planner import compile_view
 
@@ -194,18 +201,7 @@ def test_incremental_matches_duckdb(group: int, mode: str,
 
     monkeypatch.setattr(half_join, "COLUMNS_MIN_ROWS", 1)
     if mode == "bulk":
-        import engine.columns_at as columns_at
-        import engine.columns_join as columns_join
-        import engine.operators.reduce_total as reduce_total
-        import engine.rows_at as rows_at
-        import engine.rows_batch as rows_batch
-        import planner.aggregate_columns as aggregate_columns
-
-        for module, name in ((reduce_total, "ROWS_AS_COLUMNS"), (columns_join, "ROWS_AS_TABLE"),
-                             (columns_at, "COUNTED_MIN_ROWS"), (rows_at, "GROUP_SORT_MIN_ROWS"),
-                             (rows_batch, "SORTED_MIN_ROWS"), (rows_batch, "VECTOR_MIN_KEYS"),
-                             (aggregate_columns, "ARRAY_INDEX_MIN")):
-            monkeypatch.setattr(module, name, 1)
+        take_bulk_paths(monkeypatch)
     mine = [s for i, s in enumerate(VIEWS) if i % GROUPS == group]
     replay_against_duckdb(World(100 + group), mine, batches=21, base_views=BASE_VIEWS,
                           columns=mode != "rows")

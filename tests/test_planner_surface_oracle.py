@@ -10,7 +10,7 @@ import random
 from collections import Counter
 
 import pytest
-from planner_support import World, catalog, norm, replay_against_duckdb
+from planner_support import World, catalog, norm, replay_against_duckdb, take_bulk_paths
 from test_planner_batching import _minus, _oracle, _play, _sum
 
 from planner import compile_view
@@ -103,11 +103,17 @@ def test_naive_matches_duckdb(sql: str) -> None:
 GROUPS = 3
 
 
+@pytest.mark.parametrize("bulk", [False, True], ids=["rows", "bulk"])
 @pytest.mark.parametrize("group", range(GROUPS))
-def test_incremental_matches_duckdb_after_every_batch(group: int) -> None:
+def test_incremental_matches_duckdb_after_every_batch(group: int, bulk: bool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `bulk`, the first contents as columns and every path of large batches taken
+    (`take_bulk_paths`)."""
+    if bulk:
+        take_bulk_paths(monkeypatch)
     world = World(300 + group)
     mine = [s for i, s in enumerate(VIEWS) if i % GROUPS == group]
-    replay_against_duckdb(world, mine)
+    replay_against_duckdb(world, mine, columns=bulk)
 
 
 BATCHED = [VIEWS[0], VIEWS[3], VIEWS[5], VIEWS[9], VIEWS[10], VIEWS[14], VIEWS[16], VIEWS[18],
