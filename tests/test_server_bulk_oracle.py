@@ -25,7 +25,7 @@ from planner_support import take_bulk_paths
 
 from server import publish, statements, store
 from server.core import Database
-from server.executors import InProcessExecutor
+from server.executors import create_executor
 from server.settings import Settings
 
 VIEWS = {
@@ -37,6 +37,16 @@ VIEWS = {
     "busy": "SELECT cat FROM items GROUP BY cat HAVING count(*) > 2",
     "in_sub": "SELECT id FROM items WHERE cat IN (SELECT cat FROM cats WHERE label LIKE 'l%')",
     "top": "SELECT id, price FROM items ORDER BY price DESC, id LIMIT 3",
+    "top_per_cat": "SELECT c.cat, t.id FROM (SELECT DISTINCT cat FROM items) c, LATERAL "
+    "(SELECT id FROM items i WHERE i.cat = c.cat ORDER BY price DESC, id LIMIT 2) t",
+    "no_label": "SELECT id FROM items i WHERE NOT EXISTS (SELECT 1 FROM cats c WHERE c.cat = i.cat)",
+    "not_in": "SELECT cat FROM cats WHERE cat NOT IN (SELECT qty FROM items WHERE qty IS NOT NULL)",
+    "full_j": "SELECT i.cat, c.label, count(*) AS n FROM items i FULL JOIN cats c ON i.cat = c.cat "
+    "GROUP BY i.cat, c.label",
+    "sets": "SELECT cat FROM items EXCEPT SELECT cat FROM cats UNION SELECT qty FROM items",
+    "avg_qty": "SELECT cat, avg(qty) AS a, count(DISTINCT qty) AS d FROM items GROUP BY cat",
+    "chain": "WITH RECURSIVE r(n) AS (SELECT min(cat) FROM items UNION "
+    "SELECT r.n + 1 FROM r JOIN items i ON i.cat = r.n + 1) SELECT n FROM r",
 }
 
 
@@ -114,7 +124,9 @@ def _at_once(db: Database, texts: list[str]) -> None:
     assert not errors, errors
 
 
-def test_bulk_paths_match_recomputation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("executor", ["inprocess", "columnar"])
+def test_bulk_paths_match_recomputation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        executor: str) -> None:
     take_bulk_paths(monkeypatch)
     monkeypatch.setattr(statements, "DML_ROWS", 1)
     monkeypatch.setattr(store, "ARROW_LOG_ROWS", 1)
@@ -122,8 +134,8 @@ def test_bulk_paths_match_recomputation(tmp_path: Path, monkeypatch: pytest.Monk
     data = tmp_path / "data"
     rng = random.Random(20261206)
     # no checkpoint of the views' history: the restart below replays the change logs
-    settings = Settings(data_dir=data, checkpoint_interval=1_000_000)
-    db = Database(settings, InProcessExecutor())
+    settings = Settings(data_dir=data, checkpoint_interval=1_000_000, executor=executor)
+    db = Database(settings, create_executor(settings))
     history: dict[int, dict[str, Counter[str]]] = {}
     try:
         for i in range(3):
@@ -158,7 +170,7 @@ def test_bulk_paths_match_recomputation(tmp_path: Path, monkeypatch: pytest.Monk
     finally:
         # a crash: the store closed, the views' history never checkpointed
         db.store.conn.close()
-    db = Database(settings, InProcessExecutor())
+    db = Database(settings, create_executor(settings))
     try:
         _check(db, "restart")
         for ts, seen in history.items():  # the history replayed from the change logs

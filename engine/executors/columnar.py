@@ -52,6 +52,7 @@ from engine.columnar.interning import (
 from engine.columnar.layout import Run
 from engine.columnar.times import field_bits, pack, pack_frontier, unpack
 from engine.columnar.updates import UpdateColumns, retime
+from engine.columns_at import PairColumnsAt
 from engine.executors.inprocess import InProcessExecutor, Updates
 from engine.fields import ArrangedFields, Fields, JoinFields
 from engine.lattice import Antichain, Time
@@ -174,6 +175,11 @@ class ColumnarExecutor(InProcessExecutor):
         dims = len(time)
         n = data.shape[0]
         return UpdateColumns(data, np.full(n, pack(time, dims), I64), np.full(n, diff, I64), dims)
+
+    def from_pair_columns(self, table: Any, time: Time, diff: int, split: int) -> Any:
+        # A reduce's first output as this executor's layout: its `(key, row)` pairs interned
+        # (the in-process columns form would reach operators that read only this one).
+        return self.from_updates(PairColumnsAt(table, time, diff, split).updates())
 
     def read(self, source: Any, time: Time) -> Any:
         return self.from_updates(updates_of(source, time))
