@@ -135,6 +135,19 @@ def multiset(rows: list[list[Any]]) -> Counter[str]:
     return Counter(json.dumps(r) for r in rows)
 
 
+def views_equal_duckdb(db: Any, views: dict[str, str], step: Any = None
+                       ) -> dict[str, Counter[str]]:
+    """In process (`server.core.Database`): each view's rows equal DuckDB running its SELECT
+    over the same snapshot (`Database.query`); returns their multisets. `step` names the
+    moment in a failure."""
+    seen = {}
+    for name, sql in views.items():
+        seen[name] = multiset(db.view_rows(name, None)["rows"])
+        want = multiset(db.query(sql)["rows"])
+        assert seen[name] == want, (name, step, seen[name] - want, want - seen[name])
+    return seen
+
+
 class SSE:
     """A Server-Sent Events subscription read synchronously, event by event."""
 

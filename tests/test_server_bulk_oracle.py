@@ -22,6 +22,7 @@ from typing import Any
 import duckdb
 import pytest
 from planner_support import take_bulk_paths
+from server_harness import multiset, views_equal_duckdb
 
 from server import publish, statements, store
 from server.core import Database
@@ -48,19 +49,6 @@ VIEWS = {
     "chain": "WITH RECURSIVE r(n) AS (SELECT min(cat) FROM items UNION "
     "SELECT r.n + 1 FROM r JOIN items i ON i.cat = r.n + 1) SELECT n FROM r",
 }
-
-
-def _bag(rows: list[Any]) -> Counter[str]:
-    return Counter(repr(tuple(r)) for r in rows)
-
-
-def _check(db: Database, step: Any) -> dict[str, Counter[str]]:
-    """Each view equals DuckDB; their contents."""
-    seen = {}
-    for name, sql in VIEWS.items():
-        seen[name] = _bag(db.view_rows(name, None)["rows"])
-        assert seen[name] == _bag(db.query(sql)["rows"]), (name, step)
-    return seen
 
 
 def _request(rng: random.Random, next_id: list[int]) -> str:
@@ -149,7 +137,7 @@ def test_bulk_paths_match_recomputation(tmp_path: Path, monkeypatch: pytest.Monk
         db.execute("COPY items FROM 'items2.parquet'")
         for name, sql in VIEWS.items():
             db.execute(f"CREATE VIEW {name} AS {sql}")
-        _check(db, "created")
+        views_equal_duckdb(db, VIEWS, "created")
         next_id = [0]
         for step in range(40):
             if step % 5 == 4:
@@ -166,15 +154,15 @@ def test_bulk_paths_match_recomputation(tmp_path: Path, monkeypatch: pytest.Monk
                     for _ in range(3)])
             else:
                 db.execute(_request(rng, next_id))
-            history[db.last_ts] = _check(db, step)
+            history[db.last_ts] = views_equal_duckdb(db, VIEWS, step)
     finally:
         # a crash: the store closed, the views' history never checkpointed
         db.store.conn.close()
     db = Database(settings, create_executor(settings))
     try:
-        _check(db, "restart")
+        views_equal_duckdb(db, VIEWS, "restart")
         for ts, seen in history.items():  # the history replayed from the change logs
             for name in VIEWS:
-                assert _bag(db.view_rows(name, ts)["rows"]) == seen[name], (name, ts)
+                assert multiset(db.view_rows(name, ts)["rows"]) == seen[name], (name, ts)
     finally:
         db.close()

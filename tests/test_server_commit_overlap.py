@@ -11,12 +11,12 @@ In process on a real DuckDB file, through each path a write commits by: a reques
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
+from server_harness import views_equal_duckdb
 
 from server import writes
 from server.core import Database
@@ -29,10 +29,6 @@ VIEWS = {
     "small": "SELECT id, v FROM t WHERE k < 3",
     "top": "SELECT k, max(v) AS hi, min(id) AS lo FROM t GROUP BY k",
 }
-
-
-def _bag(rows: list[Any]) -> Counter[str]:
-    return Counter(repr(tuple(r)) for r in rows)
 
 
 def _conflict_once(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -58,9 +54,7 @@ def _conflict_once(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def _check(db: Database, rows: int) -> None:
     assert db.query("SELECT count(*) FROM t")["rows"] == [[rows]]
-    for name, sql in VIEWS.items():
-        got = _bag(db.view_rows(name, None)["rows"])
-        assert got == _bag(db.query(sql)["rows"]), name
+    views_equal_duckdb(db, VIEWS)
 
 
 def _database(tmp_path: Path) -> Database:

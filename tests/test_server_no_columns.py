@@ -10,11 +10,10 @@ created over loaded tables, and a restart.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import duckdb
+from server_harness import views_equal_duckdb
 
 from server.core import Database
 from server.executors import InProcessExecutor
@@ -31,14 +30,8 @@ VIEWS = {
 }
 
 
-def _bag(rows: list[Any]) -> Counter[str]:
-    return Counter(repr(tuple(r)) for r in rows)
-
-
 def _check(db: Database, step: str) -> None:
-    for name, sql in VIEWS.items():
-        assert _bag(db.view_rows(name, None)["rows"]) == _bag(db.query(sql)["rows"]), \
-            (step, name)
+    views_equal_duckdb(db, VIEWS, step)
 
 
 def test_views_of_no_columns_equal_duckdb(tmp_path: Path) -> None:
