@@ -107,7 +107,8 @@ def untouched(state: ServerState, ws: list[Write]) -> list[MaintainedView]:
     w = ws[-1]
     order = sorted(w.views, key=lambda n: w.views[n].seq)
     views = {n: w.hydrated[n] if n in w.new_views else state.views[n] for n in order}
-    changed = {name for x in ws for name in _table_batches(x)}
+    # the tables `_table_batches` gives changes of, without making those changes
+    changed = {name for x in ws for name in (*x.batches, *x.loads, *x.unloads)}
     return _untouched(w, views, *_active_views(w, order, views, changed))
 
 

@@ -197,7 +197,8 @@ def test_views_wait_for_the_commit_only_where_they_must(tmp_path: Path,
                     if db.committed_ts == ts:
                         break
                     threading.Event().wait(0.01)
-                seen.append(db.views["other"].complete_ts)
+                # `other` reads only u; `small` reads t: not complete until installed
+                seen.append((db.views["other"].complete_ts, db.views["small"].complete_ts))
             return maintain(view, *args, **kwargs)
 
         monkeypatch.setattr(MaintainedView, "run_schedule", watching)
@@ -205,8 +206,17 @@ def test_views_wait_for_the_commit_only_where_they_must(tmp_path: Path,
         ts = db.last_ts + 1
         db.execute("DELETE FROM t WHERE k = 6")
         assert events == [f"before COMMIT other={ts - 1}", "COMMIT"], events
-        assert seen == [ts]
+        assert seen == [(ts, ts - 1)]
         _check(db, 500 - len(range(6, 500, 7)))
+        # the same for a write that only loads rows (a COPY: no row batch, a load)
+        duckdb.connect().execute(
+            f"COPY (SELECT 5000 + x AS id, (x % 7)::INTEGER AS k, x::DOUBLE AS v FROM "
+            f"range(5000) r(x)) TO '{tmp_path / 'data' / 'import' / 'more.parquet'}'")
+        seen.clear()
+        ts = db.last_ts + 1
+        db.execute("COPY t FROM 'more.parquet'")
+        assert seen == [(ts, ts - 1)]
+        _check(db, 5500 - len(range(6, 500, 7)))
         del run
     finally:
         db.close()
