@@ -47,8 +47,10 @@ def current_version(con: duckdb.DuckDBPyConnection) -> int:
         "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
         "applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
     )
-    row = con.execute("SELECT coalesce(max(version), 0) FROM diffsql.schema_migrations").fetchone()
-    return int(row[0]) if row else 0
+    # read to its end (`fetchall`): DuckDB 2 refuses a relation on a connection whose last
+    # result is still open
+    rows = con.execute("SELECT coalesce(max(version), 0) FROM diffsql.schema_migrations").fetchall()
+    return int(rows[0][0]) if rows else 0
 
 
 def migrate(con: duckdb.DuckDBPyConnection, directory: Path = MIGRATIONS_DIR) -> list[int]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import duckdb
 
-from server.store import FLAT_TYPE, TableRecord
+from server.store import FLAT_TYPE, TableRecord, fetch_one
 from server.values import quote_ident
 
 
@@ -73,7 +73,7 @@ class TableStatistics:
     def rows(self, table: str) -> int | None:
         if table not in self.types:
             return None
-        got = self.con.execute(f"SELECT count(*) FROM main.{quote_ident(table)}").fetchone()
+        got = fetch_one(self.con, f"SELECT count(*) FROM main.{quote_ident(table)}")
         return None if got is None else int(got[0])
 
     def distinct(self, table: str, column: str) -> int | None:
@@ -88,10 +88,8 @@ class TableStatistics:
                 hit = self.cache.get(key, rows)
                 if hit is not None:
                     return hit
-        got = self.con.execute(
-            f"SELECT approx_count_distinct({quote_ident(column)}) "
-            f"FROM main.{quote_ident(table)}"
-        ).fetchone()
+        got = fetch_one(self.con, f"SELECT approx_count_distinct({quote_ident(column)}) "
+                        f"FROM main.{quote_ident(table)}")
         if got is None:
             return None
         if self.cache is not None and rows is not None and key is not None:

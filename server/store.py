@@ -99,6 +99,14 @@ _SOURCE = "__diffsql_arrow"
 _OTHER = "__diffsql_arrow_other"  # a second one (`same_rows`)
 
 
+def fetch_one(conn: Any, sql: str, params: list[Any] | None = None) -> tuple[Any, ...] | None:
+    """The one row (or None) of a query that returns at most one, read to the end of its
+    result: DuckDB 2 refuses a relation (`conn.sql`) on a connection whose last `execute`
+    result was not (`fetchone` leaves it open)."""
+    rows = conn.execute(sql, params).fetchall() if params else conn.execute(sql).fetchall()
+    return rows[0] if rows else None
+
+
 def arrow_of(relation: Any) -> Any:
     """A DuckDB relation's rows as an Arrow table (the method's name changed in DuckDB 1.4)."""
     fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
@@ -156,7 +164,7 @@ def read_columns(conn: duckdb.DuckDBPyConnection, rec: TableRecord,
                 f"SELECT {', '.join(quote_ident(names[i]) for i in picked)} FROM {source}"))
             n = got.num_rows
         else:  # a view that reads none of its columns (count(*)): only how many rows
-            got, n = None, conn.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
+            got, n = None, fetch_one(conn, f"SELECT count(*) FROM {source}")[0]  # type: ignore[index]
         at = {i: got.column(k) for k, i in enumerate(picked)} if got is not None else {}
         table = pa.table([at[i] if i in at else pa.nulls(n) for i in range(len(names))],
                          names=names)
@@ -315,7 +323,7 @@ class Store:
     # -- meta ---------------------------------------------------------------------------------
 
     def get_meta(self, key: str) -> int:
-        row = self.conn.execute("SELECT value FROM diffsql.meta WHERE key = ?", [key]).fetchone()
+        row = fetch_one(self.conn, "SELECT value FROM diffsql.meta WHERE key = ?", [key])
         if row is None:
             raise KeyError(key)
         return int(row[0])
@@ -327,7 +335,7 @@ class Store:
         parts = [f"SELECT max(__ts) AS m FROM {log_table(rec.table_id)}" for rec in tables]
         if not parts:
             return 0
-        row = self.conn.execute(f"SELECT max(m) FROM ({' UNION ALL '.join(parts)})").fetchone()
+        row = fetch_one(self.conn, f"SELECT max(m) FROM ({' UNION ALL '.join(parts)})")
         return int(row[0]) if row and row[0] is not None else 0
 
     def set_meta(self, key: str, value: int) -> None:
@@ -443,7 +451,7 @@ class Store:
         return out
 
     def count_rows(self, name: str) -> int:
-        row = self.conn.execute(f"SELECT count(*) FROM main.{quote_ident(name)}").fetchone()
+        row = fetch_one(self.conn, f"SELECT count(*) FROM main.{quote_ident(name)}")
         return int(row[0]) if row else 0
 
     # -- contents and change log ----------------------------------------------------------------
@@ -462,7 +470,7 @@ class Store:
             # No row is looked at unless DuckDB finds a NaN (the same transaction, so the same
             # contents): a NaN-free table's rows are canonical as fetched.
             nan = " OR ".join(f"isnan({quote_ident(c)})" for c in floats)
-            found = con.execute(f"SELECT count(*) FROM {table} WHERE {nan}").fetchone()
+            found = fetch_one(con, f"SELECT count(*) FROM {table} WHERE {nan}")
             if found and found[0]:
                 return [canonical(r) for r in rows]
         return rows

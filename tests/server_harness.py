@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -146,6 +147,22 @@ def views_equal_duckdb(db: Any, views: dict[str, str], step: Any = None
         want = multiset(db.query(sql)["rows"])
         assert seen[name] == want, (name, step, seen[name] - want, want - seen[name])
     return seen
+
+
+def group_of_inserts(db: Any, texts: list[str]) -> None:
+    """In process: submit `texts` (plain INSERTs) at once and commit them as one group."""
+    errors: list[Any] = []
+    done = threading.Event()
+
+    def answer(result: Any, error: Any) -> None:
+        errors.append(error)
+        if len(errors) == len(texts):
+            done.set()
+
+    starts = [db.submit(t, answer) for t in texts]
+    assert starts == [True] + [False] * (len(texts) - 1)
+    db.lead()
+    assert done.wait(30) and not any(errors), errors
 
 
 class SSE:

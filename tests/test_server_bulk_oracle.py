@@ -17,12 +17,11 @@ import random
 import threading
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
 from planner_support import take_bulk_paths
-from server_harness import multiset, views_equal_duckdb
+from server_harness import group_of_inserts, multiset, views_equal_duckdb
 
 from server import publish, statements, store
 from server.core import Database
@@ -80,21 +79,6 @@ def _request(rng: random.Random, next_id: list[int]) -> str:
     return "; ".join(stmts)
 
 
-def _group_of_inserts(db: Database, texts: list[str]) -> None:
-    errors: list[Any] = []
-    done = threading.Event()
-
-    def answer(result: Any, error: Any) -> None:
-        errors.append(error)
-        if len(errors) == len(texts):
-            done.set()
-
-    starts = [db.submit(t, answer) for t in texts]
-    assert starts == [True] + [False] * (len(texts) - 1)
-    db.lead()
-    assert done.wait(30) and not any(errors), errors
-
-
 def _at_once(db: Database, texts: list[str]) -> None:
     errors: list[BaseException] = []
 
@@ -142,7 +126,7 @@ def test_bulk_paths_match_recomputation(tmp_path: Path, monkeypatch: pytest.Monk
         for step in range(40):
             if step % 5 == 4:
                 # plain INSERTs queued, then committed as one group (one combined statement)
-                _group_of_inserts(db, [
+                group_of_inserts(db, [
                     f"INSERT INTO items VALUES ({next_id[0] + k}, {rng.randint(0, 4)}, "
                     f"{rng.choice(['NULL', 1, 2])}, {rng.randint(1, 999) / 100})"
                     for k in range(4)])

@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import duckdb
+
 from server.core import Database
 from server.executors import InProcessExecutor
 from server.queries import ARROW_VIEW_ROWS, view_relation
 from server.settings import Settings
+from server.store import arrow_of, fetch_one
 
 VIEWS = {
     # every type exact: Arrow
@@ -64,3 +67,31 @@ def test_query_over_views_equals_duckdb() -> None:
         assert arrow == {"exact": True, "decimal": False, "small": False, "projected": True}
     finally:
         db.close()
+
+
+def test_query_over_a_table_read_as_rows_and_another_table() -> None:
+    """A table whose rows are read as Python rows (a REAL column: not exact through Arrow)
+    and holding a NaN, and another table, in one `/query`: both are read through one cursor
+    of the query's snapshot. The NaN check of the first once left that cursor's result open,
+    and DuckDB 2 refused to read the second table on it."""
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE a (id INTEGER, r REAL, x DOUBLE); "
+                   "CREATE TABLE b (id INTEGER, y INTEGER)")
+        db.execute("INSERT INTO a VALUES (1, 1.5, 'NaN'::DOUBLE), (2, 2.5, 1.0); "
+                   "INSERT INTO b VALUES (1, 10), (3, 30)")
+        got = db.query("SELECT a.id, a.r, a.x, b.y FROM a JOIN b ON a.id = b.id")
+        assert got["rows"] == [[1, 1.5, "NaN", 10]]
+    finally:
+        db.close()
+
+
+def test_fetch_one_leaves_no_result_open() -> None:
+    """`store.fetch_one` reads its result to the end, so the connection can read a relation
+    next (DuckDB 2 refuses one after a `fetchone` that left a result open)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT * FROM range(3) r(x)")
+    assert fetch_one(con, "SELECT count(*) FROM t") == (3,)
+    assert fetch_one(con, "SELECT x FROM t WHERE x = ?", [7]) is None
+    assert fetch_one(con, "SELECT max(x) FROM t WHERE x < ?", [2]) == (1,)
+    assert arrow_of(con.sql("SELECT x FROM t ORDER BY x")).column(0).to_pylist() == [0, 1, 2]
