@@ -32,6 +32,8 @@ SCHEMAS = {
 
 STRINGS = ["x", "y", "ab", "Ba", "abc", " a ", "q", "xa"]
 FLOATS = [0.5, 1.25, 2.0, -3.5, 10.0, 2.5, -0.75]
+# with NaN, which DuckDB groups, joins and orders as one value greater than every other
+NAN_FLOATS = [*FLOATS, float("nan"), float("nan"), float("inf")]
 DATES = [datetime.date(2023, 1, 31), datetime.date(2023, 12, 1), datetime.date(2024, 2, 29),
          datetime.date(2022, 6, 15)]
 
@@ -40,10 +42,11 @@ def maybe(rng: random.Random, v: Any, p: float = 0.25) -> Any:
     return None if rng.random() < p else v
 
 
-def random_row(rng: random.Random, table: str, next_id: int) -> tuple[Any, ...]:
+def random_row(rng: random.Random, table: str, next_id: int,
+               floats: list[float] = FLOATS) -> tuple[Any, ...]:
     if table == "t":
         return (next_id, maybe(rng, rng.randint(-2, 6)), maybe(rng, rng.choice(STRINGS)),
-                maybe(rng, rng.choice(FLOATS)), maybe(rng, rng.choice(DATES)),
+                maybe(rng, rng.choice(floats)), maybe(rng, rng.choice(DATES)),
                 maybe(rng, rng.random() < 0.5))
     if table == "u":
         return (next_id, maybe(rng, rng.randint(-1, 6)), maybe(rng, rng.choice(STRINGS[:5])),
@@ -85,8 +88,10 @@ def norm(bag: dict[tuple[Any, ...], int] | Counter) -> Counter:
 class World:
     """Random tables mirrored in DuckDB and (optionally) fed to engine input handles."""
 
-    def __init__(self, seed: int, sizes: dict[str, int] | None = None) -> None:
+    def __init__(self, seed: int, sizes: dict[str, int] | None = None,
+                 floats: list[float] = FLOATS) -> None:
         self.rng = random.Random(seed)
+        self.floats = floats
         self.con = duckdb.connect()
         self.rows: dict[str, list[tuple[Any, ...]]] = {}
         self.next_id = 1000
@@ -99,7 +104,7 @@ class World:
 
     def new_row(self, table: str) -> tuple[Any, ...]:
         self.next_id += 1
-        return random_row(self.rng, table, self.next_id % 50)
+        return random_row(self.rng, table, self.next_id % 50, self.floats)
 
     def sync(self) -> None:
         for name, cols in SCHEMAS.items():

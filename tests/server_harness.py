@@ -5,6 +5,7 @@ WebSocket. Nothing here replaces a component of the server.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,44 @@ def group_of_inserts(db: Any, texts: list[str]) -> None:
     assert starts == [True] + [False] * (len(texts) - 1)
     db.lead()
     assert done.wait(30) and not any(errors), errors
+
+
+class FeedRecorder:
+    """In process (`server.core.Database`): subscribes to views with a snapshot on an event
+    loop of its own and keeps every frame, to replay them afterwards (`states`)."""
+
+    def __init__(self, db: Any, names: Iterable[str]) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        self.subs = {n: db.subscribe(n, True, None, self.loop) for n in names}
+
+    def states(self) -> dict[str, dict[int, Counter[str]]]:
+        """Per view, its rows (as `multiset`) at each timestamp a progress frame reached, as a
+        client applying the feed's updates to its snapshot sees them. Fails if a feed was
+        ended, or if an update's timestamp is not above the last progress's."""
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(30)
+        out: dict[str, dict[int, Counter[str]]] = {}
+        for name, (sub, first) in self.subs.items():
+            rows: Counter[str] = Counter()
+            seen: dict[int, Counter[str]] = {}
+            last = -1
+            for frame in [*first, *sub.queue]:
+                msg = frame.to_json()
+                assert msg["type"] in ("update", "progress"), (name, msg)
+                if msg["type"] == "update":
+                    assert msg["timestamp"] > last or not seen, (name, msg["timestamp"], last)
+                    for u in msg["updates"]:
+                        rows[json.dumps(u["row"])] += u["diff"]
+                else:
+                    last = msg["timestamp"]
+                    seen[last] = +rows  # no row may be held a negative number of times
+                    assert all(n >= 0 for n in rows.values()), (name, last, rows)
+            out[name] = seen
+        self.loop.close()
+        return out
 
 
 class SSE:

@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from planner_support import take_bulk_paths
-from server_harness import group_of_inserts, multiset, views_equal_duckdb
+from server_harness import FeedRecorder, group_of_inserts, multiset, views_equal_duckdb
 
 from server import publish, statements, store
 from server.core import Database
@@ -122,6 +122,7 @@ def test_bulk_paths_match_recomputation(tmp_path: Path, monkeypatch: pytest.Monk
         for name, sql in VIEWS.items():
             db.execute(f"CREATE VIEW {name} AS {sql}")
         views_equal_duckdb(db, VIEWS, "created")
+        feeds = FeedRecorder(db, VIEWS)
         next_id = [0]
         for step in range(40):
             if step % 5 == 4:
@@ -139,6 +140,11 @@ def test_bulk_paths_match_recomputation(tmp_path: Path, monkeypatch: pytest.Monk
             else:
                 db.execute(_request(rng, next_id))
             history[db.last_ts] = views_equal_duckdb(db, VIEWS, step)
+        # each feed, applied to its snapshot, showed the view's rows at every timestamp
+        fed = feeds.states()
+        for ts, seen in history.items():
+            for name in VIEWS:
+                assert fed[name][ts] == seen[name], (name, ts)
     finally:
         # a crash: the store closed, the views' history never checkpointed
         db.store.conn.close()

@@ -21,6 +21,7 @@ import pickle
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from engine.canonical import canonical
 from engine.executors.base import Updates
 from engine.executors.inprocess import counting_step
 from engine.executors.spark.cluster import Level
@@ -47,7 +48,12 @@ def encode(value: Any) -> bytes:
     return buf.getvalue()
 
 
-decode = pickle.loads
+def decode(data: bytes) -> Any:
+    """The value `encode` made `data` from, with every NaN the one `NAN`, as everywhere in the
+    engine (`engine.canonical`): a NaN decoded by itself is unequal to every other NaN, so a
+    row holding one would not meet its retraction (in a worker's consolidation, or in the
+    driver's output)."""
+    return canonical(pickle.loads(data))
 
 
 # -- summaries and accumulators -------------------------------------------------------------------
