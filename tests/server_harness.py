@@ -170,35 +170,49 @@ class FeedRecorder:
     """In process (`server.core.Database`): subscribes to views with a snapshot on an event
     loop of its own and keeps every frame, to replay them afterwards (`states`)."""
 
-    def __init__(self, db: Any, names: Iterable[str]) -> None:
+    def __init__(self, db: Any, names: Iterable[str],
+                 resume: tuple[int, dict[str, Counter[str]]] | None = None) -> None:
+        """With `resume` = (since, rows): resume each feed after timestamp `since`, at which
+        the client held view n's rows `rows[n]`, instead of from a snapshot."""
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
-        self.subs = {n: db.subscribe(n, True, None, self.loop) for n in names}
+        since = None if resume is None else resume[0]
+        self.start = {} if resume is None else resume[1]
+        self.subs = {n: db.subscribe(n, resume is None, since, self.loop) for n in names}
 
-    def states(self) -> dict[str, dict[int, Counter[str]]]:
-        """Per view, its rows (as `multiset`) at each timestamp a progress frame reached, as a
-        client applying the feed's updates to its snapshot sees them. Fails if a feed was
-        ended, or if an update's timestamp is not above the last progress's."""
+    def states(self, timestamps: Iterable[int]) -> dict[str, dict[int, Counter[str]]]:
+        """Per view, its rows (as `multiset`) at each of `timestamps`, as a client applying
+        the feed's updates in order sees them: every update at or before a timestamp, none
+        after. Fails if a feed was ended, if its timestamps go back, if it holds a row a
+        negative number of times, or if its last progress is short of a timestamp asked."""
         asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop).result(30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(30)
+        wanted = sorted(timestamps)
         out: dict[str, dict[int, Counter[str]]] = {}
         for name, (sub, first) in self.subs.items():
-            rows: Counter[str] = Counter()
+            rows: Counter[str] = Counter(self.start.get(name, {}))
             seen: dict[int, Counter[str]] = {}
-            last = -1
+            pending = list(wanted)
+            last = progress = -1
             for frame in [*first, *sub.queue]:
                 msg = frame.to_json()
                 assert msg["type"] in ("update", "progress"), (name, msg)
+                ts = msg["timestamp"]
+                assert ts >= last, (name, ts, last)
+                while pending and pending[0] < ts:  # every update at or before it applied
+                    seen[pending.pop(0)] = +rows
+                last = ts
                 if msg["type"] == "update":
-                    assert msg["timestamp"] > last or not seen, (name, msg["timestamp"], last)
                     for u in msg["updates"]:
                         rows[json.dumps(u["row"])] += u["diff"]
+                    assert all(n >= 0 for n in rows.values()), (name, ts, rows)
                 else:
-                    last = msg["timestamp"]
-                    seen[last] = +rows  # no row may be held a negative number of times
-                    assert all(n >= 0 for n in rows.values()), (name, last, rows)
+                    progress = ts
+            assert not pending or pending[-1] <= progress, (name, pending, progress)
+            for t in pending:
+                seen[t] = +rows
             out[name] = seen
         self.loop.close()
         return out

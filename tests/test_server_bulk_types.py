@@ -140,7 +140,7 @@ def test_bulk_paths_over_every_type(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                 db.execute(_request(rng, next_id))
             history[db.last_ts] = views_equal_duckdb(db, VIEWS, step)
         # each feed, applied to its snapshot, showed the view's rows at every timestamp
-        fed = feeds.states()
+        fed = feeds.states(history)
         for ts, seen in history.items():
             for name in VIEWS:
                 assert fed[name][ts] == seen[name], (name, ts)
@@ -153,5 +153,12 @@ def test_bulk_paths_over_every_type(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         for ts, seen in history.items():  # the history replayed from the change logs
             for name in VIEWS:
                 assert multiset(db.view_rows(name, ts)["rows"]) == seen[name], (name, ts)
+        # a client that held every view's rows at the first write's timestamp resumes its
+        # feeds there, and sees them at every timestamp after
+        since = min(history)
+        fed = FeedRecorder(db, VIEWS, resume=(since, history[since])).states(history)
+        for ts, seen in history.items():
+            for name in VIEWS:
+                assert ts <= since or fed[name][ts] == seen[name], (name, ts)
     finally:
         db.close()
