@@ -5,6 +5,8 @@ batches, equals DuckDB's answer to the same SELECT on the same data after every 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from planner_support import (
     NAN_FLOATS,
@@ -187,7 +189,21 @@ def test_naive_matches_duckdb(seed: int) -> None:
 GROUPS = 6
 
 
-@pytest.mark.parametrize("mode", ["rows", "columns", "bulk"])
+MODES = ["rows", "columns", "bulk", "columnar"]
+
+
+def _executor(mode: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Set up `mode` (see `test_incremental_matches_duckdb`); the dataflow's executor."""
+    import engine.operators.half_join as half_join
+    from engine.executors.columnar import ColumnarExecutor
+
+    monkeypatch.setattr(half_join, "COLUMNS_MIN_ROWS", 1)
+    if mode in ("bulk", "columnar"):
+        take_bulk_paths(monkeypatch)
+    return ColumnarExecutor() if mode == "columnar" else None
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("group", range(GROUPS))
 def test_incremental_matches_duckdb(group: int, mode: str,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
@@ -197,15 +213,12 @@ def test_incremental_matches_duckdb(group: int, mode: str,
     tables as columns). In "bulk", also every path a large batch takes is taken at any
     size: a reduce's first rows built as columns, a join's rows joined as a table, counted
     and sorted batches, array indexes (a `count(*)` over 4,096 rows or more read 0 once,
-    on a path these small tables never took)."""
-    import engine.operators.half_join as half_join
-
-    monkeypatch.setattr(half_join, "COLUMNS_MIN_ROWS", 1)
-    if mode == "bulk":
-        take_bulk_paths(monkeypatch)
+    on a path these small tables never took). "columnar" is "bulk" on the columnar executor
+    (`--executor columnar`: interned rows, compiled kernels)."""
+    executor = _executor(mode, monkeypatch)
     mine = [s for i, s in enumerate(VIEWS) if i % GROUPS == group]
     replay_against_duckdb(World(100 + group), mine, batches=21, base_views=BASE_VIEWS,
-                          columns=mode != "rows")
+                          columns=mode != "rows", executor=executor)
 
 
 # The views whose every row DuckDB computes when `c` holds NaN or infinity (casting NaN to an
@@ -213,21 +226,17 @@ def test_incremental_matches_duckdb(group: int, mode: str,
 NAN_VIEWS = [s for s in VIEWS if "CAST(c AS INTEGER)" not in s]
 
 
-@pytest.mark.parametrize("mode", ["rows", "columns", "bulk"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("group", range(GROUPS))
 def test_incremental_matches_duckdb_with_nan(group: int, mode: str,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """As `test_incremental_matches_duckdb`, with NaN (two NaN objects, so rows are made
     canonical where they enter) and infinity among the DOUBLE values: DuckDB groups, joins,
     orders and compares NaN as one value greater than all others."""
-    import engine.operators.half_join as half_join
-
-    monkeypatch.setattr(half_join, "COLUMNS_MIN_ROWS", 1)
-    if mode == "bulk":
-        take_bulk_paths(monkeypatch)
+    executor = _executor(mode, monkeypatch)
     mine = [s for i, s in enumerate(NAN_VIEWS) if i % GROUPS == group]
     replay_against_duckdb(World(300 + group, floats=NAN_FLOATS), mine, batches=21,
-                          base_views=BASE_VIEWS, columns=mode != "rows")
+                          base_views=BASE_VIEWS, columns=mode != "rows", executor=executor)
 
 
 def test_constants_enter_at_the_first_epoch_read() -> None:

@@ -103,17 +103,20 @@ def test_naive_matches_duckdb(sql: str) -> None:
 GROUPS = 3
 
 
-@pytest.mark.parametrize("bulk", [False, True], ids=["rows", "bulk"])
+@pytest.mark.parametrize("mode", ["rows", "bulk", "columnar"])
 @pytest.mark.parametrize("group", range(GROUPS))
-def test_incremental_matches_duckdb_after_every_batch(group: int, bulk: bool,
+def test_incremental_matches_duckdb_after_every_batch(group: int, mode: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """With `bulk`, the first contents as columns and every path of large batches taken
-    (`take_bulk_paths`)."""
-    if bulk:
+    """In "bulk", the first contents as columns and every path of large batches taken
+    (`take_bulk_paths`); "columnar" is "bulk" on the columnar executor."""
+    from engine.executors.columnar import ColumnarExecutor
+
+    if mode != "rows":
         take_bulk_paths(monkeypatch)
     world = World(300 + group)
     mine = [s for i, s in enumerate(VIEWS) if i % GROUPS == group]
-    replay_against_duckdb(world, mine, columns=bulk)
+    replay_against_duckdb(world, mine, columns=mode != "rows",
+                          executor=ColumnarExecutor() if mode == "columnar" else None)
 
 
 BATCHED = [VIEWS[0], VIEWS[3], VIEWS[5], VIEWS[9], VIEWS[10], VIEWS[14], VIEWS[16], VIEWS[18],
