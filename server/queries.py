@@ -91,7 +91,8 @@ def snapshot(state: ServerState, names: list[str], streamed: Collection[str] = (
     each through a cursor of its own (a DuckDB connection streams one result at a time), the
     others read whole through one shared cursor. Every cursor's READ ONLY transaction begins
     under the write lock, so all see the same commit, and stays open until the queries are
-    over."""
+    over. Each read on the shared cursor reads its result to the end (`store.fetch_one`)
+    before the next: DuckDB 2 refuses a relation on a cursor with a result left open."""
     cursors: list[Any] = []
 
     def pinned() -> Any:

@@ -102,7 +102,7 @@ _OTHER = "__diffsql_arrow_other"  # a second one (`same_rows`)
 def fetch_one(conn: Any, sql: str, params: list[Any] | None = None) -> tuple[Any, ...] | None:
     """The one row (or None) of a query that returns at most one, read to the end of its
     result: DuckDB 2 refuses a relation (`conn.sql`) on a connection whose last `execute`
-    result was not (`fetchone` leaves it open)."""
+    result was not read to its end (`fetchone` leaves it open)."""
     rows = conn.execute(sql, params).fetchall() if params else conn.execute(sql).fetchall()
     return rows[0] if rows else None
 

@@ -186,17 +186,24 @@ class FeedRecorder:
         the feed's updates in order sees them: every update at or before a timestamp, none
         after. Fails if a feed was ended, if its timestamps go back, if it holds a row a
         negative number of times, or if its last progress is short of a timestamp asked."""
-        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop).result(30)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(30)
         wanted = sorted(timestamps)
+        try:
+            # Frames reach the loop from the hub's encoder thread, after the write returned:
+            # wait until every feed's progress has reached the last timestamp asked.
+            frames = asyncio.run_coroutine_threadsafe(self._frames(wanted[-1]), self.loop)
+            queues = frames.result(30)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(30)
+            if not self._thread.is_alive():
+                self.loop.close()
         out: dict[str, dict[int, Counter[str]]] = {}
-        for name, (sub, first) in self.subs.items():
+        for name, (_, first) in self.subs.items():
             rows: Counter[str] = Counter(self.start.get(name, {}))
             seen: dict[int, Counter[str]] = {}
             pending = list(wanted)
             last = progress = -1
-            for frame in [*first, *sub.queue]:
+            for frame in [*first, *queues[name]]:
                 msg = frame.to_json()
                 assert msg["type"] in ("update", "progress"), (name, msg)
                 ts = msg["timestamp"]
@@ -214,8 +221,39 @@ class FeedRecorder:
             for t in pending:
                 seen[t] = +rows
             out[name] = seen
-        self.loop.close()
         return out
+
+    async def _frames(self, ts: int) -> dict[str, list[Any]]:
+        """On the loop: each feed's frames so far, once each holds a progress at `ts` or
+        later (or, for a feed ended, its end)."""
+        def done(sub: Any, first: list[Any]) -> bool:
+            return sub.closed or any(f.type == "progress" and f.timestamp >= ts
+                                     for f in (*first, *sub.queue))
+        while not all(done(sub, first) for sub, first in self.subs.values()):
+            await asyncio.sleep(0.01)
+        return {name: list(sub.queue) for name, (sub, _) in self.subs.items()}
+
+
+def check_history(db: Any, views: dict[str, str], history: dict[int, dict[str, Counter[str]]],
+                  feeds: FeedRecorder | None) -> None:
+    """In process: the views' rows at every timestamp of `history` (`views_equal_duckdb`'s,
+    after each write) are what `feeds` (subscribed with a snapshot before the writes) give
+    then; or, with `feeds` None (after a restart), what `db` replays from its change logs
+    (`as_of`), and what each feed resumed after the first of them gives."""
+    if feeds is not None:
+        fed = feeds.states(history)
+        for ts, seen in history.items():
+            for name in views:
+                assert fed[name][ts] == seen[name], (name, ts, "feed")
+        return
+    for ts, seen in history.items():
+        for name in views:
+            assert multiset(db.view_rows(name, ts)["rows"]) == seen[name], (name, ts)
+    since = min(history)
+    fed = FeedRecorder(db, views, resume=(since, history[since])).states(history)
+    for ts, seen in history.items():
+        for name in views:
+            assert ts <= since or fed[name][ts] == seen[name], (name, ts, "resumed feed")
 
 
 class SSE:

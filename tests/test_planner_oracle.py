@@ -13,9 +13,9 @@ from planner_support import (
     SCHEMAS,
     World,
     catalog,
+    mode_executor,
     norm,
     replay_against_duckdb,
-    take_bulk_paths,
 )
 
 from planner import compile_view
@@ -193,14 +193,12 @@ MODES = ["rows", "columns", "bulk", "columnar"]
 
 
 def _executor(mode: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Set up `mode` (see `test_incremental_matches_duckdb`); the dataflow's executor."""
+    """`mode_executor`, with even these small tables joined as columns once they arrive
+    as columns."""
     import engine.operators.half_join as half_join
-    from engine.executors.columnar import ColumnarExecutor
 
     monkeypatch.setattr(half_join, "COLUMNS_MIN_ROWS", 1)
-    if mode in ("bulk", "columnar"):
-        take_bulk_paths(monkeypatch)
-    return ColumnarExecutor() if mode == "columnar" else None
+    return mode_executor(mode, monkeypatch)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -10,7 +10,7 @@ import random
 from collections import Counter
 
 import pytest
-from planner_support import World, catalog, norm, replay_against_duckdb, take_bulk_paths
+from planner_support import World, catalog, mode_executor, norm, replay_against_duckdb
 from test_planner_batching import _minus, _oracle, _play, _sum
 
 from planner import compile_view
@@ -107,16 +107,12 @@ GROUPS = 3
 @pytest.mark.parametrize("group", range(GROUPS))
 def test_incremental_matches_duckdb_after_every_batch(group: int, mode: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """In "bulk", the first contents as columns and every path of large batches taken
-    (`take_bulk_paths`); "columnar" is "bulk" on the columnar executor."""
-    from engine.executors.columnar import ColumnarExecutor
-
-    if mode != "rows":
-        take_bulk_paths(monkeypatch)
+    """In "bulk", the first contents as columns and every path of large batches taken;
+    "columnar" is "bulk" on the columnar executor (`mode_executor`)."""
+    executor = mode_executor(mode, monkeypatch)
     world = World(300 + group)
     mine = [s for i, s in enumerate(VIEWS) if i % GROUPS == group]
-    replay_against_duckdb(world, mine, columns=mode != "rows",
-                          executor=ColumnarExecutor() if mode == "columnar" else None)
+    replay_against_duckdb(world, mine, columns=mode != "rows", executor=executor)
 
 
 BATCHED = [VIEWS[0], VIEWS[3], VIEWS[5], VIEWS[9], VIEWS[10], VIEWS[14], VIEWS[16], VIEWS[18],

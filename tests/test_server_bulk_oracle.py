@@ -7,8 +7,10 @@ the view (`publish.RECOMPUTE_MIN_ROWS`), and the engine builds and joins large b
 columns (`take_bulk_paths`). Here every such path is taken at any size, in process on a real
 DuckDB file: a seeded random stream of requests (COPY, `INSERT ... SELECT`, UPDATE, DELETE,
 single rows, several statements in one request, requests committed as one group) and, after
-each, every view equals DuckDB running its SELECT; after a crash (the views' history never
-checkpointed), the history replayed from the change logs is the same at every timestamp.
+each, every view equals DuckDB running its SELECT, and every view's feed, applied to its
+snapshot, gives the same rows at every timestamp; after a crash (the views' history never
+checkpointed), the history replayed from the change logs is the same at every timestamp, and
+so are the feeds resumed after the first write's timestamp.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from planner_support import take_bulk_paths
-from server_harness import FeedRecorder, group_of_inserts, multiset, views_equal_duckdb
+from server_harness import FeedRecorder, check_history, group_of_inserts, views_equal_duckdb
 
 from server import publish, statements, store
 from server.core import Database
@@ -140,26 +142,13 @@ def test_bulk_paths_match_recomputation(tmp_path: Path, monkeypatch: pytest.Monk
             else:
                 db.execute(_request(rng, next_id))
             history[db.last_ts] = views_equal_duckdb(db, VIEWS, step)
-        # each feed, applied to its snapshot, showed the view's rows at every timestamp
-        fed = feeds.states(history)
-        for ts, seen in history.items():
-            for name in VIEWS:
-                assert fed[name][ts] == seen[name], (name, ts)
+        check_history(db, VIEWS, history, feeds)  # each feed, applied to its snapshot
     finally:
         # a crash: the store closed, the views' history never checkpointed
         db.store.conn.close()
     db = Database(settings, create_executor(settings))
     try:
         views_equal_duckdb(db, VIEWS, "restart")
-        for ts, seen in history.items():  # the history replayed from the change logs
-            for name in VIEWS:
-                assert multiset(db.view_rows(name, ts)["rows"]) == seen[name], (name, ts)
-        # a client that held every view's rows at the first write's timestamp resumes its
-        # feeds there, and sees them at every timestamp after
-        since = min(history)
-        fed = FeedRecorder(db, VIEWS, resume=(since, history[since])).states(history)
-        for ts, seen in history.items():
-            for name in VIEWS:
-                assert ts <= since or fed[name][ts] == seen[name], (name, ts)
+        check_history(db, VIEWS, history, None)  # replayed from the change logs; resumed feeds
     finally:
         db.close()

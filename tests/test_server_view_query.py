@@ -2,20 +2,24 @@
 `ARROW_VIEW_ROWS` rows or more whose every column type Arrow holds exactly, as Python rows
 otherwise. Oracle: DuckDB running the view's own SELECT over the tables, compared as
 multisets of the JSON rows (NULLs, NaN, repeated rows, empty and non-ASCII strings, the
-extremes of each type), with each column's type as DuckDB reports it."""
+extremes of each type), with each column's type as DuckDB reports it. Also `/query` over
+tables read as Python rows and as Arrow together, and `store.fetch_one`, which leaves no
+result open on a connection."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Any
 
 import duckdb
+import pytest
 
 from server.core import Database
 from server.executors import InProcessExecutor
 from server.queries import ARROW_VIEW_ROWS, view_relation
 from server.settings import Settings
-from server.store import arrow_of, fetch_one
+from server.store import Store, arrow_of, fetch_one
 
 VIEWS = {
     # every type exact: Arrow
@@ -69,11 +73,20 @@ def test_query_over_views_equals_duckdb() -> None:
         db.close()
 
 
-def test_query_over_a_table_read_as_rows_and_another_table() -> None:
+def test_query_over_a_table_read_as_rows_and_another_table(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A table whose rows are read as Python rows (a REAL column: not exact through Arrow)
     and holding a NaN, and another table, in one `/query`: both are read through one cursor
     of the query's snapshot. The NaN check of the first once left that cursor's result open,
     and DuckDB 2 refused to read the second table on it."""
+    read_as_rows: list[str] = []
+    original = Store.read_table
+
+    def spy(con: Any, name: str) -> Any:
+        read_as_rows.append(name)
+        return original(con, name)
+
+    monkeypatch.setattr(Store, "read_table", staticmethod(spy))
     db = Database(Settings(memory=True), InProcessExecutor())
     try:
         db.execute("CREATE TABLE a (id INTEGER, r REAL, x DOUBLE); "
@@ -82,6 +95,7 @@ def test_query_over_a_table_read_as_rows_and_another_table() -> None:
                    "INSERT INTO b VALUES (1, 10), (3, 30)")
         got = db.query("SELECT a.id, a.r, a.x, b.y FROM a JOIN b ON a.id = b.id")
         assert got["rows"] == [[1, 1.5, "NaN", 10]]
+        assert read_as_rows == ["a"]  # the path under test: `a` as rows, then `b` as Arrow
     finally:
         db.close()
 
