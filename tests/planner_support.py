@@ -33,7 +33,7 @@ SCHEMAS = {
 STRINGS = ["x", "y", "ab", "Ba", "abc", " a ", "q", "xa"]
 FLOATS = [0.5, 1.25, 2.0, -3.5, 10.0, 2.5, -0.75]
 # with NaN, which DuckDB groups, joins and orders as one value greater than every other
-NAN_FLOATS = [*FLOATS, float("nan"), float("nan"), float("inf")]
+NAN_FLOATS = [*FLOATS, float("nan"), float("nan"), float("inf"), 0.0, -0.0]
 DATES = [datetime.date(2023, 1, 31), datetime.date(2023, 12, 1), datetime.date(2024, 2, 29),
          datetime.date(2022, 6, 15)]
 

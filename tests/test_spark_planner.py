@@ -129,10 +129,14 @@ def test_views_match_inprocess(spark_ex: Any, group: int) -> None:
 
 
 def test_views_over_nan_match_inprocess(spark_ex: Any) -> None:
-    """The views that read the DOUBLE column `c`, with NaN (two NaN objects) and infinity
-    among its values: values decoded from Spark are canonical (one NaN) as in the engine,
-    so a row holding NaN meets its retraction (a MAX over NaN once kept its old row)."""
+    """The views that read the DOUBLE column `c`, with NaN (two NaN objects), infinity, 0.0
+    and -0.0 among its values, and views that join and group on it: values decoded from
+    Spark are canonical (one NaN) as in the engine, so a row holding NaN meets its retraction
+    (a MAX over NaN once kept its old row), and -0.0 joins and groups with 0.0 (it once
+    matched nothing)."""
     views = [v for v in WANTED if re.search(r"\bc\b", v)]
     assert len(views) >= 4
+    views += ["SELECT x.id, y.id FROM t x JOIN t y ON x.c = y.c",
+              "SELECT c, count(*) FROM t GROUP BY c", "SELECT DISTINCT c FROM t"]
     _views_match_inprocess(spark_ex, views, World(210, floats=NAN_FLOATS))
 

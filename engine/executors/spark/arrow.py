@@ -1,7 +1,8 @@
 """The Spark executor's representation on Spark, and the Arrow stages its workers run.
 
-Values travel as canonical bytes (`encode`): equal values of the same types give equal bytes, so
-Spark can group, join and consolidate on them without decoding. A `SparkPayload` is a DataFrame
+Values travel as canonical bytes (`encode`): equal values of the same types give equal bytes
+(-0.0 travels as 0.0, and every NaN decodes as the one NaN), so Spark can group, join and
+consolidate on them without decoding. A `SparkPayload` is a DataFrame
 `(data, time, diff)` plus its summary (rows per time, bytes); a `SparkBatch` is a consolidated,
 key-partitioned DataFrame `(key, val, time, diff)` plus the cached attributes `Trace` reads.
 
@@ -39,14 +40,37 @@ def encode(value: Any) -> bytes:
 
     Plain `pickle.dumps` is not canonical: it memoises by object identity, so a tuple holding
     the same string object twice pickles differently from one holding two equal strings. Fast
-    mode turns the memo off. (Values equal across types, 1 == 1.0 == True or Decimal('1.0') ==
-    Decimal('1.00'), still encode differently; the planner never mixes them within a column.)
+    mode turns the memo off. -0.0 equals 0.0 (it joins, groups and cancels with it, as in the
+    in-process executor and in DuckDB), so it is encoded as 0.0 (and decodes as 0.0). NaN has
+    many bit patterns: `decode` makes each the one `NAN`. (Values equal across types, 1 == 1.0
+    == True or Decimal('1.0') == Decimal('1.00'), still encode differently; the planner never
+    mixes them within a column.)
     """
+    data = _pickled(value)
+    if _NEGATIVE_ZERO in data:  # or those bytes inside another value: then nothing changes
+        data = _pickled(_positive_zeros(value))
+    return data
+
+
+def _pickled(value: Any) -> bytes:
     buf = io.BytesIO()
     p = pickle.Pickler(buf, 5)
     p.fast = True
     p.dump(value)
     return buf.getvalue()
+
+
+# -0.0 pickled: BINFLOAT ("G") and its 8 bytes, big-endian.
+_NEGATIVE_ZERO = b"G\x80" + bytes(7)
+
+
+def _positive_zeros(value: Any) -> Any:
+    """`value` with every -0.0, also inside (nested) tuples, replaced by 0.0."""
+    if value.__class__ is float:
+        return 0.0 if value == 0.0 else value
+    if value.__class__ is tuple:
+        return tuple(_positive_zeros(v) for v in value)
+    return value
 
 
 # A pickled float is BINFLOAT ("G") and its 8 bytes, big-endian: a NaN's (or an infinity's)
