@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -15,10 +16,11 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
@@ -254,6 +256,62 @@ def check_history(db: Any, views: dict[str, str], history: dict[int, dict[str, C
     for ts, seen in history.items():
         for name in views:
             assert ts <= since or fed[name][ts] == seen[name], (name, ts, "resumed feed")
+
+
+def write_imports(data: Path, table: str, select: Callable[[int], str]) -> None:
+    """Parquet files `<table>0..2.parquet` in `data`'s import directory, for COPY: file i
+    holds the rows of `select(i)`, a SELECT over `range(10 * (i + 1)) r(x)`."""
+    for i in range(3):
+        duckdb.connect().execute(
+            f"COPY ({select(i)} FROM range({10 * (i + 1)}) r(x)) "
+            f"TO '{data / 'import' / f'{table}{i}.parquet'}' (FORMAT parquet)")
+
+
+def bulk_oracle(data: Path, monkeypatch: Any, executor: str, seed: int,
+                views: dict[str, str], setup: Callable[[Any], None],
+                step: Callable[[Any, random.Random, int], None], steps: int = 40) -> None:
+    """The server's bulk oracle, in process on a real DuckDB file in `data`: every path that
+    only a large change takes is taken at any size (`take_bulk_paths`, and the server's DML
+    rows, Arrow change logs and recomputes at 1 row); `setup(db)` makes the tables and their
+    first rows, then `views` are created and `step(db, rng, i)` runs request i of a seeded
+    random stream. After each request, and after a crash and restart (the views' history
+    never checkpointed), the views, their history and their feeds are checked
+    (`views_equal_duckdb`, `check_history`)."""
+    from planner_support import take_bulk_paths
+
+    from server import publish, statements, store
+    from server.core import Database
+    from server.executors import create_executor
+    from server.settings import Settings
+
+    take_bulk_paths(monkeypatch)
+    monkeypatch.setattr(statements, "DML_ROWS", 1)
+    monkeypatch.setattr(store, "ARROW_LOG_ROWS", 1)
+    monkeypatch.setattr(publish, "RECOMPUTE_MIN_ROWS", 20)
+    rng = random.Random(seed)
+    # no checkpoint of the views' history: the restart below replays the change logs
+    settings = Settings(data_dir=data, checkpoint_interval=1_000_000, executor=executor)
+    db = Database(settings, create_executor(settings))
+    history: dict[int, dict[str, Counter[str]]] = {}
+    try:
+        setup(db)
+        for name, sql in views.items():
+            db.execute(f"CREATE VIEW {name} AS {sql}")
+        views_equal_duckdb(db, views, "created")
+        feeds = FeedRecorder(db, views)
+        for i in range(steps):
+            step(db, rng, i)
+            history[db.last_ts] = views_equal_duckdb(db, views, i)
+        check_history(db, views, history, feeds)  # each feed, applied to its snapshot
+    finally:
+        # a crash: the store closed, the views' history never checkpointed
+        db.store.conn.close()
+    db = Database(settings, create_executor(settings))
+    try:
+        views_equal_duckdb(db, views, "restart")
+        check_history(db, views, history, None)  # replayed from the change logs; resumed feeds
+    finally:
+        db.close()
 
 
 class SSE:

@@ -17,18 +17,12 @@ from __future__ import annotations
 
 import random
 import threading
-from collections import Counter
 from pathlib import Path
 
-import duckdb
 import pytest
-from planner_support import take_bulk_paths
-from server_harness import FeedRecorder, check_history, group_of_inserts, views_equal_duckdb
+from server_harness import bulk_oracle, group_of_inserts, write_imports
 
-from server import publish, statements, store
 from server.core import Database
-from server.executors import create_executor
-from server.settings import Settings
 
 VIEWS = {
     "by_cat": "SELECT cat, count(*) AS n, sum(qty) AS total, min(price) AS lo, max(price) AS hi "
@@ -101,54 +95,31 @@ def _at_once(db: Database, texts: list[str]) -> None:
 @pytest.mark.parametrize("executor", ["inprocess", "columnar"])
 def test_bulk_paths_match_recomputation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         executor: str) -> None:
-    take_bulk_paths(monkeypatch)
-    monkeypatch.setattr(statements, "DML_ROWS", 1)
-    monkeypatch.setattr(store, "ARROW_LOG_ROWS", 1)
-    monkeypatch.setattr(publish, "RECOMPUTE_MIN_ROWS", 20)
     data = tmp_path / "data"
-    rng = random.Random(20261206)
-    # no checkpoint of the views' history: the restart below replays the change logs
-    settings = Settings(data_dir=data, checkpoint_interval=1_000_000, executor=executor)
-    db = Database(settings, create_executor(settings))
-    history: dict[int, dict[str, Counter[str]]] = {}
-    try:
-        for i in range(3):
-            duckdb.connect().execute(
-                f"COPY (SELECT (1000000 * {i + 1} + x)::INTEGER AS id, (x % 5)::INTEGER AS cat,"
-                f" (x % 3)::INTEGER AS qty, ((x % 89) / 10)::DECIMAL(8,2) AS price "
-                f"FROM range({10 * (i + 1)}) r(x)) TO '{data / 'import' / f'items{i}.parquet'}'"
-                f" (FORMAT parquet)")
+    next_id = [0]
+
+    def setup(db: Database) -> None:
+        write_imports(data, "items", lambda i: (
+            f"SELECT (1000000 * {i + 1} + x)::INTEGER AS id, (x % 5)::INTEGER AS cat,"
+            " (x % 3)::INTEGER AS qty, ((x % 89) / 10)::DECIMAL(8,2) AS price"))
         db.execute("CREATE TABLE items (id INTEGER, cat INTEGER, qty INTEGER, "
                    "price DECIMAL(8,2)); CREATE TABLE cats (cat INTEGER, label VARCHAR)")
         db.execute("COPY items FROM 'items2.parquet'")
-        for name, sql in VIEWS.items():
-            db.execute(f"CREATE VIEW {name} AS {sql}")
-        views_equal_duckdb(db, VIEWS, "created")
-        feeds = FeedRecorder(db, VIEWS)
-        next_id = [0]
-        for step in range(40):
-            if step % 5 == 4:
-                # plain INSERTs queued, then committed as one group (one combined statement)
-                group_of_inserts(db, [
-                    f"INSERT INTO items VALUES ({next_id[0] + k}, {rng.randint(0, 4)}, "
-                    f"{rng.choice(['NULL', 1, 2])}, {rng.randint(1, 999) / 100})"
-                    for k in range(4)])
-                next_id[0] += 4
-            elif step % 5 == 2:
-                # DML requests at once from several threads (grouped as they meet)
-                _at_once(db, [_request(rng, next_id).split("; ")[0].replace(
-                    "COPY items FROM", "DELETE FROM items WHERE id < 0 AND 'x' <>")
-                    for _ in range(3)])
-            else:
-                db.execute(_request(rng, next_id))
-            history[db.last_ts] = views_equal_duckdb(db, VIEWS, step)
-        check_history(db, VIEWS, history, feeds)  # each feed, applied to its snapshot
-    finally:
-        # a crash: the store closed, the views' history never checkpointed
-        db.store.conn.close()
-    db = Database(settings, create_executor(settings))
-    try:
-        views_equal_duckdb(db, VIEWS, "restart")
-        check_history(db, VIEWS, history, None)  # replayed from the change logs; resumed feeds
-    finally:
-        db.close()
+
+    def step(db: Database, rng: random.Random, i: int) -> None:
+        if i % 5 == 4:
+            # plain INSERTs queued, then committed as one group (one combined statement)
+            group_of_inserts(db, [
+                f"INSERT INTO items VALUES ({next_id[0] + k}, {rng.randint(0, 4)}, "
+                f"{rng.choice(['NULL', 1, 2])}, {rng.randint(1, 999) / 100})"
+                for k in range(4)])
+            next_id[0] += 4
+        elif i % 5 == 2:
+            # DML requests at once from several threads (grouped as they meet)
+            _at_once(db, [_request(rng, next_id).split("; ")[0].replace(
+                "COPY items FROM", "DELETE FROM items WHERE id < 0 AND 'x' <>")
+                for _ in range(3)])
+        else:
+            db.execute(_request(rng, next_id))
+
+    bulk_oracle(data, monkeypatch, executor, 20261206, VIEWS, setup, step)

@@ -11,18 +11,12 @@ change logs (written as Arrow) is the same at every timestamp.
 from __future__ import annotations
 
 import random
-from collections import Counter
 from pathlib import Path
 
-import duckdb
 import pytest
-from planner_support import take_bulk_paths
-from server_harness import FeedRecorder, check_history, group_of_inserts, views_equal_duckdb
+from server_harness import bulk_oracle, group_of_inserts, write_imports
 
-from server import publish, statements, store
 from server.core import Database
-from server.executors import create_executor
-from server.settings import Settings
 
 VIEWS = {
     "by_k": "SELECT k, count(*) AS n, count(d) AS nd, min(d) AS d0, max(ts) AS t1, sum(amt) AS s,"
@@ -109,45 +103,22 @@ def _request(rng: random.Random, next_id: list[int]) -> str:
 @pytest.mark.parametrize("executor", ["inprocess", "columnar"])
 def test_bulk_paths_over_every_type(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                     executor: str) -> None:
-    take_bulk_paths(monkeypatch)
-    monkeypatch.setattr(statements, "DML_ROWS", 1)
-    monkeypatch.setattr(store, "ARROW_LOG_ROWS", 1)
-    monkeypatch.setattr(publish, "RECOMPUTE_MIN_ROWS", 20)
     data = tmp_path / "data"
-    rng = random.Random(20261207)
-    # no checkpoint of the views' history: the restart below replays the change logs
-    settings = Settings(data_dir=data, checkpoint_interval=1_000_000, executor=executor)
-    db = Database(settings, create_executor(settings))
-    history: dict[int, dict[str, Counter[str]]] = {}
-    try:
-        for i in range(3):
-            duckdb.connect().execute(
-                f"COPY (SELECT {_ROW.format(id=f'1000000 * {i + 1} + x')} FROM range({10 * (i + 1)})"
-                f" r(x)) TO '{data / 'import' / f'events{i}.parquet'}' (FORMAT parquet)")
+    next_id = [0]
+
+    def setup(db: Database) -> None:
+        write_imports(data, "events", lambda i: f"SELECT {_ROW.format(id=f'1000000 * {i + 1} + x')}")
         db.execute("CREATE TABLE events (id BIGINT, k VARCHAR, d DATE, ts TIMESTAMP, "
                    "amt DECIMAL(18,4), x DOUBLE, r REAL, flag BOOLEAN, n SMALLINT, q INTEGER); "
                    "CREATE TABLE users (k VARCHAR, since DATE, score DOUBLE)")
         db.execute("COPY events FROM 'events2.parquet'")
-        for name, sql in VIEWS.items():
-            db.execute(f"CREATE VIEW {name} AS {sql}")
-        views_equal_duckdb(db, VIEWS, "created")
-        feeds = FeedRecorder(db, VIEWS)
-        next_id = [0]
-        for step in range(40):
-            if step % 5 == 4:
-                group_of_inserts(db, [f"INSERT INTO events VALUES {_literal_row(rng, next_id[0] + k)}"
-                                      for k in range(4)])
-                next_id[0] += 4
-            else:
-                db.execute(_request(rng, next_id))
-            history[db.last_ts] = views_equal_duckdb(db, VIEWS, step)
-        check_history(db, VIEWS, history, feeds)  # each feed, applied to its snapshot
-    finally:
-        # a crash: the store closed, the views' history never checkpointed
-        db.store.conn.close()
-    db = Database(settings, create_executor(settings))
-    try:
-        views_equal_duckdb(db, VIEWS, "restart")
-        check_history(db, VIEWS, history, None)  # replayed from the change logs; resumed feeds
-    finally:
-        db.close()
+
+    def step(db: Database, rng: random.Random, i: int) -> None:
+        if i % 5 == 4:
+            group_of_inserts(db, [f"INSERT INTO events VALUES {_literal_row(rng, next_id[0] + k)}"
+                                  for k in range(4)])
+            next_id[0] += 4
+        else:
+            db.execute(_request(rng, next_id))
+
+    bulk_oracle(data, monkeypatch, executor, 20261207, VIEWS, setup, step)
