@@ -9,7 +9,6 @@ block on the engine's work except to take it (they wait for a write in progress)
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -25,7 +24,7 @@ from server.sandbox import Relation, check_relations, run_query
 from server.sqltext import Statement, parse_script
 from server.state import ServerState
 from server.statistics import TableStatistics
-from server.store import Row, Store, arrow_of, exact_arrow
+from server.store import ARROW_EXACT, Row, Store, arrow_of, exact_arrow
 from server.values import quote_ident, row_to_json
 
 # From this many rows a view reaches the sandbox as Arrow columns (`view_relation`).
@@ -57,12 +56,6 @@ def view_relation(columns: list[dict[str, Any]], items: Iterable[tuple[Row, int]
     return Relation(cols, rows)
 
 
-# Column types whose values survive DuckDB -> Arrow -> DuckDB exactly (others, such as HUGEINT,
-# INTERVAL, UUID or nested types, are copied as Python rows).
-_ARROW_EXACT = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|"
-                          r"UBIGINT|FLOAT|DOUBLE|VARCHAR|DATE|TIMESTAMP|DECIMAL\(\d+,\d+\)")
-
-
 # Rows per Arrow batch a table streams to the sandbox in.
 STREAM_ROWS = 65_536
 
@@ -73,7 +66,7 @@ def table_relation(cur: Any, name: str, columns: list[tuple[str, str]],
     read whole now, or with `stream` streamed (each `stream()` a new scan, which the caller
     closes; one at a time on `cur`, which DuckDB requires of a connection); else read as
     Python rows now."""
-    if all(_ARROW_EXACT.fullmatch(t) for _, t in columns):
+    if all(ARROW_EXACT.fullmatch(t) for _, t in columns):
         text = f"SELECT * FROM main.{quote_ident(name)}"
         if stream:
             return Relation(columns, (),

@@ -147,7 +147,7 @@ def read_columns(conn: duckdb.DuckDBPyConnection, rec: TableRecord,
     columns are read and the others are NULL (`engine.sources.null_unread`). With `where` (a
     SQL condition on the table's columns, `server.scan_filters`), only the rows it accepts.
     The server hydrates views from it; bench/views.py too, over its own connection."""
-    if not all(_ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns):
+    if not all(ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns):
         return None
     names = [c["name"] for c in rec.columns]
     source = f"main.{quote_ident(rec.name)}" + ("" if where is None else f" WHERE {where}")
@@ -187,7 +187,10 @@ FLAT_TYPE = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYIN
 # Column types whose values Arrow converts to exactly the Python values DuckDB's `fetchall`
 # gives (tests/test_special_values.py compares the two on every special value); DATE and
 # TIMESTAMP only within Python's range (`_PYTHON_RANGE`, which the range checks keep them in).
-_ARROW_EXACT = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|"
+# The same types survive DuckDB -> Arrow -> DuckDB exactly, so `/query` hands them to its
+# sandbox as Arrow (`queries.table_relation`); the others (HUGEINT, INTERVAL, UUID, nested
+# types...) are read as Python rows.
+ARROW_EXACT = re.compile(r"BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|"
                           r"UINTEGER|UBIGINT|DOUBLE|FLOAT|REAL|VARCHAR|DATE|TIMESTAMP|"
                           r"DECIMAL\(\d+,\d+\)")
 _EPOCH = datetime.datetime(1970, 1, 1)
@@ -611,7 +614,7 @@ class Store:
     def exact_types(rec: TableRecord) -> bool:
         """Whether every column of `rec` has a type whose values Arrow converts as DuckDB
         gives them as Python values (`exact_columns` checks a table's values besides)."""
-        return all(_ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns)
+        return all(ARROW_EXACT.fullmatch(c["type"]) for c in rec.columns)
 
     @staticmethod
     def exact_columns(rec: TableRecord, table: Any) -> bool:

@@ -17,7 +17,7 @@ import pytest
 
 from server.core import Database
 from server.executors import InProcessExecutor
-from server.queries import ARROW_VIEW_ROWS, view_relation
+from server.queries import ARROW_VIEW_ROWS, table_relation, view_relation
 from server.settings import Settings
 from server.store import Store, arrow_of, fetch_one
 
@@ -73,12 +73,11 @@ def test_query_over_views_equals_duckdb() -> None:
         db.close()
 
 
-def test_query_over_a_table_read_as_rows_and_another_table(
+def test_query_over_a_real_column_with_nan_reads_arrow(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A table whose rows are read as Python rows (a REAL column: not exact through Arrow)
-    and holding a NaN, and another table, in one `/query`: both are read through one cursor
-    of the query's snapshot. The NaN check of the first once left that cursor's result open,
-    and DuckDB 2 refused to read the second table on it."""
+    """Every supported column type is exact through Arrow, REAL (FLOAT, as the user spelt
+    it) too, so `/query` hands DuckDB every table as Arrow, NaN and all, and reads none as
+    Python rows."""
     read_as_rows: list[str] = []
     original = Store.read_table
 
@@ -95,9 +94,28 @@ def test_query_over_a_table_read_as_rows_and_another_table(
                    "INSERT INTO b VALUES (1, 10), (3, 30)")
         got = db.query("SELECT a.id, a.r, a.x, b.y FROM a JOIN b ON a.id = b.id")
         assert got["rows"] == [[1, 1.5, "NaN", 10]]
-        assert read_as_rows == ["a"]  # the path under test: `a` as rows, then `b` as Arrow
+        assert read_as_rows == []
     finally:
         db.close()
+
+
+def test_relation_read_as_rows_then_another_on_one_cursor() -> None:
+    """A table of a type not exact through Arrow (INTERVAL: not a column type users can
+    declare today, so called directly) is read as Python rows, with its NaN check, and then
+    another table is read on the same cursor, as `/query` reads every table it names through
+    one cursor of its snapshot. The NaN check once left that cursor's result open, and DuckDB
+    2 refused to read the second table on it."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE a (id INTEGER, i INTERVAL, x DOUBLE); "
+                "CREATE TABLE b (id INTEGER, y INTEGER); "
+                "INSERT INTO a VALUES (1, INTERVAL 2 DAY, 'NaN'::DOUBLE); "
+                "INSERT INTO b VALUES (1, 10), (3, 30)")
+    rel_a = table_relation(con, "a", [("id", "INTEGER"), ("i", "INTERVAL"), ("x", "DOUBLE")])
+    rel_b = table_relation(con, "b", [("id", "INTEGER"), ("y", "INTEGER")])
+    assert rel_a.arrow is None and len(rel_a.rows) == 1  # the path under test: rows
+    assert rel_a.rows[0][0] == 1 and rel_a.rows[0][2] != rel_a.rows[0][2]
+    assert sorted(rel_b.arrow.to_pylist(), key=str) == [{"id": 1, "y": 10},
+                                                       {"id": 3, "y": 30}]
 
 
 def test_fetch_one_leaves_no_result_open() -> None:
