@@ -40,7 +40,7 @@ from server.sandbox import Relation, check_relations
 from server.sqltext import Statement
 from server.state import ServerState
 from server.statistics import TableStatistics
-from server.store import Store, TableRecord, ViewRecord, log_table
+from server.store import Store, TableRecord, ViewRecord, fetch_one, log_table
 from server.transaction import Write, load_file
 from server.values import normalize_type, quote_ident
 
@@ -232,27 +232,8 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     name = _dml_table(w, s, target)
     con = state.store.conn
     if s.kind == "UPDATE":
-        ast = s.ast
         assert target is not None
-        alias = target.alias_or_name
-        old_q = f"SELECT {quote_ident(alias)}.rowid FROM {target.sql('duckdb')}"
-        with_ = ast.args.get("with_") or ast.args.get("with")
-        if with_ is not None:  # the FROM and WHERE may name its CTEs
-            old_q = f"{with_.sql('duckdb')} {old_q}"
-        frm = ast.args.get("from_") or ast.args.get("from")
-        if frm is not None:
-            old_q += f", {frm.this.sql('duckdb')}"
-        where = ast.args.get("where")
-        if where is not None:
-            old_q += f" WHERE {where.this.sql('duckdb')}"
-        _, old = _take_rows(state, w, name, con.execute(
-            f"SELECT * FROM main.{quote_ident(name)} WHERE rowid IN ({old_q})"), -1)
-        count, new = _take_rows(state, w, name, con.execute(_returning_all(s)), 1)
-        if old is not None and new is not None and state.store.same_rows(old, new):
-            old = new = None  # the rows past the first are as they were: no change
-        for rows, sign in ((old, -1), (new, 1)):
-            if rows is not None:
-                _attach(state, w, name, rows, sign)
+        count = _update(state, w, s, name, target)
     else:
         sign = 1 if s.kind == "INSERT" else -1
         count, rows = _take_rows(state, w, name, con.execute(_returning_all(s)), sign)
@@ -260,6 +241,88 @@ def dml(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
             _attach(state, w, name, rows, sign)
     w.written.add(name)
     return {"statement": s.kind, "rowcount": count}
+
+
+# The temporary table holding the rowids of the rows an UPDATE may change (`_update`).
+_UPDATED = "__diffsql_updated"
+
+
+def _update(state: ServerState, w: Write, s: Statement, name: str, target: exp.Table) -> int:
+    """An UPDATE: its rows' old values out of the table's delta, their new values in; returns
+    the rows updated.
+
+    An UPDATE without a FROM whose WHERE is deterministic (no `random()`, no UUID) finds
+    its old rows with its own WHERE, and takes its new ones from `RETURNING`. Any other
+    finds the rows its FROM and WHERE match once, keeps their rowids (`_UPDATED`), and
+    runs on those rows only (its WHERE and them), so a WHERE that is not
+    deterministic (`random()`) cannot change rows other than those taken out. The new
+    values are read back from the table by those rowids, not taken from `RETURNING`: when a
+    row matches several rows of the FROM, DuckDB's `RETURNING` gives it once for each match,
+    with each match's values, while the table keeps one of them. An UPDATE that assigns a
+    primary key column moves its rows to new rowids (DuckDB deletes and inserts them), so
+    its new values come from `RETURNING` (there DuckDB applies one match of a row that
+    matches several, and returns it once), and it is refused unless it changed every row it
+    matched."""
+    ast = s.ast
+    con = state.store.conn
+    alias = quote_ident(target.alias_or_name)
+    table = f"main.{quote_ident(name)}"
+    old_q = f"SELECT {alias}.rowid FROM {target.sql('duckdb')}"
+    with_ = ast.args.get("with_") or ast.args.get("with")
+    if with_ is not None:  # the FROM and WHERE may name its CTEs
+        old_q = f"{with_.sql('duckdb')} {old_q}"
+    frm = ast.args.get("from_") or ast.args.get("from")
+    if frm is not None:
+        old_q += f", {frm.this.sql('duckdb')}"
+    where = ast.args.get("where")
+    if where is not None:
+        old_q += f" WHERE {where.this.sql('duckdb')}"
+    if frm is None and all(p is None or p.find(exp.Rand, exp.Uuid) is None
+                           for p in (where, with_)):
+        # Each row matches once, and the WHERE gives the same rows twice: its old rows are
+        # the rows it matches, its new ones what RETURNING gives, without keeping rowids
+        _, old = _take_rows(state, w, name, con.execute(
+            f"SELECT * FROM {table} WHERE rowid IN ({old_q})"), -1)
+        count, new = _take_rows(state, w, name, con.execute(_returning_all(s)), 1)
+        _attach_changes(state, w, name, old, new)
+        return count
+    # Made inside the transaction: a failed statement's rollback drops it with the rest
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_UPDATED} AS "
+                f"SELECT DISTINCT rowid AS r FROM {table} WHERE rowid IN ({old_q})")
+    matched = fetch_one(con, f"SELECT count(*) FROM temp.{_UPDATED}")[0]  # type: ignore[index]
+    by_rowid = f"SELECT * FROM {table} WHERE rowid IN (SELECT r FROM temp.{_UPDATED})"
+    _, old = _take_rows(state, w, name, con.execute(by_rowid), -1)
+    only = exp.condition(f"{alias}.rowid IN (SELECT r FROM temp.{_UPDATED})")
+    ast.set("where", exp.Where(this=exp.and_(where.this, only) if where is not None else only))
+    try:
+        keys = set(w.tables[name].primary_key)
+        moves = any(e.this.name.lower() in keys for e in ast.expressions
+                    if isinstance(e, exp.EQ) and isinstance(e.this, exp.Column))
+        if moves:
+            count, new = _take_rows(state, w, name, con.execute(_returning_all(s)), 1)
+            if count != matched:
+                raise SqlError(
+                    f"an UPDATE of the primary key of {name!r} must change every row its "
+                    f"WHERE matches: it matched {matched} rows and changed {count} (a WHERE "
+                    "that is not deterministic, such as random())", code="ambiguous_update",
+                    line=s.line, column=s.column)
+        else:
+            count = min(matched, fetch_one(con, ast.sql("duckdb"))[0])  # type: ignore[index]
+            _, new = _take_rows(state, w, name, con.execute(by_rowid), 1)
+    finally:
+        ast.set("where", where)
+    con.execute(f"DROP TABLE temp.{_UPDATED}")
+    _attach_changes(state, w, name, old, new)
+    return count
+
+
+def _attach_changes(state: ServerState, w: Write, name: str, old: Any, new: Any) -> None:
+    """`_attach` an UPDATE's old and new rows past the first `DML_ROWS` (`_take_rows`)."""
+    if old is not None and new is not None and state.store.same_rows(old, new):
+        old = new = None  # the rows past the first are as they were: no change
+    for rows, sign in ((old, -1), (new, 1)):
+        if rows is not None:
+            _attach(state, w, name, rows, sign)
 
 
 # A DML statement's changed rows past this many go as columns (`_take_rows`).
