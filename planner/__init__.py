@@ -199,6 +199,24 @@ def _parse(sql: str) -> exp.Expression:
     return stmts[0]
 
 
+def unique_names(names: list[str]) -> list[str]:
+    """A view's column names as DuckDB makes them unique when it creates a view: a name
+    equal (ignoring case) to an earlier one gets the first of `_1`, `_2`, ... that makes it
+    new (`SELECT a.k, b.k` is a view of columns `k` and `k_1`), so every column of a view
+    can be named, by a view over it and by `/query`."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        if name.lower() in seen:
+            i = 1
+            while f"{name}_{i}".lower() in seen:
+                i += 1
+            name = f"{name}_{i}"
+        seen.add(name.lower())
+        out.append(name)
+    return out
+
+
 def compile_view(sql: str, catalog: Catalog, *, name: str | None = None,
                  iteration_limit: int | None = 10000) -> CompiledView:
     """Parse, bind, optimise ``sql`` (a query or CREATE [MATERIALIZED] VIEW) against
@@ -240,7 +258,7 @@ def _compile(sql: str, catalog: Catalog, name: str | None,
             raise PlanError("type_error", f"view has {len(names)} columns but {len(renames)} "
                             "names")
         names = renames + names[len(renames):]
-    cols = [Column(n, t) for n, t in zip(names, bound.types, strict=True)]
+    cols = [Column(n, t) for n, t in zip(unique_names(names), bound.types, strict=True)]
     plan = optimize(bound.rel, RULES, Estimator(catalog))
     return CompiledView(name=name, sql=body_sql, columns=cols, plan=plan,
                         dependencies=list(binder.deps), logical_plan=bound.rel)

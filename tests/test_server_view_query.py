@@ -127,3 +127,32 @@ def test_fetch_one_leaves_no_result_open() -> None:
     assert fetch_one(con, "SELECT x FROM t WHERE x = ?", [7]) is None
     assert fetch_one(con, "SELECT max(x) FROM t WHERE x < ?", [2]) == (1,)
     assert arrow_of(con.sql("SELECT x FROM t ORDER BY x")).column(0).to_pylist() == [0, 1, 2]
+
+
+def test_view_with_repeated_column_names() -> None:
+    """A view whose SELECT names a column twice (`a.k, b.k`) has its columns named as DuckDB
+    names a view's (`k`, `k_1`), so `/query`, a SELECT in a write and a view over it read
+    it (its repeated names once made the sandbox's copy fail with a 500)."""
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE a (k INTEGER); CREATE TABLE b (k INTEGER); "
+                   "INSERT INTO a VALUES (1), (2); INSERT INTO b VALUES (2), (3)")
+        db.execute("CREATE VIEW d AS SELECT a.k, b.k, a.k + 1 AS K FROM a, b WHERE a.k < b.k")
+        want = duckdb.connect()
+        want.execute("CREATE TABLE a (k INTEGER); CREATE TABLE b (k INTEGER); "
+                     "INSERT INTO a VALUES (1), (2); INSERT INTO b VALUES (2), (3); "
+                     "CREATE VIEW d AS SELECT a.k, b.k, a.k + 1 AS K FROM a, b WHERE a.k < b.k")
+        names = [r[0] for r in want.execute("DESCRIBE d").fetchall()]
+        assert names == ["k", "k_1", "K_2"]
+        rows = sorted(map(list, want.execute("SELECT * FROM d").fetchall()))
+        got = db.view_rows("d", None)
+        assert got["columns"] == names and sorted(got["rows"]) == rows
+        got = db.query("SELECT * FROM d")
+        assert got["columns"] == names and sorted(got["rows"]) == rows
+        assert sorted(db.query("SELECT k_1 FROM d WHERE k = 1")["rows"]) == [[2], [3]]
+        out = db.execute("SELECT count(*) FROM d")["results"][0]
+        assert out["rows"] == [[len(rows)]]
+        db.execute("CREATE VIEW e AS SELECT k_1, K_2 FROM d")
+        assert sorted(db.view_rows("e", None)["rows"]) == sorted([r[1], r[2]] for r in rows)
+    finally:
+        db.close()
