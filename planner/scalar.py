@@ -466,6 +466,25 @@ def _trim(s: str, chars: str | None = None, side: str = "both") -> str:
     return s.strip(chars)
 
 
+_GRAPHEMES: Any = None
+
+
+def _reverse(s: str) -> str:
+    """DuckDB's `reverse`: an ASCII string's characters in reverse order, any other string's
+    grapheme clusters (a letter and its accents, an emoji sequence, a flag, a CR LF stay
+    whole), as DuckDB reverses them (it reverses an ASCII string byte by byte, CR LF too).
+    Clusters are found by the `regex` module's `\\X` (Unicode's extended grapheme clusters,
+    UAX #29), loaded at the first string that is not ASCII."""
+    global _GRAPHEMES
+    if s.isascii():
+        return s[::-1]
+    if _GRAPHEMES is None:
+        import regex
+
+        _GRAPHEMES = regex.compile(r"\X")
+    return "".join(reversed(_GRAPHEMES.findall(s)))
+
+
 def _concat(*args: Any) -> Any:
     return "".join(to_str(a) for a in args if a is not None)
 
@@ -926,8 +945,10 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "rtrim": _nullsafe(lambda s, c=None: _trim(s, c, "trailing")),
     "concat": _concat,
     "dpipe": _dpipe,
-    "replace": _nullsafe(lambda s, a, b: s.replace(a, b)),
-    "reverse": _nullsafe(lambda s: s[::-1]),
+    # DuckDB replaces nothing for an empty pattern (Python's `str.replace` inserts between
+    # every character)
+    "replace": _nullsafe(lambda s, a, b: s.replace(a, b) if a else s),
+    "reverse": _nullsafe(lambda s: _reverse(s)),
     "left": _nullsafe(lambda s, n: s[:n] if n >= 0 else s[:max(0, len(s) + n)]),
     "right": _nullsafe(lambda s, n: (s[-n:] if n > 0 else "") if n >= 0 else s[-n:]),
     "strpos": _nullsafe(lambda s, sub: s.find(sub) + 1),
