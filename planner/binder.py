@@ -96,6 +96,9 @@ class SCol:
     name: str
     type: str
     hidden: bool = False  # hidden from unqualified lookup and * (the other side of USING)
+    # the name DuckDB shows for the column (case as typed, an expression as DuckDB prints
+    # it), which a `*` over it gives its output; None: `name`
+    label: str | None = None
 
 
 @dataclass
@@ -121,6 +124,7 @@ class CteInfo:
     id: str
     names: list[str]
     types: list[str]
+    labels: list[str] | None = None  # as `Bound.labels`
 
 
 BB = tuple[Scalar, str]  # a bound scalar and its SQL type
@@ -301,21 +305,23 @@ class Binder:
             rel = wrap(rel)
         return Bound(rel, b.names, b.types, labels=b.labels)
 
-    def _cte_names(self, c: exp.CTE, b: Bound) -> list[str]:
+    def _cte_info(self, name: str, c: exp.CTE, b: Bound) -> CteInfo:
+        """The CTE `c`'s relation `name`: its columns named by its column list, if any, and
+        then by its query `b`."""
         alias = c.args.get("alias")
-        cols = [i.name.lower() for i in alias.columns] if alias is not None and alias.columns else []
-        if cols and len(cols) != len(b.names):
-            if len(cols) > len(b.names):
-                raise self.err("type_error", f"CTE {c.alias_or_name} has {len(b.names)} columns"
-                               f" but {len(cols)} names", c)
-            cols = cols + b.names[len(cols):]
-        return cols or list(b.names)
+        given = [i.name for i in alias.columns] if alias is not None and alias.columns else []
+        if len(given) > len(b.names):
+            raise self.err("type_error", f"CTE {c.alias_or_name} has {len(b.names)} columns"
+                           f" but {len(given)} names", c)
+        names = [n.lower() for n in given] + b.names[len(given):]
+        labels = given + b.out_names[len(given):]
+        return CteInfo(self.fresh(name), names, b.types, labels)
 
     def bind_cte_plain(self, c: exp.CTE, frame: dict[str, CteInfo],
                        outer: Params | None) -> Callable[[Rel], Rel]:
         b = self.bind_query(c.this, outer)
         name = c.alias_or_name.lower()
-        info = CteInfo(self.fresh(name), self._cte_names(c, b), b.types)
+        info = self._cte_info(name, c, b)
         frame[name] = info
         return lambda body: Let(info.id, b.rel, body)
 
@@ -334,7 +340,7 @@ class Binder:
                     continue
                 b = self.bind_query(anchor, outer)
                 name = c.alias_or_name.lower()
-                frame[name] = CteInfo(self.fresh(name), self._cte_names(c, b), b.types)
+                frame[name] = self._cte_info(name, c, b)
             pending = still
             if not pending:
                 break
@@ -391,7 +397,7 @@ class Binder:
             e = o.this
             idx = None
             if isinstance(e, exp.Literal) and not e.is_string:
-                idx = int(e.this) - 1
+                idx = self.order_position(e)
             elif isinstance(e, exp.Column) and not e.table and e.name.lower() in b.names:
                 idx = b.names.index(e.name.lower())
             if idx is None or not 0 <= idx < len(b.names):
@@ -401,28 +407,43 @@ class Binder:
         return Bound(TopK(b.rel, (), tuple(keys), limit, offset), b.names, b.types,
                      b.at_most_one or (limit is not None and limit <= 1), b.labels)
 
+    def order_position(self, e: exp.Literal) -> int:
+        """The select-list index an ORDER BY number names (DuckDB refuses `ORDER BY 1.5`, a
+        literal that orders nothing)."""
+        if not _position(e):
+            raise self.err("unsupported", "ORDER BY non-integer literal has no effect", e)
+        return int(e.this) - 1
+
     def limit_offset(self, node: exp.Expression) -> tuple[int | None, int]:
         lim, off = A(node, "limit"), A(node, "offset")
         limit = offset = None
         if lim is not None:
             v = lim.expression if lim.expression is not None else lim.this
-            if not (isinstance(v, exp.Literal) and not v.is_string):
-                raise self.err("unsupported", "LIMIT must be an integer literal", lim)
-            limit = int(v.this)
+            limit = self._count_literal(v, "LIMIT", lim)
         if off is not None:
             v = off.expression if off.expression is not None else off.this
-            if not (isinstance(v, exp.Literal) and not v.is_string):
-                raise self.err("unsupported", "OFFSET must be an integer literal", off)
-            offset = int(v.this)
+            offset = self._count_literal(v, "OFFSET", off)
         return limit, offset or 0
+
+    def _count_literal(self, v: exp.Expression, clause: str, at: exp.Expression) -> int:
+        """A LIMIT's or OFFSET's number: an integer literal (`2`, or `2.0` as DuckDB takes it)."""
+        if isinstance(v, exp.Literal) and not v.is_string:
+            try:
+                n = decimal.Decimal(v.this)
+            except decimal.InvalidOperation:
+                n = None
+            if n is not None and n == n.to_integral_value():
+                return int(n)
+        raise self.err("unsupported", f"{clause} must be an integer literal", at)
 
     # ------------------------------------------------------------ FROM
 
     def bind_table(self, t: exp.Expression, outer: Params | None) -> tuple[Rel, list[SCol]]:
         t = _lateral_table_function(t) or t
         alias = t.args.get("alias")
-        col_aliases = [c.name.lower() for c in alias.columns] if alias is not None and \
+        alias_labels = [c.name for c in alias.columns] if alias is not None and \
             alias.args.get("columns") else []
+        col_aliases = [n.lower() for n in alias_labels]
         if isinstance(t, exp.Table):
             if t.args.get("db") or t.args.get("catalog"):
                 raise self.err("unsupported", "qualified table names are not supported", t)
@@ -439,12 +460,14 @@ class Binder:
                 if name in frame:
                     info = frame[name]
                     break
+            labels: list[str] | None = None
             if info is not None:
                 rel: Rel = Get(info.id, len(info.types), True)
-                names, types = info.names, info.types
+                names, types, labels = info.names, info.types, info.labels
             elif name in self.catalog.views:
                 v = self.catalog.views[name]
                 rel = Get(name, len(v.columns))
+                labels = [c.name for c in v.columns]
                 names = [c.name.lower() for c in v.columns]
                 types = [norm_type(c.type) for c in v.columns]
                 if name not in self.deps:
@@ -452,6 +475,7 @@ class Binder:
             elif name in self.catalog.tables:
                 ts = self.catalog.tables[name]
                 rel = Get(name, len(ts.columns))
+                labels = [c.name for c in ts.columns]
                 names = [c.name.lower() for c in ts.columns]
                 types = [norm_type(c.type) for c in ts.columns]
                 if name not in self.deps:
@@ -473,32 +497,35 @@ class Binder:
                 for c in scope:
                     k = seen.get(c.name, 0)
                     seen[c.name] = k + 1
+                    label = c.label or c.name
                     renamed.append(SCol(q, c.name if k == 0 else f"{c.name}_{k}", c.type,
-                                        c.hidden))
+                                        c.hidden, label if k == 0 else f"{label}_{k}"))
                 scope = renamed
             if col_aliases:
                 if len(col_aliases) > len(scope):
                     raise self.err("type_error", f"{len(col_aliases)} column aliases for "
                                    f"{len(scope)} columns", alias)
-                scope = [SCol(c.qual, n, c.type, c.hidden) for c, n in
+                scope = [SCol(c.qual, n, c.type, c.hidden, lb) for c, n, lb in
                          zip(scope, col_aliases + [c.name for c in scope[len(col_aliases):]],
+                             alias_labels + [c.label or c.name
+                                             for c in scope[len(col_aliases):]],
                              strict=True)]
             return rel, scope
         elif isinstance(t, exp.Subquery):
             b = self.bind_query(t.this, outer)
             b = self.order_limit_setop(t, b) if A(t, "limit") is not None else b
-            rel, names, types = b.rel, b.names, b.types
+            rel, names, types, labels = b.rel, b.names, b.types, b.labels
             qual = alias.name.lower() if alias is not None and alias.name else None
         elif isinstance(t, exp.Values):
             b = self.bind_values(t)
-            rel, names, types = b.rel, b.names, b.types
+            rel, names, types, labels = b.rel, b.names, b.types, b.labels
             qual = alias.name.lower() if alias is not None and alias.name else None
         elif isinstance(t, exp.Lateral):
             # first in FROM there is nothing to the left to read: a plain subquery
             q = _lateral(t)
             assert q is not None
             b = self.bind_query(q, outer)
-            rel, names, types = b.rel, b.names, b.types
+            rel, names, types, labels = b.rel, b.names, b.types, b.labels
             qual = alias.name.lower() if alias is not None and alias.name else None
         elif isinstance(t, exp.Unnest):
             return self.bind_unnest(t, Constant(((),), 0), [], outer)
@@ -509,7 +536,9 @@ class Binder:
                 raise self.err("type_error", f"{len(col_aliases)} column aliases for "
                                f"{len(names)} columns", alias)
             names = col_aliases + names[len(col_aliases):]
-        return rel, [SCol(qual, n, ty) for n, ty in zip(names, types, strict=True)]
+            labels = alias_labels + (labels or names)[len(col_aliases):]
+        return rel, [SCol(qual, n, ty, label=lb) for n, ty, lb in
+                     zip(names, types, labels or names, strict=True)]
 
     def bind_table_function(self, t: exp.Table, base: Rel, base_scope: list[SCol],
                             outer: Params | None) -> tuple[Rel, list[SCol]]:
@@ -779,15 +808,17 @@ class Binder:
         alias = item.args.get("alias") or q.args.get("alias")
         params = Params(ExprCtx(self, left, lscope, outer))
         b = self.bind_query(q, params)
-        names = list(b.names)
+        names, labels = list(b.names), list(b.out_names)
         if alias is not None and alias.args.get("columns"):
-            cols = [c.name.lower() for c in alias.columns]
-            if len(cols) > len(names):
-                raise self.err("type_error", f"{len(cols)} column aliases for {len(names)} "
+            given = [c.name for c in alias.columns]
+            if len(given) > len(names):
+                raise self.err("type_error", f"{len(given)} column aliases for {len(names)} "
                                "columns", alias)
-            names = cols + names[len(cols):]
+            names = [n.lower() for n in given] + names[len(given):]
+            labels = given + labels[len(given):]
         qual = alias.name.lower() if alias is not None and alias.name else None
-        rscope = [SCol(qual, n, ty) for n, ty in zip(names, b.types, strict=True)]
+        rscope = [SCol(qual, n, ty, label=lb)
+                  for n, ty, lb in zip(names, b.types, labels, strict=True)]
         nl, nr, m = left.arity, len(b.types), len(params.exprs)
         shared: tuple[str, Rel] | None = None
         if side == "LEFT" and not isinstance(left, Get):
@@ -942,6 +973,7 @@ class Binder:
                 ctx.aliases = sel_aliases
         # expand * and t.* first: aggregation and ORDER BY see the expanded list
         items: list[tuple[exp.Expression, str | None]] = []
+        star_labels: dict[int, str] = {}  # an item of a * and its column's label
         for e in sel.expressions:
             if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this,
                                                                                    exp.Star)):
@@ -958,6 +990,7 @@ class Binder:
                 for _i, c in cols:
                     items.append((exp.column(c.name, c.qual, quoted=True) if c.qual
                                   else exp.column(c.name, quoted=True), c.name))
+                    star_labels[len(items) - 1] = c.label or c.name
             else:
                 items.append((e, None))
         order = A(sel, "order")
@@ -1000,15 +1033,17 @@ class Binder:
         outs: list[BB] = []
         names: list[str] = []
         labels: list[str] = []
-        for e, nm in items:
+        for k, (e, nm) in enumerate(items):
             inner = e.this if isinstance(e, exp.Alias) else e
             s, t = ctx.bind(inner)
             outs.append((s, "INTEGER" if t == "NULL" else t))
-            label = nm or output_name(e, self.sql)
+            label = star_labels.get(k) or nm or output_name(e, self.sql)
             labels.append(label)
+            # (lowercased as every name the binder resolves: `substr('Ba', 1)` is found as
+            # `"substr('ba', 1)"`, as a star over a derived table names it)
             names.append(nm or (e.alias.lower() if isinstance(e, exp.Alias) else
                                 inner.name.lower() if isinstance(inner, exp.Column)
-                                else label))
+                                else label.lower()))
         limit, offset = self.limit_offset(sel)
         keys: list[SortKey] = []
         hidden: list[Scalar] = []
@@ -1017,7 +1052,7 @@ class Binder:
                 e = o.this
                 idx: int | None = None
                 if isinstance(e, exp.Literal) and not e.is_string:
-                    idx = int(e.this) - 1
+                    idx = self.order_position(e)
                     if not 0 <= idx < len(outs):
                         raise self.err("unsupported", f"ORDER BY position {e.this} is not in "
                                        "the select list", e)
@@ -1162,7 +1197,7 @@ class Binder:
         groups: list[BB] = []
         for g in group.expressions if group is not None else []:
             target = g
-            if isinstance(g, exp.Literal) and not g.is_string:
+            if _position(g):  # GROUP BY 2; GROUP BY 2.0 is a constant, as in DuckDB
                 k = int(g.this) - 1
                 if not 0 <= k < len(items):
                     raise self.err("grouping_error", f"GROUP BY position {g.this} is not in the "
@@ -2076,6 +2111,11 @@ def _sql(node: exp.Expression) -> str:
         return node.sql(dialect="duckdb")
     except Exception:  # noqa: BLE001 - a label is best effort
         return node.key.upper()
+
+
+def _position(node: exp.Expression) -> bool:
+    """A select-list position: a number literal of digits only (`2`, not `2.0` or `1e1`)."""
+    return isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit()
 
 
 def _int_literal(node: exp.Expression | None) -> bool:

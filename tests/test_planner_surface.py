@@ -114,3 +114,47 @@ def test_view_column_names_equal_duckdb(select_list: str) -> None:
     assert got == want
     got_view = [c.name for c in compile_view(f"CREATE VIEW v AS\n  {sql}", catalog()).columns]
     assert got_view == want
+
+
+STAR_QUERIES = [
+    "SELECT * FROM (SELECT a, substr('Ba', 2, 2) FROM t) z",
+    "SELECT * FROM (SELECT a, CASE WHEN flag IS TRUE THEN a ELSE id END FROM t) z",
+    "SELECT * FROM (SELECT a, upper('Ab') FROM t UNION SELECT a, b FROM t) z ORDER BY 1, 2"
+    " LIMIT 3",
+    'SELECT * FROM (SELECT a AS "Mixed Case" FROM t) z',
+    'SELECT z.* FROM (SELECT a AS "Mixed Case", b FROM t) z("X")',
+    'SELECT * FROM (SELECT 1 AS A UNION SELECT 2) q',
+    'SELECT * FROM (VALUES (1, 2)) v("Aa", b)',
+    'WITH d AS (SELECT a AS "Mixed", upper(b) FROM t) SELECT * FROM d',
+    'WITH d("Q") AS (SELECT a FROM t) SELECT * FROM d',
+    'SELECT * FROM (SELECT a AS "M" FROM t) x, LATERAL (SELECT x.m + 1 AS "P") y',
+    'WITH RECURSIVE r("N") AS (SELECT 1 UNION ALL SELECT "N" + 1 FROM r WHERE "N" < 3)'
+    ' SELECT * FROM r',
+    'SELECT * FROM (SELECT a AS "M", b FROM t) x NATURAL JOIN (SELECT a AS "m", s FROM u) y',
+    'SELECT * FROM ((SELECT 1 AS "K") x CROSS JOIN (SELECT 2 AS "K") y) j',
+    'SELECT * FROM ((SELECT 1 AS "K") x CROSS JOIN (SELECT 2 AS "L") y) j("A")',
+    "SELECT a, count(*) FROM t GROUP BY a, 10.0",
+    "SELECT a FROM t ORDER BY 1 LIMIT 2.0 OFFSET 1.0",
+]
+
+
+@pytest.mark.parametrize("sql", STAR_QUERIES)
+def test_star_column_names_equal_duckdb(sql: str) -> None:
+    """A `*` over a derived table, a CTE, a join or a LATERAL names its columns as DuckDB
+    does (case as typed, an expression as DuckDB prints it), and resolves them (a column
+    named by an expression with capitals once could not be found); GROUP BY 10.0 is a
+    constant and LIMIT 2.0 a count, as in DuckDB."""
+    con = duckdb.connect()
+    for name, cols in SCHEMAS.items():
+        con.execute(f"CREATE TABLE {name} (" + ", ".join(f"{c} {t}" for c, t in cols) + ")")
+    con.execute(f"CREATE VIEW v AS {sql}")
+    want = [r[0] for r in con.execute("DESCRIBE v").fetchall()]
+    assert [c.name for c in compile_view(sql, catalog()).columns] == want
+
+
+@pytest.mark.parametrize("sql", ["SELECT a FROM t ORDER BY 1.5 LIMIT 1",
+                                 "SELECT a FROM t LIMIT 1.5"])
+def test_non_integer_order_and_limit_literals_are_refused(sql: str) -> None:
+    with pytest.raises(PlanError) as e:
+        compile_view(sql, catalog())
+    assert e.value.code == "unsupported"
