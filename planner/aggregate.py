@@ -496,6 +496,15 @@ class AggregateState:
         counts = self.values[arg]
         idx = self.index.get(arg)
         feeds = self.plan.distinct_feeds.get(arg, ())
+        if len(pairs) > 1 and any(d < 0 for _, d in pairs):
+            # Summed per value first: a time's changes come unconsolidated (a self-join's
+            # retraction of 44 copies, then one more and an insertion), and taken one by one
+            # a value's count could pass below 0, which the arrays of many values
+            # (`sorted_counts.SortedCounts`) do not hold
+            summed: dict[Any, int] = {}
+            for v, d in pairs:
+                summed[v] = summed.get(v, 0) + d
+            pairs = [(v, d) for v, d in summed.items() if d]
         # A group's first large batch (hydration) builds its index by one sort.
         bulk = idx is not None and not counts and len(pairs) > BULK_BUILD
         touched = 0
