@@ -192,6 +192,9 @@ class Binder:
     # mention only its columns): id -> node, so the subquery neither aggregates them itself
     # nor rejects them, and reads them as outer references instead
     outer_aggs: dict[int, tuple[exp.Expression, exp.Expression]] = field(default_factory=dict)
+    # the set operations of a recursive CTE's query (by id): the column types its anchor
+    # fixed, which every branch's rows are cast to (`bind_setop`)
+    setop_types: dict[int, list[str]] = field(default_factory=dict)
 
     # ------------------------------------------------------------ errors and ids
 
@@ -350,11 +353,17 @@ class Binder:
         values = []
         for c in cs:
             info = frame[c.alias_or_name.lower()]
+            # DuckDB types a recursive CTE's columns by its anchor and casts the other
+            # branches' rows to them (an INTEGER anchor halved stays INTEGER: 33, not 33.3)
+            node = c.this
+            while isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
+                self.setop_types[id(node)] = info.types
+                node = node.this
             b = self.bind_query(c.this, outer)
             if len(b.types) != len(info.types):
                 raise self.err("type_error", f"recursive CTE {c.alias_or_name} branches have "
                                "different numbers of columns", c)
-            values.append(_coerce_rel(b.rel, b.types, info.types))
+            values.append(_narrow_rel(b.rel, b.types, info.types))
         ids = tuple(frame[c.alias_or_name.lower()].id for c in cs)
         limit = self.iteration_limit
         return lambda body: LetRec(ids, tuple(values), body, limit)
@@ -372,8 +381,11 @@ class Binder:
                 raise self.err("type_error", f"{node.key.upper()} column {i + 1} has types "
                                f"{a} and {b}", node)
             types.append(u)
-        lr = _coerce_rel(left.rel, left.types, types)
-        rr = _coerce_rel(right.rel, right.types, types)
+        fixed = self.setop_types.get(id(node))
+        if fixed is not None:  # a recursive CTE's branches, as its anchor types them
+            types = list(fixed)
+        lr = _narrow_rel(left.rel, left.types, types)
+        rr = _narrow_rel(right.rel, right.types, types)
         distinct = node.args.get("distinct", True) is not False
         if distinct and not isinstance(node, exp.Union):
             lr, rr = _distinct(lr), _distinct(rr)
@@ -2177,6 +2189,24 @@ def _cast(s: Scalar, t: str, u: str, exact: bool = True) -> Scalar:
 
 def _coerce_rel(rel: Rel, types: list[str], target: list[str]) -> Rel:
     exprs = [_cast(Col(i), t, u) for i, (t, u) in enumerate(zip(types, target, strict=True))]
+    if all(isinstance(e, Col) for e in exprs):
+        return rel
+    return _project_exprs(rel, exprs)
+
+
+def _narrow(s: Scalar, t: str, u: str) -> Scalar:
+    """`s` of type `t` as type `u`: as `_cast` where `u` is a common type of both (a union's,
+    which `t` widens to), else by a SQL cast (with its rounding and range errors) where
+    `u` is narrower (a recursive CTE's anchor type)."""
+    if family(t) == "null" or norm_type(t) == norm_type(u) or unify([t, u]) == norm_type(u):
+        return _cast(s, t, u)
+    if isinstance(s, Lit):
+        return Lit(cast_checked(s.value, u), u)
+    return Call("cast", (s,), u)
+
+
+def _narrow_rel(rel: Rel, types: list[str], target: list[str]) -> Rel:
+    exprs = [_narrow(Col(i), t, u) for i, (t, u) in enumerate(zip(types, target, strict=True))]
     if all(isinstance(e, Col) for e in exprs):
         return rel
     return _project_exprs(rel, exprs)
