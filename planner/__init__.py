@@ -26,6 +26,7 @@ from planner.cardinality import Estimator
 from planner.catalog import Catalog, Column, Statistics, TableSchema, ViewDef
 from planner.errors import PlanError
 from planner.ir import Rel, Scalar, columns_read, explain, scan_filters
+from planner.naming import FOLD
 from planner.rewrites import RULES, optimize
 
 # SQL views hydrate from whole tables, a few large columns per operator allocated and freed
@@ -207,12 +208,12 @@ def unique_names(names: list[str]) -> list[str]:
     seen: set[str] = set()
     out = []
     for name in names:
-        if name.lower() in seen:
+        if name.translate(FOLD) in seen:
             i = 1
-            while f"{name}_{i}".lower() in seen:
+            while f"{name}_{i}".translate(FOLD) in seen:
                 i += 1
             name = f"{name}_{i}"
-        seen.add(name.lower())
+        seen.add(name.translate(FOLD))
         out.append(name)
     return out
 
@@ -241,9 +242,9 @@ def _compile(sql: str, catalog: Catalog, name: str | None,
             raise PlanError("unsupported", "only CREATE [MATERIALIZED] VIEW is supported")
         target = tree.this
         if isinstance(target, exp.Schema):
-            renames = [c.name.lower() for c in target.expressions]
+            renames = [c.name.translate(FOLD) for c in target.expressions]
             target = target.this
-        name = name or target.name.lower()
+        name = name or target.name.translate(FOLD)
         m = _CREATE.match(sql.strip().rstrip(";"))
         body_sql = m.group(3).strip() if m else tree.expression.sql(dialect="duckdb")
         tree = tree.expression

@@ -59,7 +59,7 @@ from planner.ir import (
     null,
     split_by_side,
 )
-from planner.naming import output_name
+from planner.naming import FOLD, output_name
 from planner.scalar import (
     DIFF_PARTS,
     FUNCS,
@@ -278,7 +278,7 @@ class Binder:
         self.ctes.append(frame)
         try:
             wrappers: list[Callable[[Rel], Rel]] = []
-            names = [c.alias_or_name.lower() for c in ctes]
+            names = [c.alias_or_name.translate(FOLD) for c in ctes]
             for c in ctes:
                 keys = c.args.get("key_expressions")
                 if keys:
@@ -316,14 +316,14 @@ class Binder:
         if len(given) > len(b.names):
             raise self.err("type_error", f"CTE {c.alias_or_name} has {len(b.names)} columns"
                            f" but {len(given)} names", c)
-        names = [n.lower() for n in given] + b.names[len(given):]
+        names = [n.translate(FOLD) for n in given] + b.names[len(given):]
         labels = given + b.out_names[len(given):]
         return CteInfo(self.fresh(name), names, b.types, labels)
 
     def bind_cte_plain(self, c: exp.CTE, frame: dict[str, CteInfo],
                        outer: Params | None) -> Callable[[Rel], Rel]:
         b = self.bind_query(c.this, outer)
-        name = c.alias_or_name.lower()
+        name = c.alias_or_name.translate(FOLD)
         info = self._cte_info(name, c, b)
         frame[name] = info
         return lambda body: Let(info.id, b.rel, body)
@@ -337,12 +337,12 @@ class Binder:
             still = []
             for c in pending:
                 anchor = _leftmost(c.this)
-                refs = _referenced_names(anchor, {x.alias_or_name.lower() for x in cs})
+                refs = _referenced_names(anchor, {x.alias_or_name.translate(FOLD) for x in cs})
                 if any(r not in frame for r in refs):
                     still.append(c)
                     continue
                 b = self.bind_query(anchor, outer)
-                name = c.alias_or_name.lower()
+                name = c.alias_or_name.translate(FOLD)
                 frame[name] = self._cte_info(name, c, b)
             pending = still
             if not pending:
@@ -352,7 +352,7 @@ class Binder:
                            f"{pending[0].alias_or_name}: every anchor reads another", pending[0])
         values = []
         for c in cs:
-            info = frame[c.alias_or_name.lower()]
+            info = frame[c.alias_or_name.translate(FOLD)]
             # DuckDB types a recursive CTE's columns by its anchor and casts the other
             # branches' rows to them (an INTEGER anchor halved stays INTEGER: 33, not 33.3)
             node = c.this
@@ -364,7 +364,7 @@ class Binder:
                 raise self.err("type_error", f"recursive CTE {c.alias_or_name} branches have "
                                "different numbers of columns", c)
             values.append(_narrow_rel(b.rel, b.types, info.types))
-        ids = tuple(frame[c.alias_or_name.lower()].id for c in cs)
+        ids = tuple(frame[c.alias_or_name.translate(FOLD)].id for c in cs)
         limit = self.iteration_limit
         return lambda body: LetRec(ids, tuple(values), body, limit)
 
@@ -410,8 +410,8 @@ class Binder:
             idx = None
             if isinstance(e, exp.Literal) and not e.is_string:
                 idx = self.order_position(e)
-            elif isinstance(e, exp.Column) and not e.table and e.name.lower() in b.names:
-                idx = b.names.index(e.name.lower())
+            elif isinstance(e, exp.Column) and not e.table and e.name.translate(FOLD) in b.names:
+                idx = b.names.index(e.name.translate(FOLD))
             if idx is None or not 0 <= idx < len(b.names):
                 raise self.err("unsupported", "ORDER BY on a set operation must name an output "
                                "column", e)
@@ -455,7 +455,7 @@ class Binder:
         alias = t.args.get("alias")
         alias_labels = [c.name for c in alias.columns] if alias is not None and \
             alias.args.get("columns") else []
-        col_aliases = [n.lower() for n in alias_labels]
+        col_aliases = [n.translate(FOLD) for n in alias_labels]
         if isinstance(t, exp.Table):
             if t.args.get("db") or t.args.get("catalog"):
                 raise self.err("unsupported", "qualified table names are not supported", t)
@@ -465,8 +465,8 @@ class Binder:
             if isinstance(t.this, exp.Anonymous) or not isinstance(t.this, exp.Identifier):
                 name, at = self.typed_name(t.this)
                 raise self.err("unsupported", f"table function {name} is not supported", at)
-            name = t.name.lower()
-            qual = t.alias_or_name.lower()
+            name = t.name.translate(FOLD)
+            qual = t.alias_or_name.translate(FOLD)
             info = None
             for frame in reversed(self.ctes):
                 if name in frame:
@@ -480,7 +480,7 @@ class Binder:
                 v = self.catalog.views[name]
                 rel = Get(name, len(v.columns))
                 labels = [c.name for c in v.columns]
-                names = [c.name.lower() for c in v.columns]
+                names = [c.name.translate(FOLD) for c in v.columns]
                 types = [norm_type(c.type) for c in v.columns]
                 if name not in self.deps:
                     self.deps.append(name)
@@ -488,7 +488,7 @@ class Binder:
                 ts = self.catalog.tables[name]
                 rel = Get(name, len(ts.columns))
                 labels = [c.name for c in ts.columns]
-                names = [c.name.lower() for c in ts.columns]
+                names = [c.name.translate(FOLD) for c in ts.columns]
                 types = [norm_type(c.type) for c in ts.columns]
                 if name not in self.deps:
                     self.deps.append(name)
@@ -503,7 +503,7 @@ class Binder:
                 rel, scope = self.bind_join(rel, scope, j, outer)
             if alias is not None and alias.name:
                 # aliased, the join is one relation: DuckDB names duplicates id, id_1, ...
-                q = alias.name.lower()
+                q = alias.name.translate(FOLD)
                 seen: dict[str, int] = {}
                 renamed = []
                 for c in scope:
@@ -527,18 +527,18 @@ class Binder:
             b = self.bind_query(t.this, outer)
             b = self.order_limit_setop(t, b) if A(t, "limit") is not None else b
             rel, names, types, labels = b.rel, b.names, b.types, b.labels
-            qual = alias.name.lower() if alias is not None and alias.name else None
+            qual = alias.name.translate(FOLD) if alias is not None and alias.name else None
         elif isinstance(t, exp.Values):
             b = self.bind_values(t)
             rel, names, types, labels = b.rel, b.names, b.types, b.labels
-            qual = alias.name.lower() if alias is not None and alias.name else None
+            qual = alias.name.translate(FOLD) if alias is not None and alias.name else None
         elif isinstance(t, exp.Lateral):
             # first in FROM there is nothing to the left to read: a plain subquery
             q = _lateral(t)
             assert q is not None
             b = self.bind_query(q, outer)
             rel, names, types, labels = b.rel, b.names, b.types, b.labels
-            qual = alias.name.lower() if alias is not None and alias.name else None
+            qual = alias.name.translate(FOLD) if alias is not None and alias.name else None
         elif isinstance(t, exp.Unnest):
             return self.bind_unnest(t, Constant(((),), 0), [], outer)
         else:
@@ -574,13 +574,13 @@ class Binder:
         ctx = ExprCtx(self, base, base_scope, outer)
         rel = self.flat_map(ctx, base.arity, func, self.series_args(ctx, func, raw))
         alias = t.args.get("alias")
-        qual = alias.name.lower() if alias is not None and alias.name else func
+        qual = alias.name.translate(FOLD) if alias is not None and alias.name else func
         name = func
         if alias is not None and alias.columns:
             if len(alias.columns) > 1:
                 raise self.err("type_error", f"{len(alias.columns)} column aliases for 1 "
                                "column", alias)
-            name = alias.columns[0].name.lower()
+            name = alias.columns[0].name.translate(FOLD)
         return rel, base_scope + [SCol(qual, name, "BIGINT")]
 
     def series_args(self, ctx: ExprCtx, func: str,
@@ -613,7 +613,7 @@ class Binder:
         ``list_value(...)``) whose elements are any scalar expressions, or a
         ``generate_series``/``range`` call, which DuckDB evaluates to a list."""
         name, at = self.typed_name(t)
-        if name.lower() != "unnest":  # LATERAL unnest(...): positioned at LATERAL
+        if name.translate(FOLD) != "unnest":  # LATERAL unnest(...): positioned at LATERAL
             name = "unnest"
         if len(t.expressions) != 1 or t.args.get("offset"):
             raise self.err("unsupported", f"{name} takes exactly one list argument here "
@@ -644,13 +644,13 @@ class Binder:
                            "no LIST type, so unnest takes a list literal [...] or "
                            "generate_series/range", arg)
         alias = t.args.get("alias")
-        qual = alias.name.lower() if alias is not None and alias.name else "unnest"
+        qual = alias.name.translate(FOLD) if alias is not None and alias.name else "unnest"
         col = qual
         if alias is not None and alias.columns:
             if len(alias.columns) > 1:
                 raise self.err("type_error", f"{len(alias.columns)} column aliases for 1 "
                                "column", alias)
-            col = alias.columns[0].name.lower()
+            col = alias.columns[0].name.translate(FOLD)
         return rel, base_scope + [SCol(qual, col, ty)]
 
     def bind_from(self, sel: exp.Select, outer: Params | None) -> tuple[Rel, list[SCol]]:
@@ -723,7 +723,7 @@ class Binder:
         nl = left.arity
         scope = lscope + rscope
         on = j.args.get("on")
-        using = [u.name.lower() for u in j.args.get("using") or []]
+        using = [u.name.translate(FOLD) for u in j.args.get("using") or []]
         if method == "NATURAL":
             lnames = {c.name for c in lscope if not c.hidden}
             using = [c.name for c in rscope if c.name in lnames]
@@ -826,9 +826,9 @@ class Binder:
             if len(given) > len(names):
                 raise self.err("type_error", f"{len(given)} column aliases for {len(names)} "
                                "columns", alias)
-            names = [n.lower() for n in given] + names[len(given):]
+            names = [n.translate(FOLD) for n in given] + names[len(given):]
             labels = given + labels[len(given):]
-        qual = alias.name.lower() if alias is not None and alias.name else None
+        qual = alias.name.translate(FOLD) if alias is not None and alias.name else None
         rscope = [SCol(qual, n, ty, label=lb)
                   for n, ty, lb in zip(names, b.types, labels, strict=True)]
         nl, nr, m = left.arity, len(b.types), len(params.exprs)
@@ -954,7 +954,7 @@ class Binder:
         rel, scope = self.bind_from(sel, outer)
         # DuckDB lets the SELECT list and WHERE use the SELECT list's aliases (a real column of
         # the same name wins); the alias stands for its expression, bound where it is used
-        sel_aliases = {e.alias.lower(): e.this for e in sel.expressions
+        sel_aliases = {e.alias.translate(FOLD): e.this for e in sel.expressions
                        if isinstance(e, exp.Alias)}
         ctx = ExprCtx(self, rel, scope, outer)
         ctx.aliases = sel_aliases
@@ -989,7 +989,7 @@ class Binder:
         for e in sel.expressions:
             if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this,
                                                                                    exp.Star)):
-                qual = e.table.lower() if isinstance(e, exp.Column) and e.table else None
+                qual = e.table.translate(FOLD) if isinstance(e, exp.Column) and e.table else None
                 if isinstance(e, exp.Star) and any(e.args.get(k) for k in
                                                    ("except", "except_", "replace", "rename")):
                     raise self.err("unsupported", "* EXCLUDE/REPLACE is not supported", e)
@@ -1018,7 +1018,7 @@ class Binder:
         aliases = {}
         for e, _nm in items:
             if isinstance(e, exp.Alias):
-                aliases[e.alias.lower()] = e.this
+                aliases[e.alias.translate(FOLD)] = e.this
         if group is not None or agg_nodes:
             for k in ("grouping_sets", "cube", "rollup", "totals"):
                 found = group.args.get(k) if group is not None else None
@@ -1053,9 +1053,9 @@ class Binder:
             labels.append(label)
             # (lowercased as every name the binder resolves: `substr('Ba', 1)` is found as
             # `"substr('ba', 1)"`, as a star over a derived table names it)
-            names.append(nm or (e.alias.lower() if isinstance(e, exp.Alias) else
-                                inner.name.lower() if isinstance(inner, exp.Column)
-                                else label.lower()))
+            names.append(nm or (e.alias.translate(FOLD) if isinstance(e, exp.Alias) else
+                                inner.name.translate(FOLD) if isinstance(inner, exp.Column)
+                                else label.translate(FOLD)))
         limit, offset = self.limit_offset(sel)
         keys: list[SortKey] = []
         hidden: list[Scalar] = []
@@ -1068,9 +1068,9 @@ class Binder:
                     if not 0 <= idx < len(outs):
                         raise self.err("unsupported", f"ORDER BY position {e.this} is not in "
                                        "the select list", e)
-                elif isinstance(e, exp.Column) and not e.table and e.name.lower() in names and \
-                        e.name.lower() in aliases:
-                    idx = names.index(e.name.lower())
+                elif isinstance(e, exp.Column) and not e.table and e.name.translate(FOLD) in names and \
+                        e.name.translate(FOLD) in aliases:
+                    idx = names.index(e.name.translate(FOLD))
                 else:
                     s, _t = ctx.bind(e)
                     for i, (os_, _) in enumerate(outs):
@@ -1164,12 +1164,12 @@ class Binder:
         if frm is None:
             return False
         items = [frm.this, *frm.expressions, *[j.this for j in sel.args.get("joins") or []]]
-        name = c.name.lower()
-        qual = c.table.lower() if c.table else None
+        name = c.name.translate(FOLD)
+        qual = c.table.translate(FOLD) if c.table else None
         for t in items:
             alias = t.args.get("alias")
-            t_qual = (alias.name.lower() if alias is not None and alias.name else
-                      t.name.lower() if isinstance(t, exp.Table) else None)
+            t_qual = (alias.name.translate(FOLD) if alias is not None and alias.name else
+                      t.name.translate(FOLD) if isinstance(t, exp.Table) else None)
             if qual is not None:
                 if t_qual == qual:
                     return True
@@ -1184,14 +1184,14 @@ class Binder:
         if alias is not None and alias.args.get("columns"):
             return None  # partly renamed: be conservative
         if isinstance(t, exp.Table) and isinstance(t.this, exp.Identifier):
-            name = t.name.lower()
+            name = t.name.translate(FOLD)
             for frame in reversed(self.ctes):
                 if name in frame:
                     return frame[name].names
             if name in self.catalog.views:
-                return [c.name.lower() for c in self.catalog.views[name].columns]
+                return [c.name.translate(FOLD) for c in self.catalog.views[name].columns]
             if name in self.catalog.tables:
-                return [c.name.lower() for c in self.catalog.tables[name].columns]
+                return [c.name.translate(FOLD) for c in self.catalog.tables[name].columns]
             return None
         if isinstance(t, exp.Subquery) and isinstance(t.this, exp.Select):
             outs = []
@@ -1199,7 +1199,7 @@ class Binder:
                 if isinstance(x, exp.Star) or (isinstance(x, exp.Column) and
                                                isinstance(x.this, exp.Star)):
                     return None
-                outs.append(x.alias_or_name.lower())
+                outs.append(x.alias_or_name.translate(FOLD))
             return outs
         return None
 
@@ -1216,9 +1216,9 @@ class Binder:
                                    "select list", g)
                 target = items[k][0]
                 target = target.this if isinstance(target, exp.Alias) else target
-            elif isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases and \
+            elif isinstance(g, exp.Column) and not g.table and g.name.translate(FOLD) in aliases and \
                     ctx.lookup(g) is None:
-                target = aliases[g.name.lower()]
+                target = aliases[g.name.translate(FOLD)]
             _reject_aggs(self, target, "GROUP BY")
             self.reject_hoisted(ctx, target, "GROUP BY")
             groups.append(ctx.bind(target))
@@ -1264,7 +1264,7 @@ class Binder:
     def bind_agg(self, ctx: ExprCtx, node: exp.Expression) -> tuple[
             str, Scalar | None, bool, str, Scalar | None]:
         """(function, argument, DISTINCT, result type, second argument) of an aggregate."""
-        fname = node.key.lower()
+        fname = node.key.translate(FOLD)
         if type(node) in STAT_AGGS:
             return self.bind_stat_agg(ctx, node)
         this = node.this
@@ -1478,8 +1478,8 @@ class ExprCtx:
     # -- names
 
     def lookup(self, node: exp.Column) -> BB | None:
-        name = node.name.lower()
-        qual = node.table.lower() if node.table else None
+        name = node.name.translate(FOLD)
+        qual = node.table.translate(FOLD) if node.table else None
         if qual is not None:
             hits = [i for i, c in enumerate(self.scope) if c.qual == qual and c.name == name]
         else:
@@ -1525,7 +1525,7 @@ class ExprCtx:
         if got is None and self.outer is not None:
             got = self.outer.resolve(node)
         if got is None:
-            if node.table and not self._has_qual(node.table.lower()):
+            if node.table and not self._has_qual(node.table.translate(FOLD)):
                 raise self.b.err("unknown_table", f'table "{node.table}" is not in FROM', node)
             raise self.b.err("unknown_column", f'column "{node.sql()}" does not exist', node)
         return got
@@ -1533,7 +1533,7 @@ class ExprCtx:
     def alias(self, node: exp.Column) -> BB | None:
         """An unqualified name that is no column: the SELECT list alias of that name, bound
         here (None if there is none, or it is the alias being bound)."""
-        name = node.name.lower()
+        name = node.name.translate(FOLD)
         if node.table or name not in self.aliases or name in self.expanding:
             return None
         self.expanding.add(name)
@@ -1600,7 +1600,7 @@ class ExprCtx:
             if e.is_string:
                 return Lit(e.this, "VARCHAR"), "VARCHAR"
             txt = e.this
-            if "e" in txt.lower():
+            if "e" in txt.translate(FOLD):
                 return Lit(float(txt), "DOUBLE"), "DOUBLE"
             if "." in txt:
                 d = decimal.Decimal(txt)
@@ -1935,9 +1935,9 @@ class ExprCtx:
 
     def function(self, e: exp.Expression) -> BB:
         b = self.b
-        name = e.key.lower()
+        name = e.key.translate(FOLD)
         if isinstance(e, exp.Anonymous):
-            name = str(e.this).lower()
+            name = str(e.this).translate(FOLD)
             args = list(e.expressions)
         else:
             args = [v for k, v in e.args.items() if v is not None and k in
@@ -2045,7 +2045,7 @@ class ExprCtx:
             x = self.bind(target)
             if family(x[1]) not in ("date", "timestamp", "null"):
                 raise b.err("type_error", f"cannot extract {part} from {x[1]}", e)
-            return self.call("extract", [(Lit(part.lower(), "VARCHAR"), "VARCHAR"), x], "BIGINT")
+            return self.call("extract", [(Lit(part.translate(FOLD), "VARCHAR"), "VARCHAR"), x], "BIGINT")
         if name == "date_trunc":
             if isinstance(e, exp.Anonymous):
                 unit, target = _unit(args[0]), args[1]
@@ -2054,21 +2054,21 @@ class ExprCtx:
             x = self.bind(target)
             if family(x[1]) not in ("date", "timestamp", "null"):
                 raise b.err("type_error", f"date_trunc needs a DATE or TIMESTAMP, got {x[1]}", e)
-            return self.call("date_trunc", [(Lit(unit.lower(), "VARCHAR"), "VARCHAR"), x],
+            return self.call("date_trunc", [(Lit(unit.translate(FOLD), "VARCHAR"), "VARCHAR"), x],
                              "TIMESTAMP")
         if name == "date_diff":
             if isinstance(e, exp.DateDiff):
                 unit, start, end = _unit(e.args.get("unit")) or "day", e.expression, e.this
             else:
                 unit, start, end = _unit(args[0]), args[1], args[2]
-            if unit.lower() not in DIFF_PARTS:
+            if unit.translate(FOLD) not in DIFF_PARTS:
                 raise b.err("unsupported", f"date_diff does not know the date part '{unit}'", e)
             xs = [self.bind(start), self.bind(end)]
             xs = [self.literal_to(v, ["DATE"], e) for v in xs]
             for v in xs:
                 if family(v[1]) not in ("date", "timestamp", "null"):
                     raise b.err("type_error", f"date_diff needs dates, got {v[1]}", e)
-            return self.call("date_diff", [(Lit(unit.lower(), "VARCHAR"), "VARCHAR"), *xs],
+            return self.call("date_diff", [(Lit(unit.translate(FOLD), "VARCHAR"), "VARCHAR"), *xs],
                              "BIGINT")
         got = self.string_function(e, name)
         if got is not None:
@@ -2314,8 +2314,8 @@ def _table_function(t: exp.Table) -> str | None:
     node = t.this
     if isinstance(node, exp.GenerateSeries):
         return "generate_series"
-    if isinstance(node, exp.Anonymous) and str(node.this).lower() in TABLE_FUNCTIONS:
-        return str(node.this).lower()
+    if isinstance(node, exp.Anonymous) and str(node.this).translate(FOLD) in TABLE_FUNCTIONS:
+        return str(node.this).translate(FOLD)
     return None
 
 
@@ -2367,7 +2367,7 @@ _INTERVAL_UNITS = {
 
 def _interval(b: Binder, node: exp.Interval) -> Interval:
     """A constant ``INTERVAL n unit`` (n an integer, as a number or a string)."""
-    unit = str(node.args["unit"].name if node.args.get("unit") is not None else "").lower()
+    unit = str(node.args["unit"].name if node.args.get("unit") is not None else "").translate(FOLD)
     unit = {"years": "year", "quarters": "quarter", "months": "month", "weeks": "week",
             "days": "day", "hours": "hour", "minutes": "minute", "seconds": "second",
             "milliseconds": "millisecond", "microseconds": "microsecond"}.get(unit, unit)
@@ -2486,7 +2486,7 @@ def _lateral_table_function(t: exp.Expression) -> exp.Expression | None:
         out = exp.Unnest(expressions=list(fn.expressions), alias=alias,
                          offset=fn.args.get("offset") or t.args.get("ordinality"))
     elif isinstance(fn, exp.GenerateSeries) or (
-            isinstance(fn, exp.Anonymous) and str(fn.this).lower() in TABLE_FUNCTIONS):
+            isinstance(fn, exp.Anonymous) and str(fn.this).translate(FOLD) in TABLE_FUNCTIONS):
         if t.args.get("ordinality"):
             return None  # refused by _lateral, naming LATERAL
         out = exp.Table(this=fn, alias=alias)
@@ -2546,7 +2546,7 @@ def _leftmost(q: exp.Expression) -> exp.Expression:
 
 
 def _referenced_names(q: exp.Expression, names: set[str]) -> set[str]:
-    return {t.name.lower() for t in q.find_all(exp.Table) if t.name.lower() in names}
+    return {t.name.translate(FOLD) for t in q.find_all(exp.Table) if t.name.translate(FOLD) in names}
 
 
 def _sccs(names: list[str], refs: list[set[str]]) -> list[list[int]]:

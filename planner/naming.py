@@ -12,8 +12,16 @@ not know is printed by sqlglot, which is right for the common cases and never fa
 from __future__ import annotations
 
 import re
+import string
 
 from sqlglot import exp
+
+# `name.translate(FOLD)`: an identifier as DuckDB compares identifiers, its ASCII letters in
+# lower case and every other character as written (DuckDB folds ASCII only: "Ñame" and
+# "ÑAME" are one table, "ñame" another). Every name the planner and the server resolve or
+# store is folded so; Python's `lower()` would also fold Ñ, and the name the server stored
+# would then not be the one DuckDB finds for the user's own SQL.
+FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 # DuckDB's keywords (duckdb_keywords(), all categories): a function named like one of these
 # is printed double-quoted ("left"(b, 1), "year"(d)).
@@ -77,7 +85,7 @@ def output_name(item: exp.Expression, sql: str) -> str:
     while isinstance(item, exp.Paren):
         item = item.this
     if isinstance(item, exp.Column):
-        return item.name.lower()  # the catalog's name (the planner's catalog is lowercase)
+        return item.name.translate(FOLD)  # the catalog's name (the planner's catalog is folded)
     return _Printer(sql).show(item)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from planner.naming import FOLD
 from server.errors import ApiError, Conflict, Forbidden, NotFound, SqlError
 from server.sqltext import Statement
 from server.state import ServerState
@@ -118,7 +119,7 @@ def name_of(table: exp.Expression, s: Statement) -> str:
         raise Forbidden(
             f"qualified name {table.sql()} is not allowed", line=s.line, column=s.column
         )
-    return str(table.name).lower()
+    return str(table.name).translate(FOLD)
 
 
 def check_new_name(name: str, what: str, s: Statement) -> None:
@@ -235,7 +236,7 @@ def explain(
         "name": name,
         "plan": str(compiled.explain()),
         "view_columns": column_dicts(compiled.columns),
-        "dependencies": [str(d).lower() for d in compiled.dependencies],
+        "dependencies": [str(d).translate(FOLD) for d in compiled.dependencies],
     }
 
 
@@ -249,9 +250,9 @@ def table_list(state: ServerState) -> list[dict[str, Any]]:
 
 def table_info(state: ServerState, name: str) -> dict[str, Any]:
     with state.state_lock:
-        if name.lower() not in state.tables:
+        if name.translate(FOLD) not in state.tables:
             raise NotFound(f"unknown table {name!r}", code="unknown_table")
-        return _table_info(state, name.lower())
+        return _table_info(state, name.translate(FOLD))
 
 
 def _table_info(state: ServerState, name: str) -> dict[str, Any]:
@@ -273,9 +274,9 @@ def view_list(state: ServerState) -> list[dict[str, Any]]:
 
 def view_info(state: ServerState, name: str) -> dict[str, Any]:
     with state.state_lock:
-        if name.lower() not in state.views:
+        if name.translate(FOLD) not in state.views:
             raise NotFound(f"unknown view {name!r}", code="unknown_view")
-        return _view_info(state, name.lower())
+        return _view_info(state, name.translate(FOLD))
 
 
 def _view_info(state: ServerState, name: str) -> dict[str, Any]:
@@ -313,10 +314,10 @@ def _arrangements(state: ServerState, v: MaintainedView) -> dict[str, Any]:
 
 def explain_view(state: ServerState, name: str) -> str:
     """The plan of an existing view, as EXPLAIN prints it."""
-    if name.lower() in state.views:
+    if name.translate(FOLD) in state.views:
         state.require_ready()
     with state.state_lock:
-        v = state.views.get(name.lower())
+        v = state.views.get(name.translate(FOLD))
         if v is None:
             raise NotFound(f"unknown view {name!r}", code="unknown_view")
         if v.compiled is None:

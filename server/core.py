@@ -27,6 +27,7 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
+from planner.naming import FOLD
 from server import catalog, contents, queries, recovery, writes
 from server.errors import NotFound, SqlError
 from server.executors import Executor
@@ -126,7 +127,7 @@ class Database(ServerState):
 
     def drop_view(self, name: str) -> dict[str, Any]:
         """DELETE /views/{name}: DROP VIEW, as a write."""
-        name = name.lower()
+        name = name.translate(FOLD)
         with self.state_lock:
             if name not in self.views:
                 raise NotFound(f"unknown view {name!r}", code="unknown_view")

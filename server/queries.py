@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 from sqlglot import exp
 
+from planner.naming import FOLD
 from server.catalog import explain, infer_type, record
 from server.errors import Conflict, Forbidden, SqlError
 from server.sandbox import Relation, check_relations, run_query
@@ -181,7 +182,7 @@ def select_many(state: ServerState, stmts: list[Statement]) -> list[dict[str, An
     # A table streams only where every query that reads it reads it alone, and names it once:
     # DuckDB does not know a stream's size and plans joins over streams badly (TPC-H Q5 at
     # sf 1 took 0.9-1.1 s instead of 0.6 s), and cannot scan a stream twice.
-    named = [Counter(t.name.lower() for t in s.ast.find_all(exp.Table)) for s in stmts]
+    named = [Counter(t.name.translate(FOLD) for t in s.ast.find_all(exp.Table)) for s in stmts]
     streamed = {n for n in names
                 if all(used == [n] and count[n] == 1
                        for used, count in zip(used_by, named, strict=True) if n in used)}

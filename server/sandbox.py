@@ -29,6 +29,7 @@ from typing import Any
 import duckdb
 from sqlglot import exp
 
+from planner.naming import FOLD
 from server.errors import Forbidden, SqlError, Timeout, from_duckdb
 from server.values import quote_ident
 
@@ -101,7 +102,7 @@ def _with_of(node: exp.Expression) -> exp.With | None:
 
 
 def _cte_name(cte: exp.Expression) -> str:
-    return str(cte.alias_or_name).lower()
+    return str(cte.alias_or_name).translate(FOLD)
 
 
 def visible_ctes(node: exp.Expression) -> set[str]:
@@ -172,7 +173,7 @@ def check_relations(
                     line=line,
                     column=column,
                 )
-            rel = str(target.name).lower()
+            rel = str(target.name).translate(FOLD)
             if rel in visible_ctes(node):
                 continue
             if rel not in known_set:

@@ -23,6 +23,7 @@ import duckdb
 from sqlglot import exp
 
 from engine.canonical import canonical
+from planner.naming import FOLD
 from server import bulkload
 from server.catalog import (
     check_new_name,
@@ -91,7 +92,7 @@ def create_table(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     pk: list[str] = []
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
-            cname = str(item.name).lower()  # names are case-insensitive; stored lower-case
+            cname = str(item.name).translate(FOLD)  # names are case-insensitive (ASCII): stored folded
             check_new_name(cname, "column", s)
             if any(c["name"] == cname for c in columns):
                 raise SqlError(f"duplicate column {cname!r}", code="duplicate_column")
@@ -119,19 +120,19 @@ def create_table(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
         elif isinstance(item, exp.PrimaryKey):
             if pk:
                 raise SqlError("more than one PRIMARY KEY", code="syntax_error")
-            pk = [str(e.name).lower() for e in item.expressions]
+            pk = [str(e.name).translate(FOLD) for e in item.expressions]
         else:
             raise SqlError(
                 f"unsupported table element {item.sql('duckdb')!r}", code="unsupported"
             )
     if not columns:
         raise SqlError("a table needs at least one column", code="syntax_error")
-    by_lower = {c["name"].lower(): c for c in columns}
+    by_folded = {c["name"].translate(FOLD): c for c in columns}
     for k in pk:
-        if k.lower() not in by_lower:
+        if k.translate(FOLD) not in by_folded:
             raise SqlError(f"PRIMARY KEY column {k!r} is not a column", code="unknown_column")
-        by_lower[k.lower()]["nullable"] = False
-    pk = [by_lower[k.lower()]["name"] for k in pk]
+        by_folded[k.translate(FOLD)]["nullable"] = False
+    pk = [by_folded[k.translate(FOLD)]["name"] for k in pk]
     rec = TableRecord(name, w.next_table_id, columns, pk, w.ts)
     w.next_table_id += 1
     state.store.create_table(rec)
@@ -187,7 +188,7 @@ def create_view(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     stats = TableStatistics.of(state.store.conn, w.tables, state.distinct_cache)
     compiled = compile_statement(s, name, w.tables, w.views, state.settings.iteration_limit,
                                  stats)
-    deps = [str(d).lower() for d in compiled.dependencies]
+    deps = [str(d).translate(FOLD) for d in compiled.dependencies]
     for d in deps:
         if d not in w.tables and d not in w.views:
             raise SqlError(f"unknown table or view {d!r}", code="unknown_table")
@@ -296,7 +297,7 @@ def _update(state: ServerState, w: Write, s: Statement, name: str, target: exp.T
     ast.set("where", exp.Where(this=exp.and_(where.this, only) if where is not None else only))
     try:
         keys = set(w.tables[name].primary_key)
-        moves = any(e.this.name.lower() in keys for e in ast.expressions
+        moves = any(e.this.name.translate(FOLD) in keys for e in ast.expressions
                     if isinstance(e, exp.EQ) and isinstance(e.this, exp.Column))
         if moves:
             count, new = _take_rows(state, w, name, con.execute(_returning_all(s)), 1)
@@ -386,7 +387,7 @@ def _dml_table(w: Write, s: Statement, target: exp.Expression | None) -> str:
     """The table a DML statement writes, after the checks every DML statement passes before it
     runs (a table, not a view; no RETURNING or upsert of its own; only the relations and
     functions the sandbox allows). `target` is None for a plain INSERT (`s.plain`)."""
-    name = s.plain.table.lower() if s.plain is not None else name_of(target, s)
+    name = s.plain.table.translate(FOLD) if s.plain is not None else name_of(target, s)
     if name in w.views:
         raise SqlError(f"{name!r} is a view; views are read-only", code="read_only_view")
     if name not in w.tables:
@@ -569,7 +570,7 @@ def copy(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     target = ast.this
     listed: list[str] | None = None
     if isinstance(target, exp.Schema):
-        listed = [str(e.name).lower() for e in target.expressions]
+        listed = [str(e.name).translate(FOLD) for e in target.expressions]
         target = target.this
     name = name_of(target, s)
     if name in w.views:

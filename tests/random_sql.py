@@ -85,6 +85,8 @@ class Gen:
                 f"({self.expr(scope, 'int', d)} % {self.rng.randint(1, 4)})",
                 f"length({self.expr(scope, 'str', d)})",
                 f"greatest({self.expr(scope, 'int', d)}, {self.expr(scope, 'int', d)})",
+                f"extract(month FROM {self.expr(scope, 'date', d)})",
+                f"date_diff('day', {self.expr(scope, 'date', d)}, {self.literal('date')})",
                 f"least({self.expr(scope, 'int', d)}, {self.literal('int')})",
                 f"sign({self.expr(scope, 'int', d)})",
             ])
@@ -265,7 +267,8 @@ class Gen:
             sub = (f"{outer_int} {self.pick(['', 'NOT '])}IN "
                    f"(SELECT {self.pick(iscope.of('int'))} FROM {inner}{cond})")
         else:
-            corr = f"{self.pick(iscope.of('int'))} = {outer_int}"
+            op = self.pick(["=", "=", "<", ">="])  # sometimes not an equality
+            corr = f"{self.pick(iscope.of('int'))} {op} {outer_int}"
             extra = f" AND {self.pred(iscope, 1)}" if self.chance(0.5) else ""
             sub = (f"{self.pick(['', 'NOT '])}EXISTS (SELECT 1 FROM {inner} "
                    f"WHERE {corr}{extra})")
@@ -276,7 +279,8 @@ class Gen:
         inner, iscope = self.table(self.pick(["u", "e"]))
         kind = self.pick(["int", "num"]) if iscope.of("num") else "int"
         fn = self.pick(["max", "min", "sum", "count"])
-        corr = f"{self.pick(iscope.of('int'))} = {self.pick(scope.of('int'))}"
+        op = self.pick(["=", "=", "<"])
+        corr = f"{self.pick(iscope.of('int'))} {op} {self.pick(scope.of('int'))}"
         key = self.pick(scope.of("int"))
         sub = f"(SELECT {fn}({self.pick(iscope.of(kind))}) FROM {inner} WHERE {corr})"
         return f"SELECT {key} AS k, {sub} AS v FROM {frm}", ["int", kind]
@@ -339,6 +343,17 @@ class Gen:
                 f"WHERE {self.pred(Scope([('t.b', 'str'), ('t.c', 'num')]), 1)}",
                 ["int", "int"])
 
+    def anti_join(self) -> tuple[str, list[str]]:
+        """Rows of one table with no partner in another: LEFT JOIN ... WHERE right IS NULL."""
+        left, lscope = self.table(self.pick(["t", "u"]))
+        right, rscope = self.table(self.pick(["u", "e", "t"]))
+        on = f"{self.pick(lscope.of('int'))} = {self.pick(rscope.of('int'))}"
+        if self.chance(0.4):
+            on += f" AND {self.pred(rscope, 1)}"
+        key = self.pick(lscope.of("int"))
+        return (f"SELECT {key} AS k, {self.expr(lscope, 'str', 1)} AS v FROM {left} LEFT JOIN "
+                f"{right} ON {on} WHERE {self.pick(rscope.of('int'))} IS NULL", ["int", "str"])
+
     def pick_base(self) -> tuple[str, list[str]]:
         r = self.rng.random()
         if r < 0.4:
@@ -357,8 +372,10 @@ class Gen:
             q = self.set_op()
         elif r < 0.78:
             q = self.scalar_subquery()
-        elif r < 0.86:
+        elif r < 0.82:
             q = self.derived()
+        elif r < 0.86:
+            q = self.anti_join()
         elif r < 0.93:
             q = self.top_k()
         else:

@@ -25,6 +25,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Message as AsgiMessage
 from starlette.types import Receive, Scope, Send
 
+from planner.naming import FOLD
 from server.core import Database
 from server.deps import DatabaseDep, SettingsDep
 from server.errors import ApiError, BadRequest
@@ -178,7 +179,7 @@ async def changes_sse(
     await db.wait_ready()  # start-up recovery (see Database.wait_ready)
     # On a worker thread: it waits for the state lock and copies a snapshot under it.
     loop = asyncio.get_running_loop()
-    sub, initial = await run_in_threadpool(db.subscribe, name.lower(), snapshot, since, loop)
+    sub, initial = await run_in_threadpool(db.subscribe, name.translate(FOLD), snapshot, since, loop)
 
     async def body() -> AsyncIterator[str]:
         messages = _messages(db, sub, initial, settings.heartbeat_seconds)
@@ -245,7 +246,7 @@ async def changes_ws(websocket: WebSocket, name: str) -> None:
         snapshot, since = _ws_params(websocket.query_params)
         await db.wait_ready()  # start-up recovery (see Database.wait_ready)
         loop = asyncio.get_running_loop()
-        sub, initial = await run_in_threadpool(db.subscribe, name.lower(), snapshot, since, loop)
+        sub, initial = await run_in_threadpool(db.subscribe, name.translate(FOLD), snapshot, since, loop)
     except ApiError as e:
         await websocket.send_json({"type": "error", **e.to_json()})
         await websocket.close(code=1008)

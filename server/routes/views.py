@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
+from planner.naming import FOLD
 from server.deps import DatabaseDep, SettingsDep
 from server.requests import SqlText
 from server.streaming import rows_response
@@ -38,7 +39,7 @@ def get_view(name: str, db: DatabaseDep) -> dict[str, Any]:
 
 @router.get("/views/{name}/explain")
 def explain_view(name: str, db: DatabaseDep) -> dict[str, Any]:
-    return {"name": name.lower(), "plan": db.explain_view(name)}
+    return {"name": name.translate(FOLD), "plan": db.explain_view(name)}
 
 
 @router.delete("/views/{name}")
@@ -66,7 +67,7 @@ async def view_rows(
     ),
     timeout: float | None = Query(None, gt=0, le=300, description="seconds to wait for as_of"),
 ) -> Response:
-    name = name.lower()
+    name = name.translate(FOLD)
     # Without as_of: as of the latest write committed before this request (read-your-writes).
     target = db.committed_ts if as_of is None else as_of
     await db.wait_complete(name, target, timeout or settings.as_of_timeout)
