@@ -1051,7 +1051,7 @@ class Binder:
             outs.append((s, "INTEGER" if t == "NULL" else t))
             label = star_labels.get(k) or nm or output_name(e, self.sql)
             labels.append(label)
-            # (lowercased as every name the binder resolves: `substr('Ba', 1)` is found as
+            # (folded as every name the binder resolves: `substr('Ba', 1)` is found as
             # `"substr('ba', 1)"`, as a star over a derived table names it)
             names.append(nm or (e.alias.translate(FOLD) if isinstance(e, exp.Alias) else
                                 inner.name.translate(FOLD) if isinstance(inner, exp.Column)
@@ -2200,8 +2200,6 @@ def _narrow(s: Scalar, t: str, u: str) -> Scalar:
     `u` is narrower (a recursive CTE's anchor type)."""
     if family(t) == "null" or norm_type(t) == norm_type(u) or unify([t, u]) == norm_type(u):
         return _cast(s, t, u)
-    if isinstance(s, Lit):
-        return Lit(cast_checked(s.value, u), u)
     return Call("cast", (s,), u)
 
 
