@@ -19,6 +19,7 @@ the planner accept it is up to them (the test skips a query DuckDB refuses, and 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 # (table, column) -> type class: int, num (DOUBLE/DECIMAL), str, date, bool
@@ -30,6 +31,22 @@ COLUMNS = {
 STRINGS = ["'x'", "'ab'", "'Ba'", "'a'", "'abc'", "''"]
 DATES = ["DATE '2023-01-31'", "DATE '2023-12-01'", "DATE '2024-02-29'", "DATE '2022-06-15'"]
 PATTERNS = ["'%a%'", "'a%'", "'_b%'", "'%'", "'x'", "'%c'"]
+
+# Each kind's expressions beyond a column, a literal, CASE and COALESCE (`Gen.expr`)
+TEMPLATES = {
+    "int": ["({int} + {int})", "({int} - {int})", "({int} * {k})", "abs({int})",
+            "({int} % {pos})", "length({str})", "greatest({int}, {int})",
+            "extract(month FROM {date})", "date_diff('day', {date}, {date_lit})",
+            "least({int}, {int_lit})", "sign({int})"],
+    "num": ["({num} + {int})", "({num} * 2)", "({num} - {num})", "abs({num})",
+            "round({num}, 1)", "({int} / 2)", "CAST({int} AS DOUBLE)", "floor({num})"],
+    "str": ["upper({str})", "lower({str})", "({str} || {str})", "substr({str}, {start}, {len})",
+            "trim({str})", "replace({str}, 'a', 'z')", "CAST({int} AS VARCHAR)",
+            "concat({str}, {int})", "left({str}, 1)"],
+    "date": ["({date} + INTERVAL '{days}' DAY)", "date_trunc('month', {date})::DATE",
+             "({date} + {small})"],
+}
+_HOLE = re.compile(r"\{(\w+)\}")
 
 
 @dataclass
@@ -76,53 +93,23 @@ class Gen:
                     f"ELSE {self.expr(scope, kind, d)} END")
         if r < 0.22:
             return f"coalesce({self.expr(scope, kind, d)}, {self.literal(kind)})"
-        if kind == "int":
-            return self.pick([
-                f"({self.expr(scope, 'int', d)} + {self.expr(scope, 'int', d)})",
-                f"({self.expr(scope, 'int', d)} - {self.expr(scope, 'int', d)})",
-                f"({self.expr(scope, 'int', d)} * {self.rng.randint(-2, 3)})",
-                f"abs({self.expr(scope, 'int', d)})",
-                f"({self.expr(scope, 'int', d)} % {self.rng.randint(1, 4)})",
-                f"length({self.expr(scope, 'str', d)})",
-                f"greatest({self.expr(scope, 'int', d)}, {self.expr(scope, 'int', d)})",
-                f"extract(month FROM {self.expr(scope, 'date', d)})",
-                f"date_diff('day', {self.expr(scope, 'date', d)}, {self.literal('date')})",
-                f"least({self.expr(scope, 'int', d)}, {self.literal('int')})",
-                f"sign({self.expr(scope, 'int', d)})",
-            ])
-        if kind == "num":
-            return self.pick([
-                f"({self.expr(scope, 'num', d)} + {self.expr(scope, 'int', d)})",
-                f"({self.expr(scope, 'num', d)} * 2)",
-                f"({self.expr(scope, 'num', d)} - {self.expr(scope, 'num', d)})",
-                f"abs({self.expr(scope, 'num', d)})",
-                f"round({self.expr(scope, 'num', d)}, 1)",
-                f"({self.expr(scope, 'int', d)} / 2)",
-                f"CAST({self.expr(scope, 'int', d)} AS DOUBLE)",
-                f"floor({self.expr(scope, 'num', d)})",
-            ])
-        if kind == "str":
-            return self.pick([
-                f"upper({self.expr(scope, 'str', d)})",
-                f"lower({self.expr(scope, 'str', d)})",
-                f"({self.expr(scope, 'str', d)} || {self.expr(scope, 'str', d)})",
-                f"substr({self.expr(scope, 'str', d)}, {self.rng.randint(1, 2)}, "
-                f"{self.rng.randint(1, 3)})",
-                f"trim({self.expr(scope, 'str', d)})",
-                f"replace({self.expr(scope, 'str', d)}, 'a', 'z')",
-                f"CAST({self.expr(scope, 'int', d)} AS VARCHAR)",
-                f"concat({self.expr(scope, 'str', d)}, {self.expr(scope, 'int', d)})",
-                f"left({self.expr(scope, 'str', d)}, 1)",
-            ])
-        if kind == "date":
-            return self.pick([
-                f"({self.expr(scope, 'date', d)} + INTERVAL '{self.rng.randint(-40, 40)}' DAY)",
-                f"date_trunc('month', {self.expr(scope, 'date', d)})::DATE",
-                f"({self.expr(scope, 'date', d)} + {self.rng.randint(-3, 3)})",
-            ])
         if kind == "bool":
             return f"({self.pred(scope, d)})"
-        raise ValueError(kind)
+        # a template of the kind, its holes filled: {int}, {num}, {str}, {date} with
+        # expressions of that kind; the others with a literal or a number
+        holes = {
+            "k": lambda: str(self.rng.randint(-2, 3)),
+            "pos": lambda: str(self.rng.randint(1, 4)),
+            "days": lambda: str(self.rng.randint(-40, 40)),
+            "small": lambda: str(self.rng.randint(-3, 3)),
+            "start": lambda: str(self.rng.randint(1, 2)),
+            "len": lambda: str(self.rng.randint(1, 3)),
+            "int_lit": lambda: self.literal("int"),
+            "date_lit": lambda: self.literal("date"),
+        }
+        for sub in ("int", "num", "str", "date"):
+            holes[sub] = lambda sub=sub: self.expr(scope, sub, d)
+        return _HOLE.sub(lambda m: holes[m.group(1)](), self.pick(TEMPLATES[kind]))
 
     def literal(self, kind: str) -> str:
         if kind == "int":
@@ -363,21 +350,13 @@ class Gen:
         return self.set_op()
 
     def query(self) -> str:
+        """One view: a shape drawn by its share of all views, then drawn itself."""
+        shapes = [(0.3, self.simple), (0.3, self.grouped), (0.1, self.set_op),
+                  (0.08, self.scalar_subquery), (0.04, self.derived), (0.04, self.anti_join),
+                  (0.07, self.top_k), (0.07, self.recursive)]
         r = self.rng.random()
-        if r < 0.3:
-            q = self.simple()
-        elif r < 0.6:
-            q = self.grouped()
-        elif r < 0.7:
-            q = self.set_op()
-        elif r < 0.78:
-            q = self.scalar_subquery()
-        elif r < 0.82:
-            q = self.derived()
-        elif r < 0.86:
-            q = self.anti_join()
-        elif r < 0.93:
-            q = self.top_k()
-        else:
-            q = self.recursive()
-        return q[0]
+        for share, shape in shapes:
+            if r < share:
+                return shape()[0]
+            r -= share
+        return shapes[-1][1]()[0]
