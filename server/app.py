@@ -72,8 +72,15 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     return _error(400, "invalid_request", "; ".join(parts) or "invalid request")
 
 
+# FastAPI's answer to a body it cannot decode (bytes that are not UTF-8), which never
+# reaches validation
+_UNPARSED_BODY = "There was an error parsing the body"
+
+
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == _UNPARSED_BODY:
+        return _error(400, "invalid_json", "the request body is not valid JSON (not UTF-8)")
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
     return _error(exc.status_code, code, str(exc.detail))
 

@@ -124,12 +124,19 @@ def name_of(table: exp.Expression, s: Statement) -> str:
 
 def check_new_name(name: str, what: str, s: Statement) -> None:
     """Refuse a name for a new table, view or column that could not be used safely: one
-    with a NUL byte (cut short by C strings and refused in URLs) or longer than
-    `MAX_NAME_LENGTH` characters (too long to address in a URL)."""
+    with a NUL byte (cut short by C strings and refused in URLs), a table or view name with
+    a `/` (its URLs, `/views/{name}/rows`, could not name it: the path is split at an
+    escaped `%2F` too), or longer than `MAX_NAME_LENGTH` characters (too long to address in
+    a URL)."""
     if "\x00" in name:
         raise SqlError(
             f"{what} names cannot contain NUL bytes", code="invalid_name",
             line=s.line, column=s.column,
+        )
+    if "/" in name and what != "column":
+        raise SqlError(
+            f"{what} names cannot contain '/': a {what} is named in URL paths "
+            f"(/{what}s/{{name}})", code="invalid_name", line=s.line, column=s.column,
         )
     if len(name) > MAX_NAME_LENGTH:
         raise SqlError(

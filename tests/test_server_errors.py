@@ -121,6 +121,9 @@ def test_malformed_requests(server: Server) -> None:
     before = state(server)
     r = server.http.post("/sql", content=b"{not json", headers={"content-type": "application/json"})
     assert_error(r, 400, "invalid_json")
+    r = server.http.post("/sql", content=b'{"sql": "SELECT \xff"}',  # not UTF-8
+                         headers={"content-type": "application/json"})
+    assert_error(r, 400, "invalid_json")
     assert_error(server.http.post("/sql", json={"query": "SELECT 1"}), 400, "invalid_request")
     assert_error(server.http.post("/sql", json={"sql": ""}), 400)
     assert_error(server.http.post("/query", json=["SELECT 1"]), 400, "invalid_request")

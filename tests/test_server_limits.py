@@ -135,12 +135,15 @@ def test_temp_tables_and_views_are_refused(server: Server) -> None:
 
 def test_bad_names_are_refused(server: Server) -> None:
     long_ok = "t" * 255
-    server.sql(f'CREATE TABLE "{long_ok}" (a INTEGER); CREATE VIEW "{"v" * 255}" AS SELECT 1 AS a')
+    server.sql(f'CREATE TABLE "{long_ok}" (a INTEGER); CREATE VIEW "{"v" * 255}" AS SELECT 1 AS a'
+               '; CREATE VIEW "w" AS SELECT 1 AS "a/b"')  # a column may hold a /
     assert server.http.get(f"/views/{'v' * 255}").status_code == 200
     cases = [
         ('CREATE TABLE "a\x00b" (a INTEGER)', "invalid_name"),
         ('CREATE TABLE ok (a INTEGER, "b\x00c" INTEGER)', "invalid_name"),
         ('CREATE VIEW "v\x00w" AS SELECT 1 AS a', "invalid_name"),
+        ('CREATE VIEW "ü v/x" AS SELECT 1 AS a', "invalid_name"),  # not reachable at /views/
+        ('CREATE TABLE "a/b" (a INTEGER)', "invalid_name"),
         (f'CREATE TABLE "{"t" * 256}" (a INTEGER)', "name_too_long"),
         (f'CREATE VIEW "{"v" * 70000}" AS SELECT 1 AS a', "name_too_long"),
         (f'CREATE TABLE ok (a INTEGER, "{"c" * 256}" INTEGER)', "name_too_long"),
