@@ -1354,7 +1354,7 @@ class Binder:
                       "le": "gt"}[op]
             params.exprs.append(_cast(ls, lhs_t, u))
             params.types.append(u)
-            b = Bound(_coerce_rel(b.rel, b.types, [u]), b.names, [u])
+            b = Bound(_narrow_rel(b.rel, b.types, [u]), b.names, [u])
         elif kind == "scalar" and len(b.types) != 1:
             raise self.err("type_error", "scalar subquery must return one column", q)
         m = len(params.exprs)
@@ -2187,17 +2187,11 @@ def _cast(s: Scalar, t: str, u: str, exact: bool = True) -> Scalar:
     return s
 
 
-def _coerce_rel(rel: Rel, types: list[str], target: list[str]) -> Rel:
-    exprs = [_cast(Col(i), t, u) for i, (t, u) in enumerate(zip(types, target, strict=True))]
-    if all(isinstance(e, Col) for e in exprs):
-        return rel
-    return _project_exprs(rel, exprs)
-
-
 def _narrow(s: Scalar, t: str, u: str) -> Scalar:
     """`s` of type `t` as type `u`: as `_cast` where `u` is a common type of both (a union's,
-    which `t` widens to), else by a SQL cast (with its rounding and range errors) where
-    `u` is narrower (a recursive CTE's anchor type)."""
+    or that of a subquery compared by IN or ANY, which `t` widens to), else by a SQL cast
+    (with its rounding and range errors) where `u` is narrower (a recursive CTE's anchor
+    type)."""
     if family(t) == "null" or norm_type(t) == norm_type(u) or unify([t, u]) == norm_type(u):
         return _cast(s, t, u)
     return Call("cast", (s,), u)
