@@ -244,13 +244,38 @@ class QueryResult:
     rows: list[tuple[Any, ...]]
 
 
+# DuckDB's infinite dates and timestamps in Arrow: the largest and smallest values of their
+# storage integers but one (`date32` days in int32, a timestamp's units in int64).
+_INFINITE = {32: 2**31 - 1, 64: 2**63 - 1}
+
+
 def _python_rows(con: duckdb.DuckDBPyConnection, batches: list[Any]) -> list[tuple[Any, ...]]:
-    """The rows of Arrow `batches` as DuckDB's own Python conversion gives them."""
+    """The rows of Arrow `batches` as DuckDB's own Python conversion gives them, except an
+    infinite DATE or TIMESTAMP: that conversion gives `date.max` / `date.min` (a real
+    `9999-12-31` would print the same), which is the string `infinity` / `-infinity` here,
+    as DuckDB prints it (and its `to_json`); a date past year 9999, which it gives as its
+    text, stays that text."""
     if not batches:
         return []
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    return [tuple(r) for r in con.from_arrow(pa.Table.from_batches(batches)).fetchall()]
+    table = pa.Table.from_batches(batches)
+    rows = [tuple(r) for r in con.from_arrow(table).fetchall()]
+    for j, field in enumerate(table.schema):
+        if not (pa.types.is_date32(field.type) or pa.types.is_timestamp(field.type)):
+            continue
+        width = 32 if pa.types.is_date32(field.type) else 64
+        stored = pc.cast(table.column(j), pa.int32() if width == 32 else pa.int64())
+        top = _INFINITE[width]
+        infinite = pc.or_(pc.equal(stored, top), pc.equal(stored, -top))
+        if not pc.any(infinite).as_py():
+            continue
+        for i in pc.indices_nonzero(infinite).to_pylist():
+            row = list(rows[i])
+            row[j] = "infinity" if stored[i].as_py() > 0 else "-infinity"
+            rows[i] = tuple(row)
+    return rows
 
 
 def run_query(

@@ -20,6 +20,7 @@ from server.executors import InProcessExecutor
 from server.queries import ARROW_VIEW_ROWS, table_relation, view_relation
 from server.settings import Settings
 from server.store import Store, arrow_of, fetch_one
+from server.values import to_json_value
 
 VIEWS = {
     # every type exact: Arrow
@@ -154,5 +155,34 @@ def test_view_with_repeated_column_names() -> None:
         assert out["rows"] == [[len(rows)]]
         db.execute("CREATE VIEW e AS SELECT k_1, K_2 FROM d")
         assert sorted(db.view_rows("e", None)["rows"]) == sorted([r[1], r[2]] for r in rows)
+    finally:
+        db.close()
+
+
+def test_infinite_dates_and_timestamps_read_as_duckdb_prints_them() -> None:
+    """`/query` gives an infinite DATE or TIMESTAMP as DuckDB prints it (`infinity`,
+    `-infinity`), where DuckDB's Python conversion gives `9999-12-31` / `0001-01-01`, the same
+    as a real first or last date; every other value keeps its ISO text. The expected values
+    come from DuckDB: its text of each infinite value, its Python value of any other."""
+    exprs = ["'infinity'::DATE", "'-infinity'::DATE", "DATE '9999-12-31'", "NULL::DATE",
+             "'infinity'::TIMESTAMP", "'-infinity'::TIMESTAMP",
+             "TIMESTAMP '9999-12-31 23:59:59.999999'", "'infinity'::TIMESTAMP_NS",
+             "'-infinity'::TIMESTAMPTZ", "DATE '0001-01-01'"]
+    duck = duckdb.connect()
+    duck.execute("SET TimeZone = 'UTC'")
+    want = []
+    for e in exprs:
+        text, infinite = duck.execute(f"SELECT CAST({e} AS VARCHAR), NOT isfinite({e})").fetchone()
+        (value,) = duck.execute(f"SELECT {e}").fetchone()
+        want.append(text if infinite else to_json_value(value))
+    assert want[:2] == ["infinity", "-infinity"] and want[2] == "9999-12-31"
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        sql = "SELECT " + ", ".join(f"{e} AS c{i}" for i, e in enumerate(exprs))
+        assert db.query(sql)["rows"] == [want]
+        # in a column of many rows, among finite values and NULLs
+        got = db.query("SELECT CASE WHEN i % 3 = 0 THEN 'infinity'::DATE WHEN i % 3 = 1 "
+                       "THEN DATE '2024-02-29' END AS d FROM range(3000) r(i) ORDER BY i")
+        assert got["rows"] == [[["infinity", "2024-02-29", None][i % 3]] for i in range(3000)]
     finally:
         db.close()
