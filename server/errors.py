@@ -10,9 +10,11 @@ validation errors and for unknown routes, so a client never sees another error f
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 import duckdb
+import regex
 
 
 class ApiError(Exception):
@@ -113,19 +115,27 @@ _DUCKDB_CODES: list[tuple[type[BaseException], str, int]] = [
 
 
 def from_duckdb(
-    exc: duckdb.Error, *, line: int | None = None, column: int | None = None
+    exc: duckdb.Error, *, line: int | None = None, column: int | None = None,
+    text: str | None = None,
 ) -> ApiError:
     """Translate a DuckDB error raised by a client's statement into an `ApiError`.
 
-    `line`/`column` locate the statement in the request; DuckDB's own caret refers to the text
-    it was given, which is the statement itself when that is what ran.
+    `line`/`column` locate the statement in the request. Where DuckDB points at a place in
+    the statement (its `LINE n:` context and caret) and `text`, the statement's text as
+    DuckDB ran it (or followed by more, such as a `RETURNING`), holds the line it quotes
+    there, the error is located at that place instead (`duckdb_position`).
     """
     code, status = "sql_error", 400
     for cls, c, s in _DUCKDB_CODES:
         if isinstance(exc, cls):
             code, status = c, s
             break
-    message = str(exc).split("\n\nLINE")[0].strip()
+    full = str(exc)
+    if text is not None and line is not None and column is not None:
+        at = duckdb_position(full, text)
+        if at is not None:
+            line, column = (line, column + at[1] - 1) if at[0] == 1 else (line + at[0] - 1, at[1])
+    message = full.split("\n\nLINE")[0].strip()
     m = _RANGE_CHECK.search(message)
     if isinstance(exc, duckdb.ConstraintException) and m:
         col = m.group(1).strip('"').replace('""', '"')
@@ -143,3 +153,63 @@ def from_duckdb(
 # The constraint server.store puts on DATE and TIMESTAMP columns, as DuckDB prints it.
 _RANGE_CHECK = re.compile(r'CHECK\(\(\(("(?:[^"]|"")*"|\w+) IS NULL\) OR \(isfinite\(')
 _CHECK_TABLE = re.compile(r'on table "((?:[^"]|"")*)"')
+
+
+# DuckDB's error context (`QueryErrorContext::Format`): the message, then `LINE n: ` and at
+# most about 80 columns of the statement's line n, cut with `...` on either side, then a
+# caret under the place, indented by its render width. DuckDB's lines end at CR LF, CR or LF.
+_CONTEXT = re.compile(r"\nLINE (\d+): ([^\n]*)\n( *)\^+\s*$")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _render_width(cluster: str) -> int:
+    """A grapheme cluster's width in a terminal, as DuckDB counts it (utf8proc): two for
+    East Asian wide and full-width characters, one for any other."""
+    return 2 if unicodedata.east_asian_width(cluster[0]) in ("W", "F") else 1
+
+
+def duckdb_position(message: str, text: str) -> tuple[int, int] | None:
+    """The 1-based (line, column) in `text` that DuckDB's error `message` points at, where it
+    points at one: its context quotes part of line n of the text it ran and puts a caret
+    under a place in it. The part up to the caret must be in `text`'s line n (at its start,
+    unless DuckDB cut it there), and what follows it must agree with the rest of that line
+    as far as both go (DuckDB may have run `text` followed by more, such as a RETURNING).
+    None when the message has no context, or when the part is not in `text` (DuckDB ran a
+    text of our own)."""
+    m = _CONTEXT.search(message)
+    if m is None:
+        return None
+    n, shown = int(m.group(1)), m.group(2)
+    caret = len(m.group(3)) - len(f"LINE {m.group(1)}: ")
+    starts = [0] + [b.end() for b in _LINE_BREAK.finditer(text)]
+    if not 1 <= n <= len(starts) or caret < 0:
+        return None
+    brk = _LINE_BREAK.search(text, starts[n - 1])
+    source = text[starts[n - 1]:brk.start() if brk else len(text)]
+    for cut in (False, True) if shown.startswith("...") else (False,):
+        part = shown[3:] if cut else shown
+        # the characters of the part before the caret
+        width = 0
+        before = 0
+        for cluster in regex.findall(r"\X", part):
+            if width >= caret - (3 if cut else 0):
+                break
+            width += _render_width(cluster)
+            before += len(cluster)
+        if width != caret - (3 if cut else 0):
+            continue
+        head, rest = part[:before], part[before:]
+        tails = (rest, rest[:-3]) if rest.endswith("...") else (rest,)
+        at = 0 if not cut else source.find(head)
+        while at >= 0:
+            after = source[at + before:]
+            if source.startswith(head, at) and any(
+                after.startswith(t) or t.startswith(after) for t in tails
+            ):
+                absolute = starts[n - 1] + at + before
+                line = text.count("\n", 0, absolute) + 1
+                return line, absolute - (text.rfind("\n", 0, absolute) + 1) + 1
+            if not cut:
+                break
+            at = source.find(head, at + 1)
+    return None

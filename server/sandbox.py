@@ -305,6 +305,21 @@ def run_query(
         return _run_query(*args, whole=relations.keys())
 
 
+def _with_context(con: duckdb.DuckDBPyConnection, sql: str, e: duckdb.Error) -> duckdb.Error:
+    """The error `e` that binding `sql` as a relation raised, with DuckDB's context (the
+    line and caret that locate it), which its relation API leaves out and `execute` gives:
+    the statement is bound again by `execute`, which fails the same way before running
+    anything. `e` itself where that gives no more."""
+    if "\nLINE " in str(e) or _RESCAN in str(e):
+        return e
+    try:
+        con.execute(sql)
+    except duckdb.Error as again:
+        if str(again).startswith(str(e)):
+            return again
+    return e
+
+
 class _Rescan(Exception):
     """The query's plan scans a streamed relation more than once."""
 
@@ -341,7 +356,10 @@ def _run_query(sql: str, relations: dict[str, Relation], timeout: float, memory_
         timer = threading.Timer(timeout, interrupt)
         timer.start()
         try:
-            rel = con.sql(sql)
+            try:
+                rel = con.sql(sql)
+            except duckdb.Error as e:
+                raise _with_context(con, sql, e) from None
             columns = list(rel.columns)
             batches = []
             nrows = nbytes = 0
@@ -373,7 +391,7 @@ def _run_query(sql: str, relations: dict[str, Relation], timeout: float, memory_
             if streamed and _RESCAN in str(e):
                 raise _Rescan from None
             if isinstance(e, duckdb.Error):
-                raise from_duckdb(e, line=line, column=column) from None
+                raise from_duckdb(e, line=line, column=column, text=sql) from None
             raise
         finally:
             timer.cancel()

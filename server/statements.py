@@ -65,7 +65,7 @@ def apply(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
             e.line, e.column = s.line, s.column
         raise
     except duckdb.Error as e:
-        raise from_duckdb(e, line=s.line, column=s.column) from None
+        raise from_duckdb(e, line=s.line, column=s.column, text=s.text) from None
 
 
 # ---------------------------------------------------------------------- DDL

@@ -90,6 +90,48 @@ def test_error_position_is_in_the_request(server: Server) -> None:
     assert err["line"] == 2 and err["column"] is not None
 
 
+# Statements DuckDB refuses at a place it points at; `@` marks the place (and is removed).
+# Each is sent to /query (a SELECT) or /sql (also a write, which must roll back).
+POINTED = [
+    ("/query", "SELECT id,\n  @nosuch FROM t"),
+    ("/sql", "SELECT id,\n  @nosuch FROM t"),
+    ("/query", "SELECT id FROM t WHERE name > 'a' AND @sqrtt(id) > 1"),
+    # after East Asian wide characters, which DuckDB's caret counts twice
+    ("/query", "SELECT '漢字テスト' AS x, @sqrtt(id) FROM t"),
+    # a line longer than DuckDB quotes whole: the quoted part is cut on both sides
+    ("/query", "SELECT " + ", ".join(f"id + {i} AS c{i}" for i in range(12)) + ", @nosuch, "
+     + ", ".join(f"id AS e{i}" for i in range(12)) + " FROM t"),
+    # CR LF line ends (DuckDB counts the CR and the LF as a line each)
+    ("/query", "SELECT id,\r\n name,\r\n   @nosuch FROM t"),
+    # the second statement of a request, its error on its own third line
+    ("/sql", "INSERT INTO t VALUES (20, 'x', NULL);\nSELECT id + 100, name,\n\n  @nope FROM t"),
+    # DuckDB ran the statement followed by a RETURNING of ours
+    ("/sql", "INSERT INTO t VALUES (22, 'w',\n  @nosuchfn(2))"),
+    # Statements DuckDB ran as a text of our own (an UPDATE's rows are first selected; other
+    # DML is rendered again from its tree): the place is the statement's first character,
+    # never a place DuckDB's context names in another text.
+    ("/sql", "@DELETE FROM t\nWHERE id IN (SELECT nope FROM t)"),
+    ("/sql", "INSERT INTO t VALUES (21, 'y', NULL);\n@INSERT INTO t\nSELECT id + 100, name,\n"
+     "  nope FROM t"),
+    ("/sql", "@UPDATE t SET name = 'z'\nWHERE nope = 1"),
+]
+
+
+@pytest.mark.parametrize("route,marked", POINTED)
+def test_duckdb_errors_point_at_their_place(server: Server, route: str, marked: str) -> None:
+    """A statement DuckDB refuses at a place (an unknown column or function) is refused with
+    that place's line and column in the request, not the statement's first character."""
+    at = marked.index("@")
+    sql = marked.replace("@", "")
+    want_line = sql.count("\n", 0, at) + 1
+    want_column = at - (sql.rfind("\n", 0, at) + 1) + 1
+    before = state(server)
+    r = server.http.post(route, json={"sql": sql})
+    err = assert_error(r, 400)
+    assert (err["line"], err["column"]) == (want_line, want_column), err
+    assert state(server) == before
+
+
 @pytest.mark.parametrize(
     "sql",
     [
