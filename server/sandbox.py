@@ -21,8 +21,9 @@ The durable database is never reachable from a user's query.
 
 from __future__ import annotations
 
+import re
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -309,8 +310,10 @@ def _with_context(con: duckdb.DuckDBPyConnection, sql: str, e: duckdb.Error) -> 
     """The error `e` that binding `sql` as a relation raised, with DuckDB's context (the
     line and caret that locate it), which its relation API leaves out and `execute` gives:
     the statement is bound again by `execute`, which fails the same way before running
-    anything. `e` itself where that gives no more."""
-    if "\nLINE " in str(e) or _RESCAN in str(e):
+    anything (only an unknown name is bound again: an error of another kind could have come
+    from more than binding). `e` itself where that gives no more."""
+    if not isinstance(e, duckdb.BinderException | duckdb.CatalogException) or (
+            "\nLINE " in str(e) or _RESCAN in str(e)):
         return e
     try:
         con.execute(sql)
@@ -320,12 +323,49 @@ def _with_context(con: duckdb.DuckDBPyConnection, sql: str, e: duckdb.Error) -> 
     return e
 
 
+# DuckDB's error types as its messages name them ("Conversion Error: ...").
+_ERROR_PREFIX = re.compile(r"^([A-Za-z][A-Za-z ]*?) Error: ")
+
+
+def _duckdb_batches(reader: Any) -> Iterator[Any]:
+    """The batches of DuckDB's Arrow `reader` of a result, with an error DuckDB raises while
+    producing one (an interrupt at the time limit, a cast that fails on a later row, a
+    result too large for Arrow's string buffers) raised as the DuckDB error it is: Arrow
+    hands it on as a plain `OSError`, which would reach the client as a 500."""
+    import pyarrow as pa
+
+    it = iter(reader)
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as e:  # (Arrow passes DuckDB's on as OSError)
+            raise _as_duckdb(str(e)) from None
+        yield batch
+
+
+def _as_duckdb(message: str) -> duckdb.Error:
+    """The DuckDB error of the class `message` names (`INTERRUPT Error: ...` an
+    `InterruptException`); `duckdb.Error` where it names none."""
+    m = _ERROR_PREFIX.match(message)
+    if m is not None:
+        name = "".join(w.capitalize() for w in m.group(1).split()) + "Exception"
+        cls = getattr(duckdb, name, None)
+        if isinstance(cls, type) and issubclass(cls, duckdb.Error):
+            return cls(message)
+    return duckdb.Error(message)
+
+
 class _Rescan(Exception):
     """The query's plan scans a streamed relation more than once."""
 
 
 # DuckDB's message when a plan scans an Arrow stream a second time.
 _RESCAN = "has already been consumed"
+# DuckDB's message when a result's strings pass what one Arrow batch can hold (2 GiB): the
+# result is far past any `max_bytes`, refused before that check could see the batch.
+_ARROW_STRINGS = "maximum total string size"
 
 
 def _run_query(sql: str, relations: dict[str, Relation], timeout: float, memory_limit: str,
@@ -363,7 +403,7 @@ def _run_query(sql: str, relations: dict[str, Relation], timeout: float, memory_
             columns = list(rel.columns)
             batches = []
             nrows = nbytes = 0
-            for batch in rel.to_arrow_reader(1024):
+            for batch in _duckdb_batches(rel.to_arrow_reader(1024)):
                 batches.append(batch)
                 nrows += batch.num_rows
                 nbytes += batch.nbytes
@@ -390,6 +430,11 @@ def _run_query(sql: str, relations: dict[str, Relation], timeout: float, memory_
             # Arrow's error.
             if streamed and _RESCAN in str(e):
                 raise _Rescan from None
+            if isinstance(e, duckdb.Error) and _ARROW_STRINGS in str(e):
+                raise SqlError(
+                    "the result is larger than one Arrow batch can hold; select fewer rows or "
+                    "columns, or aggregate", code="result_too_large", line=line, column=column,
+                ) from None
             if isinstance(e, duckdb.Error):
                 raise from_duckdb(e, line=line, column=column, text=sql) from None
             raise

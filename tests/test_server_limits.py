@@ -157,3 +157,33 @@ def test_bad_names_are_refused(server: Server) -> None:
     # Nothing of the refused requests was applied.
     names = {t["name"] for t in server.http.get("/tables").json()["tables"]}
     assert names == {long_ok}, names
+
+
+def test_errors_while_a_result_streams_are_refusals_not_500s(tmp_path: Path) -> None:
+    """DuckDB's errors raised after a query's first batches (its time limit reached while rows
+    stream, a cast failing on a later row, strings past what one Arrow batch holds) are the
+    same refusals as when they come first (408 `timeout`, 400 `type_error`, 400
+    `result_too_large`): they reached the client as 500s, passed on by Arrow as OSErrors."""
+    s = Server(tmp_path / "data", "--query-timeout", "2").start()
+    try:
+        # rows arrive all along a scan far longer than the limit
+        for route in ("/query", "/sql"):
+            r = s.http.post(route, json={
+                "sql": "SELECT i FROM range(100000000000) r(i) WHERE hash(i) % 50000 = 0"})
+            assert r.status_code == 408, r.text[:500]
+            assert _error(r)["code"] == "timeout"
+        # the cast fails at row 5,000, after four batches
+        sql = "SELECT (CASE WHEN i = 5000 THEN 'abc' ELSE i::VARCHAR END)::INT AS x FROM range(9000) r(i)"
+        r = s.http.post("/query", json={"sql": sql})
+        assert r.status_code == 400, r.text[:500]
+        assert _error(r)["code"] == "type_error"
+        first = s.http.post("/query", json={"sql": sql.replace("5000", "5")})
+        assert first.status_code == 400 and _error(first)["code"] == "type_error"
+        r = s.http.post("/query", json={
+            "sql": "SELECT repeat('x', 100000000) AS s FROM range(25)"})
+        assert r.status_code == 400, r.text[:500]
+        assert _error(r)["code"] == "result_too_large"
+        assert s.query("SELECT 41 + 1 AS x")["rows"] == [[42]]
+        assert s.http.get("/health").status_code == 200
+    finally:
+        s.stop()
