@@ -114,6 +114,33 @@ _DUCKDB_CODES: list[tuple[type[BaseException], str, int]] = [
 ]
 
 
+# DuckDB's error types as its messages name them ("Conversion Error: ...").
+_ERROR_PREFIX = re.compile(r"^([A-Za-z][A-Za-z ]*?) Error: ")
+
+
+def duckdb_error(message: str) -> duckdb.Error:
+    """The DuckDB error of the class `message` names (`Conversion Error: ...` a
+    `ConversionException`, `INTERRUPT Error: ...` an `InterruptException`), for a DuckDB
+    error that reached us as something else; `duckdb.Error` where it names no class."""
+    m = _ERROR_PREFIX.match(message)
+    if m is not None:
+        name = "".join(w.capitalize() for w in m.group(1).split()) + "Exception"
+        cls = getattr(duckdb, name, None)
+        if isinstance(cls, type) and issubclass(cls, duckdb.Error):
+            return cls(message)
+    return duckdb.Error(message)
+
+
+def undecodable_duckdb_error(e: UnicodeDecodeError) -> duckdb.Error | None:
+    """The DuckDB error whose message DuckDB's Python client could not decode (it quotes a
+    value cut inside a UTF-8 sequence: `CAST('é' AS BIT)`), so that the client raised
+    `UnicodeDecodeError` instead; the cut sequence is replaced. None for a decode error of
+    anything else."""
+    raw = e.object if isinstance(e.object, bytes) else bytes(e.object)
+    message = raw.decode("utf-8", errors="replace")
+    return duckdb_error(message) if _ERROR_PREFIX.match(message) else None
+
+
 def from_duckdb(
     exc: duckdb.Error, *, line: int | None = None, column: int | None = None,
     text: str | None = None,

@@ -21,7 +21,6 @@ The durable database is never reachable from a user's query.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,14 @@ import duckdb
 from sqlglot import exp
 
 from planner.naming import FOLD
-from server.errors import Forbidden, SqlError, Timeout, from_duckdb
+from server.errors import (
+    Forbidden,
+    SqlError,
+    Timeout,
+    duckdb_error,
+    from_duckdb,
+    undecodable_duckdb_error,
+)
 from server.values import quote_ident
 
 # Table-valued functions that only generate values (no I/O) may appear in FROM.
@@ -323,10 +329,6 @@ def _with_context(con: duckdb.DuckDBPyConnection, sql: str, e: duckdb.Error) -> 
     return e
 
 
-# DuckDB's error types as its messages name them ("Conversion Error: ...").
-_ERROR_PREFIX = re.compile(r"^([A-Za-z][A-Za-z ]*?) Error: ")
-
-
 def _duckdb_batches(reader: Any) -> Iterator[Any]:
     """The batches of DuckDB's Arrow `reader` of a result, with an error DuckDB raises while
     producing one (an interrupt at the time limit, a cast that fails on a later row, a
@@ -341,20 +343,8 @@ def _duckdb_batches(reader: Any) -> Iterator[Any]:
         except StopIteration:
             return
         except (pa.ArrowException, OSError) as e:  # (Arrow passes DuckDB's on as OSError)
-            raise _as_duckdb(str(e)) from None
+            raise duckdb_error(str(e)) from None
         yield batch
-
-
-def _as_duckdb(message: str) -> duckdb.Error:
-    """The DuckDB error of the class `message` names (`INTERRUPT Error: ...` an
-    `InterruptException`); `duckdb.Error` where it names none."""
-    m = _ERROR_PREFIX.match(message)
-    if m is not None:
-        name = "".join(w.capitalize() for w in m.group(1).split()) + "Exception"
-        cls = getattr(duckdb, name, None)
-        if isinstance(cls, type) and issubclass(cls, duckdb.Error):
-            return cls(message)
-    return duckdb.Error(message)
 
 
 class _Rescan(Exception):
@@ -425,6 +415,11 @@ def _run_query(sql: str, relations: dict[str, Relation], timeout: float, memory_
             rows = _python_rows(con, batches)
         except duckdb.InterruptException:
             raise Timeout(f"query exceeded the time limit of {timeout:g}s") from None
+        except UnicodeDecodeError as e:
+            err = undecodable_duckdb_error(e)
+            if err is None:
+                raise
+            raise from_duckdb(err, line=line, column=column) from None
         except Exception as e:
             # The refusal comes from DuckDB or, read through the result's Arrow stream, as
             # Arrow's error.

@@ -34,7 +34,14 @@ from server.catalog import (
     name_of,
     refuse_temporary,
 )
-from server.errors import ApiError, Conflict, NotFound, SqlError, from_duckdb
+from server.errors import (
+    ApiError,
+    Conflict,
+    NotFound,
+    SqlError,
+    from_duckdb,
+    undecodable_duckdb_error,
+)
 from server.hydration import post_contents
 from server.queries import run_select, view_relation
 from server.sandbox import Relation, check_relations
@@ -66,6 +73,11 @@ def apply(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
         raise
     except duckdb.Error as e:
         raise from_duckdb(e, line=s.line, column=s.column, text=s.text) from None
+    except UnicodeDecodeError as e:
+        err = undecodable_duckdb_error(e)
+        if err is None:
+            raise
+        raise from_duckdb(err, line=s.line, column=s.column) from None
 
 
 # ---------------------------------------------------------------------- DDL

@@ -72,6 +72,11 @@ BAD_SQL = [
     ("INSERT INTO t SELECT * FROM read_csv('/etc/passwd')", "forbidden"),
     ("CREATE TABLE ok1 (a INTEGER); CREATE VIEW bad AS SELECT nope FROM ok1", None),
     ("CREATE TABLE ok2 (a INTEGER); SELECT * FROM nope", "unknown_table"),
+    # DuckDB's message quotes a value cut inside a UTF-8 sequence, which its Python client
+    # cannot decode (it raised UnicodeDecodeError: a 500)
+    ("INSERT INTO t VALUES (30, 'é', NULL); UPDATE t SET name = CAST(name AS BIT) WHERE id = 30",
+     "type_error"),
+    ("INSERT INTO t VALUES (31, 'x', NULL); SELECT CAST('é' AS BIT)", "type_error"),
 ]
 
 
@@ -157,6 +162,14 @@ def test_query_sandbox(server: Server, sql: str) -> None:
     r = server.http.post("/query", json={"sql": sql})
     assert_error(r)
     assert state(server) == before
+
+
+def test_undecodable_duckdb_errors_in_queries(server: Server) -> None:
+    """A query DuckDB refuses with a message its Python client cannot decode (a value cut
+    inside a UTF-8 sequence) is a 400 with DuckDB's message, the cut sequence replaced."""
+    for sql in ("SELECT CAST('é' AS BIT)", "SELECT CAST(name || 'é' AS BIT) FROM t"):
+        err = assert_error(server.http.post("/query", json={"sql": sql}), 400, "type_error")
+        assert err["message"].startswith("Conversion Error: Invalid character"), err
 
 
 def test_malformed_requests(server: Server) -> None:
