@@ -22,6 +22,7 @@ import os
 import threading
 import time
 from collections import Counter, defaultdict
+from dataclasses import replace
 
 from server import heap
 from server.catalog import planner, planner_catalog
@@ -64,6 +65,25 @@ def load_catalog(state: ServerState) -> None:
             complete_ts=t_now,
         )
     state.completed_ts = state.committed_ts = t_now
+
+
+def _current_names(state: ServerState, vrec: ViewRecord, view: MaintainedView) -> ViewRecord:
+    """`vrec` with its columns named as the planner names them now, stored so. A database
+    written by an earlier version may hold other names: a column repeated (`SELECT a.k,
+    b.k` was stored as `k`, `k`, which DuckDB refuses for the view `/query` reads) or
+    lowercased where DuckDB keeps case (`*` over a derived table). Their types are kept."""
+    assert view.compiled is not None
+    names = [c.name for c in view.compiled.columns]
+    if names == [c["name"] for c in vrec.columns] or len(names) != len(vrec.columns):
+        return vrec
+    log.warning("view %s: its columns are renamed %s -> %s", vrec.name,
+                [c["name"] for c in vrec.columns], names)
+    columns = [dict(c, name=n) for c, n in zip(vrec.columns, names, strict=True)]
+    state.store.set_view_columns(vrec.name, columns)
+    renamed = replace(vrec, columns=columns)
+    state.view_records = [renamed if r is vrec else r for r in state.view_records]
+    view.columns = columns
+    return renamed
 
 
 def start_recovery(state: ServerState) -> None:
@@ -167,6 +187,8 @@ def _recover_views(state: ServerState) -> None:
             view.compiled = planner().compile_view(
                 vrec.sql, catalog, name=vrec.name, iteration_limit=state.settings.iteration_limit
             )
+            vrec = _current_names(state, vrec, view)
+            catalog_views[vrec.name] = vrec
         except Exception as e:  # noqa: BLE001 - any failure only fails this view
             log.warning("view %s cannot be planned during recovery: %s", vrec.name, e)
             _recovered(state, view, error=f"{type(e).__name__}: {e}")

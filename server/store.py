@@ -399,6 +399,11 @@ class Store:
             ],
         )
 
+    def set_view_columns(self, name: str, columns: list[dict[str, Any]]) -> None:
+        """Store view `name`'s columns anew (their names as the planner gives them now)."""
+        self.conn.execute("UPDATE diffsql.views SET columns = ? WHERE name = ?",
+                          [json.dumps(columns), name])
+
     def drop_view(self, name: str) -> None:
         self.conn.execute(
             "DELETE FROM diffsql.view_history WHERE seq IN "

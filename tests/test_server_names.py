@@ -7,6 +7,7 @@ ones, and answers the same rows."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,61 @@ def check(db: Database, con: duckdb.DuckDBPyConnection) -> None:
             assert sorted(got["rows"]) == sorted(map(list, rows)), sql
     with pytest.raises(ApiError):
         db.view_rows("vÜe", None)  # Ü is not folded: another name
+
+
+def test_views_stored_with_older_column_names_take_the_current_ones(tmp_path: Path) -> None:
+    """A database written by an earlier version holds views' columns as it named them: a
+    repeated name (`SELECT a.k, b.k` stored as `k`, `k`, which made `/query` over the view
+    fail) or one lowercased where DuckDB keeps case. At the next start each view's columns
+    take the names the planner gives them now (DuckDB's: `k`, `k_1`), views over them too,
+    and are stored so. Oracle: DuckDB's DESCRIBE of the same views, and their rows."""
+    data = tmp_path / "data"
+    views = {
+        "d": "SELECT a.k, b.k FROM a, b WHERE a.k < b.k",
+        "e": "SELECT * FROM d",
+        "c": 'SELECT * FROM (SELECT k AS "Big" FROM a) s',
+    }
+    tables = ("CREATE TABLE a (k INTEGER); CREATE TABLE b (k INTEGER); "
+              "INSERT INTO a VALUES (1), (2); INSERT INTO b VALUES (2), (3)")
+    con = duckdb.connect()
+    con.execute(tables)
+    for name, sql in views.items():
+        con.execute(f"CREATE VIEW {name} AS {sql}")
+    want = {n: [r[0] for r in con.execute(f"DESCRIBE {n}").fetchall()] for n in views}
+    assert want["d"] == ["k", "k_1"] and want["c"] == ["Big"]
+    db = Database(Settings(data_dir=data), InProcessExecutor())
+    try:
+        db.execute(tables)
+        for name, sql in views.items():
+            db.execute(f"CREATE VIEW {name} AS {sql}")
+    finally:
+        db.close()
+    # the names an earlier version stored
+    old = {"d": ["k", "k"], "e": ["k", "k"], "c": ["big"]}
+    with duckdb.connect(str(data / "store.duckdb")) as store:
+        for name, names in old.items():
+            (text,) = store.execute("SELECT columns FROM diffsql.views WHERE name = ?",
+                                    [name]).fetchone()
+            cols = [dict(c, name=n) for c, n in zip(json.loads(text), names, strict=True)]
+            store.execute("UPDATE diffsql.views SET columns = ? WHERE name = ?",
+                          [json.dumps(cols), name])
+    for _ in range(2):
+        db = Database(Settings(data_dir=data), InProcessExecutor())
+        try:
+            for name in views:
+                rows = sorted(map(list, con.execute(f"SELECT * FROM {name}").fetchall()))
+                got = db.view_rows(name, None)
+                assert got["columns"] == want[name] and sorted(got["rows"]) == rows, name
+                got = db.query(f"SELECT * FROM {name}")
+                assert got["columns"] == want[name] and sorted(got["rows"]) == rows, name
+            assert [c["name"] for c in db.view_info("e")["columns"]] == want["e"]
+            db.execute("CREATE VIEW f AS SELECT k_1 FROM e WHERE k = 1")
+            assert sorted(db.view_rows("f", None)["rows"]) == [[2], [3]]
+            db.execute("DROP VIEW f")
+        finally:
+            db.close()
+    with duckdb.connect(str(data / "store.duckdb")) as store:
+        for name in views:
+            (text,) = store.execute("SELECT columns FROM diffsql.views WHERE name = ?",
+                                    [name]).fetchone()
+            assert [c["name"] for c in json.loads(text)] == want[name], name
