@@ -2,10 +2,12 @@
 differential testing against DuckDB: a grammar of the SQL the planner supports, drawn at
 random with a seed, every query a complete view.
 
-The grammar covers scalar expressions of every column type (arithmetic, CASE, COALESCE,
-string functions, comparisons, three-valued logic, IN lists, BETWEEN, LIKE), joins of every
-kind (with conditions in ON and in WHERE, self-joins), GROUP BY with HAVING and global
-aggregates (count, sum, min, max, avg, DISTINCT aggregates), DISTINCT, set operations,
+The grammar covers scalar expressions of every column type (arithmetic, integer division,
+CASE, COALESCE, NULLIF, casts between the types, string functions from `substr` to `lpad`,
+`split_part`, `translate` and `md5`, date arithmetic, `date_diff` over several parts,
+comparisons, three-valued logic, IN lists, BETWEEN, LIKE), joins of every kind (with
+conditions in ON and in WHERE, self-joins), GROUP BY with HAVING and global aggregates
+(count, sum, min, max, avg, var_pop, stddev_samp, DISTINCT aggregates), DISTINCT, set operations,
 subqueries (IN, NOT IN, EXISTS, NOT EXISTS, scalar, derived tables, WITH), and ORDER BY ...
 LIMIT over a total order (every output column, so ties are between equal rows only), and
 WITH RECURSIVE reachability over the edge table.
@@ -37,15 +39,28 @@ TEMPLATES = {
     "int": ["({int} + {int})", "({int} - {int})", "({int} * {k})", "abs({int})",
             "({int} % {pos})", "length({str})", "greatest({int}, {int})",
             "extract(month FROM {date})", "date_diff('day', {date}, {date_lit})",
-            "least({int}, {int_lit})", "sign({int})"],
+            "least({int}, {int_lit})", "sign({int})", "({int} // {pos})",
+            "strpos({str}, 'a')", "ascii({str})", "nullif({int}, {int_lit})",
+            "date_diff('{part}', {date}, {date})", "({date} - {date})", "CAST({num} AS INTEGER)",
+            "extract(dow FROM {date})", "CASE WHEN {str} LIKE {pattern} THEN {int} END",
+            "bit_length({str})", "unicode({str})"],
     "num": ["({num} + {int})", "({num} * 2)", "({num} - {num})", "abs({num})",
-            "round({num}, 1)", "({int} / 2)", "CAST({int} AS DOUBLE)", "floor({num})"],
+            "round({num}, 1)", "({int} / 2)", "CAST({int} AS DOUBLE)", "floor({num})",
+            "nullif({num}, 0)", "ceil({num})", "CAST({num} AS DECIMAL(10,3))",
+            "({num} * {num})", "greatest({num}, {int})", "round({num})", "({num} % 3)",
+            "coalesce({num}, {int})"],
     "str": ["upper({str})", "lower({str})", "({str} || {str})", "substr({str}, {start}, {len})",
             "trim({str})", "replace({str}, 'a', 'z')", "CAST({int} AS VARCHAR)",
-            "concat({str}, {int})", "left({str}, 1)"],
+            "concat({str}, {int})", "left({str}, 1)", "lpad({str}, 4, '*')",
+            "rpad({str}, 3, 'xy')", "split_part({str}, 'a', 1)", "concat_ws('-', {str}, {str})",
+            "translate({str}, 'ab', 'x')", "repeat({str}, 2)", "reverse({str})", "right({str}, 2)",
+            "md5({str})", "CAST({date} AS VARCHAR)", "CAST({num} AS VARCHAR)",
+            "ltrim({str}, ' x')", "prefix({str}, 'a')::VARCHAR", "chr(65 + abs({int}) % 26)"],
     "date": ["({date} + INTERVAL '{days}' DAY)", "date_trunc('month', {date})::DATE",
-             "({date} + {small})"],
+             "({date} + {small})", "CAST({date} + INTERVAL '{days}' MONTH AS DATE)",
+             "date_trunc('year', {date})::DATE", "greatest({date}, {date_lit})"],
 }
+PARTS = ["year", "month", "quarter", "week", "day", "hour", "isoyear", "decade"]
 _HOLE = re.compile(r"\{(\w+)\}")
 
 
@@ -106,6 +121,8 @@ class Gen:
             "len": lambda: str(self.rng.randint(1, 3)),
             "int_lit": lambda: self.literal("int"),
             "date_lit": lambda: self.literal("date"),
+            "part": lambda: self.pick(PARTS),
+            "pattern": lambda: self.pick(PATTERNS),
         }
         for sub in ("int", "num", "str", "date"):
             holes[sub] = lambda sub=sub: self.expr(scope, sub, d)
@@ -203,12 +220,13 @@ class Gen:
         x = self.expr(scope, kind, 1)
         if kind in ("int", "num"):
             fn = self.pick(["sum", "min", "max", "avg", "count", "count(DISTINCT",
-                            "sum(DISTINCT"])
+                            "sum(DISTINCT", "avg(DISTINCT", "var_pop", "stddev_samp"])
         else:
             fn = self.pick(["min", "max", "count", "count(DISTINCT"])
         if fn.endswith("DISTINCT"):
-            return f"{fn} {x})", "int" if fn.startswith("count") else kind
-        out = "int" if fn == "count" else "num" if fn == "avg" else kind
+            return f"{fn} {x})", ("int" if fn.startswith("count") else
+                                  "num" if fn.startswith("avg") else kind)
+        out = "int" if fn == "count" else "num" if fn in ("avg", "var_pop", "stddev_samp") else kind
         return f"{fn}({x})", out
 
     def simple(self, joins: int = 1) -> tuple[str, list[str]]:
