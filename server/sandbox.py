@@ -421,8 +421,9 @@ def _run_query(sql: str, relations: dict[str, Relation], timeout: float, memory_
                 raise
             raise from_duckdb(err, line=line, column=column) from None
         except Exception as e:
-            # The refusal comes from DuckDB or, read through the result's Arrow stream, as
-            # Arrow's error.
+            # The refusal comes from DuckDB (read through the result's Arrow stream, as the
+            # DuckDB error `_duckdb_batches` makes of Arrow's), or from Arrow reading a
+            # streamed relation.
             if streamed and _RESCAN in str(e):
                 raise _Rescan from None
             if isinstance(e, duckdb.Error) and _ARROW_STRINGS in str(e):

@@ -329,8 +329,11 @@ class Gen:
         return f"SELECT * FROM ({query}) z ORDER BY {order} LIMIT {self.rng.randint(1, 5)}", kinds
 
     def recursive(self) -> tuple[str, list[str]]:
-        """A WITH RECURSIVE over the edges `e`: reachability (UNION, so it ends on cycles),
-        from some start nodes, then read plain, counted or joined."""
+        """A WITH RECURSIVE: reachability over the edges `e` (UNION, so it ends on cycles),
+        from some start nodes, then read plain, counted or joined; or one of the bounded
+        shapes (`bounded`)."""
+        if self.chance(0.4):
+            return self.bounded()
         start = self.pred(Scope([("src", "int"), ("dst", "int")]), 1)
         step = self.pick(["r.x, e.dst", "r.x, e.dst + 0", "e.src, r.y"])
         on = "r.y = e.src" if step != "e.src, r.y" else "e.dst = r.x"
@@ -347,6 +350,36 @@ class Gen:
         return (f"{cte} SELECT t.id, r.y FROM r JOIN t ON t.a = r.x "
                 f"WHERE {self.pred(Scope([('t.b', 'str'), ('t.c', 'num')]), 1)}",
                 ["int", "int"])
+
+    def bounded(self) -> tuple[str, list[str]]:
+        """A WITH RECURSIVE whose steps are bounded by a depth column: hops with their
+        depth (UNION, then the least depth per node), a UNION ALL (bag) counter over a
+        table's rows, a string grown a step at a time, or a walk that reads a table in its
+        step; each with a deterministic result under SQL's working-table evaluation."""
+        depth = self.rng.randint(1, 4)
+        r = self.rng.random()
+        if r < 0.3:
+            start = self.pred(Scope([("src", "int"), ("dst", "int")]), 1)
+            cte = (f"WITH RECURSIVE r(x, n) AS (SELECT src, 0 FROM e WHERE {start} UNION "
+                   f"SELECT e.dst, r.n + 1 FROM r JOIN e ON r.x = e.src WHERE r.n < {depth})")
+            return self.pick([f"{cte} SELECT x, min(n) AS n FROM r GROUP BY x",
+                              f"{cte} SELECT n, count(*) AS c FROM r GROUP BY n",
+                              f"{cte} SELECT DISTINCT x FROM r"]), ["int", "int"]
+        if r < 0.55:
+            where = self.pred(Scope([("a", "int"), ("b", "str"), ("c", "num")]), 1)
+            cte = (f"WITH RECURSIVE r(k, n) AS (SELECT a, 0 FROM t WHERE {where} UNION ALL "
+                   f"SELECT k + {self.rng.randint(-1, 2)}, n + 1 FROM r WHERE n < {depth})")
+            return self.pick([f"{cte} SELECT k, n FROM r", f"{cte} SELECT n, count(*) AS c, "
+                              "sum(k) AS s FROM r GROUP BY n"]), ["int", "int"]
+        if r < 0.8:
+            cte = (f"WITH RECURSIVE r(s, n) AS (SELECT {self.expr(Scope([('b', 'str')]), 'str', 1)}"
+                   f", 0 FROM t UNION SELECT {self.pick(['s', 'upper(s)', 'left(s, 2)'])} || "
+                   f"{self.pick(STRINGS)}, n + 1 FROM r WHERE n < {depth})")
+            return f"{cte} SELECT s, n FROM r", ["str", "int"]
+        cte = (f"WITH RECURSIVE r(id, n) AS (SELECT id, 0 FROM u WHERE a % 3 = 0 UNION "
+               f"SELECT u.id, r.n + 1 FROM r JOIN t ON t.id = r.id JOIN u ON u.a = t.a "
+               f"WHERE r.n < {depth})")
+        return f"{cte} SELECT id, max(n) AS n FROM r GROUP BY id", ["int", "int"]
 
     def anti_join(self) -> tuple[str, list[str]]:
         """Rows of one table with no partner in another: LEFT JOIN ... WHERE right IS NULL."""
