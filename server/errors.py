@@ -114,8 +114,11 @@ _DUCKDB_CODES: list[tuple[type[BaseException], str, int]] = [
 ]
 
 
-# DuckDB's error types as its messages name them ("Conversion Error: ...").
+# DuckDB's error types as its messages name them ("Conversion Error: ..."); the class of
+# each is named after it (`ConversionException`), but for these.
 _ERROR_PREFIX = re.compile(r"^([A-Za-z][A-Za-z ]*?) Error: ")
+_ERROR_CLASSES = {"Mismatch Type": "TypeMismatchException", "IO": "IOException",
+                  "HTTP": "HTTPException", "TransactionContext": "TransactionException"}
 
 
 def duckdb_error(message: str) -> duckdb.Error:
@@ -124,7 +127,8 @@ def duckdb_error(message: str) -> duckdb.Error:
     error that reached us as something else; `duckdb.Error` where it names no class."""
     m = _ERROR_PREFIX.match(message)
     if m is not None:
-        name = "".join(w.capitalize() for w in m.group(1).split()) + "Exception"
+        name = _ERROR_CLASSES.get(m.group(1)) or (
+            "".join(w.capitalize() for w in m.group(1).split()) + "Exception")
         cls = getattr(duckdb, name, None)
         if isinstance(cls, type) and issubclass(cls, duckdb.Error):
             return cls(message)
@@ -189,9 +193,17 @@ _CONTEXT = re.compile(r"\nLINE (\d+): ([^\n]*)\n( *)\^+\s*$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+# Characters whose width in DuckDB's count (utf8proc) is 0: control and format characters
+# (a tab among them), line and paragraph separators, unassigned code points.
+_ZERO_WIDTH = ("Cc", "Cf", "Zl", "Zp", "Cn")
+
+
 def _render_width(cluster: str) -> int:
-    """A grapheme cluster's width in a terminal, as DuckDB counts it (utf8proc): two for
-    East Asian wide and full-width characters, one for any other."""
+    """A grapheme cluster's width in a terminal, as DuckDB counts it (utf8proc: its first
+    character's): two for East Asian wide and full-width characters, none for those of
+    `_ZERO_WIDTH`, one for any other."""
+    if unicodedata.category(cluster[0]) in _ZERO_WIDTH:
+        return 0
     return 2 if unicodedata.east_asian_width(cluster[0]) in ("W", "F") else 1
 
 
@@ -201,8 +213,9 @@ def duckdb_position(message: str, text: str) -> tuple[int, int] | None:
     under a place in it. The part up to the caret must be in `text`'s line n (at its start,
     unless DuckDB cut it there), and what follows it must agree with the rest of that line
     as far as both go (DuckDB may have run `text` followed by more, such as a RETURNING).
-    None when the message has no context, or when the part is not in `text` (DuckDB ran a
-    text of our own)."""
+    None when the message has no context, when the part is not in `text` (DuckDB ran a
+    text of our own) or is there more than once (it cannot tell which), or when it holds a
+    combining mark (where `regex` and DuckDB's utf8proc may split graphemes apart)."""
     m = _CONTEXT.search(message)
     if m is None:
         return None
@@ -218,25 +231,33 @@ def duckdb_position(message: str, text: str) -> tuple[int, int] | None:
         # the characters of the part before the caret
         width = 0
         before = 0
-        for cluster in regex.findall(r"\X", part):
-            if width >= caret - (3 if cut else 0):
-                break
+        clusters = regex.findall(r"\X", part)
+        for cluster in clusters:
+            if width >= caret - (3 if cut else 0) and _render_width(cluster):
+                break  # (the caret is under a character that takes room, never a tab)
             width += _render_width(cluster)
             before += len(cluster)
         if width != caret - (3 if cut else 0):
             continue
         head, rest = part[:before], part[before:]
+        if any(unicodedata.category(ch).startswith("M") for ch in head):
+            return None
         tails = (rest, rest[:-3]) if rest.endswith("...") else (rest,)
+        found = []
         at = 0 if not cut else source.find(head)
         while at >= 0:
             after = source[at + before:]
             if source.startswith(head, at) and any(
                 after.startswith(t) or t.startswith(after) for t in tails
             ):
-                absolute = starts[n - 1] + at + before
-                line = text.count("\n", 0, absolute) + 1
-                return line, absolute - (text.rfind("\n", 0, absolute) + 1) + 1
+                found.append(starts[n - 1] + at + before)
             if not cut:
                 break
             at = source.find(head, at + 1)
+        if len(found) == 1:
+            (absolute,) = found
+            line = text.count("\n", 0, absolute) + 1
+            return line, absolute - (text.rfind("\n", 0, absolute) + 1) + 1
+        if found:
+            return None
     return None

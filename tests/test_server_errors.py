@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import duckdb
 import httpx
 import pytest
 from server_harness import Server
+
+from server.errors import duckdb_error
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +109,10 @@ POINTED = [
     # a line longer than DuckDB quotes whole: the quoted part is cut on both sides
     ("/query", "SELECT " + ", ".join(f"id + {i} AS c{i}" for i in range(12)) + ", @nosuch, "
      + ", ".join(f"id AS e{i}" for i in range(12)) + " FROM t"),
-    # CR LF line ends (DuckDB counts the CR and the LF as a line each)
+    # tabs and a zero-width space, which take no room in DuckDB's count
+    ("/query", "SELECT id,\n\t\tid + 1,\n\t\t@nosuch FROM t"),
+    ("/query", "SELECT '\u200b' AS x,\t@nosuch FROM t"),
+    # CR LF line ends
     ("/query", "SELECT id,\r\n name,\r\n   @nosuch FROM t"),
     # the second statement of a request, its error on its own third line
     ("/sql", "INSERT INTO t VALUES (20, 'x', NULL);\nSELECT id + 100, name,\n\n  @nope FROM t"),
@@ -119,6 +125,13 @@ POINTED = [
     ("/sql", "INSERT INTO t VALUES (21, 'y', NULL);\n@INSERT INTO t\nSELECT id + 100, name,\n"
      "  nope FROM t"),
     ("/sql", "@UPDATE t SET name = 'z'\nWHERE nope = 1"),
+    # a combining mark before the place (a stray virama), where the grapheme splits of
+    # DuckDB's utf8proc and of `regex` may differ
+    ("/query", "@SELECT '\u094d\u0915' AS x, nosuch FROM t"),
+    # a line cut on both sides whose quoted part is in it twice: DuckDB's place is ambiguous
+    ("/query", "@SELECT " + " UNION ALL SELECT ".join(
+        ["(SELECT id FROM t WHERE " + "1 = 1 AND " * 6 + "nope = 1" + " AND 1 = 1" * 8 + ") AS c"]
+        * 2)),
 ]
 
 
@@ -162,6 +175,27 @@ def test_query_sandbox(server: Server, sql: str) -> None:
     r = server.http.post("/query", json={"sql": sql})
     assert_error(r)
     assert state(server) == before
+
+
+DUCKDB_REFUSES = [
+    "SELECT CAST('a' AS INT)", "SELECT nope", "SELECT * FROM nope", "SELEC 1",
+    "SELECT 2147483647::INT + 1", "INSERT INTO k VALUES (1)", "COMMIT",
+    "SELECT * FROM read_csv('/nonexistent/x.csv')", "SELECT error('boom')",
+]
+
+
+def test_duckdb_errors_passed_on_as_text_keep_their_class() -> None:
+    """A DuckDB error that reaches the server as text (Arrow's `OSError` of a streamed
+    result, a message the client could not decode) is made the class DuckDB gives it, so it
+    is refused with the same code. Oracle: DuckDB's own class for each error."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE k (a INTEGER PRIMARY KEY); INSERT INTO k VALUES (1)")
+    for sql in DUCKDB_REFUSES:
+        with pytest.raises(duckdb.Error) as refused:
+            con.execute(sql).fetchall()
+        again = duckdb_error(str(refused.value))
+        assert type(again) is type(refused.value), (sql, type(again), type(refused.value))
+        assert str(again) == str(refused.value)
 
 
 def test_undecodable_duckdb_errors_in_queries(server: Server) -> None:
