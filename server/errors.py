@@ -145,6 +145,20 @@ def undecodable_duckdb_error(e: UnicodeDecodeError) -> duckdb.Error | None:
     return duckdb_error(message) if _ERROR_PREFIX.match(message) else None
 
 
+def position(text: str, offset: int) -> tuple[int, int]:
+    """The 1-based (line, column) of character `offset` of `text` (lines end at LF)."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def inside(line: int, column: int, at_line: int, at_column: int) -> tuple[int, int]:
+    """The place (`at_line`, `at_column`) of a statement's own text, in the request where the
+    statement starts at (`line`, `column`)."""
+    if at_line == 1:
+        return line, at_column + column - 1
+    return line + at_line - 1, at_column
+
+
 def from_duckdb(
     exc: duckdb.Error, *, line: int | None = None, column: int | None = None,
     text: str | None = None,
@@ -165,7 +179,7 @@ def from_duckdb(
     if text is not None and line is not None and column is not None:
         at = duckdb_position(full, text)
         if at is not None:
-            line, column = (line, column + at[1] - 1) if at[0] == 1 else (line + at[0] - 1, at[1])
+            line, column = inside(line, column, *at)
     message = full.split("\n\nLINE")[0].strip()
     m = _RANGE_CHECK.search(message)
     if isinstance(exc, duckdb.ConstraintException) and m:
@@ -255,9 +269,7 @@ def duckdb_position(message: str, text: str) -> tuple[int, int] | None:
                 break
             at = source.find(head, at + 1)
         if len(found) == 1:
-            (absolute,) = found
-            line = text.count("\n", 0, absolute) + 1
-            return line, absolute - (text.rfind("\n", 0, absolute) + 1) + 1
+            return position(text, found[0])
         if found:
             return None
     return None

@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.tokens import TokenType
 
-from server.errors import SqlError
+from server.errors import SqlError, inside, position
 
 DIALECT = "duckdb"
 _DUCKDB = DuckDB()
@@ -79,15 +79,9 @@ class Statement:
         """Translate a (line, column) inside `text` to a position in the request."""
         if line is None:
             return self.line, self.column
-        if line == 1:
-            return self.line, (column or 1) + self.column - 1
-        return self.line + line - 1, column
-
-
-def _position(sql: str, offset: int) -> tuple[int, int]:
-    line = sql.count("\n", 0, offset) + 1
-    col = offset - (sql.rfind("\n", 0, offset) + 1) + 1
-    return line, col
+        if column is None:
+            return (self.line, self.column) if line == 1 else (self.line + line - 1, None)
+        return inside(self.line, self.column, line, column)
 
 
 def _parse_error(err: sqlglot.errors.ParseError) -> tuple[str, int | None, int | None]:
@@ -121,7 +115,7 @@ def _split(sql: str) -> tuple[list[tuple[str, int, int]], list[Any]]:
     for tok in tokens:
         if tok.token_type == TokenType.SEMICOLON:
             if start is not None:
-                pieces.append((sql[start : end + 1], *_position(sql, start)))
+                pieces.append((sql[start : end + 1], *position(sql, start)))
             start = None
             continue
         if start is None:
@@ -129,7 +123,7 @@ def _split(sql: str) -> tuple[list[tuple[str, int, int]], list[Any]]:
             # A comment before the first token belongs to no statement.
         end = tok.end
     if start is not None:
-        pieces.append((sql[start : end + 1], *_position(sql, start)))
+        pieces.append((sql[start : end + 1], *position(sql, start)))
     return pieces, tokens
 
 
@@ -194,7 +188,7 @@ def _explain(text: str, tokens: list[Any], line: int, column: int) -> Statement:
     while start < len(text) and text[start].isspace():
         start += 1
     probe = Statement("?", text, None, line, column)
-    ln, col = _position(text, start)
+    ln, col = position(text, start)
     ln2, col2 = probe.locate(ln, col)
     inner = parse_statement(text[start:], ln2 or line, col2 or column)
     if inner.kind not in ("CREATE VIEW", "SELECT"):
@@ -224,7 +218,7 @@ def parse_statement(
         # x'303132' is a BLOB literal to DuckDB, but sqlglot reads a name and a string
         if a.text in ("x", "X") and b.token_type == TokenType.STRING and b.start == a.end + 1:
             probe = Statement("?", text, None, line, column)
-            ln, col = probe.locate(*_position(text, a.start))
+            ln, col = probe.locate(*position(text, a.start))
             raise SqlError("BLOB literals (x'...') are not supported", code="unsupported",
                            line=ln or line, column=col or column)
     if tokens and tokens[0].text.upper() == "EXPLAIN":
@@ -338,7 +332,7 @@ def plain_insert(sql: str) -> Statement | None:
         return None
     values = m.group("values")
     plain = PlainInsert(m.group("name"), values, sum(1 for _ in _ROW_RE.finditer(values)))
-    return Statement("INSERT", m.group("stmt"), None, *_position(sql, m.start("stmt")),
+    return Statement("INSERT", m.group("stmt"), None, *position(sql, m.start("stmt")),
                      plain=plain)
 
 
