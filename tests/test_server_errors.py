@@ -116,6 +116,8 @@ POINTED = [
     ("/query", "SELECT id,\r\n name,\r\n   @nosuch FROM t"),
     # the second statement of a request, its error on its own third line
     ("/sql", "INSERT INTO t VALUES (20, 'x', NULL);\nSELECT id + 100, name,\n\n  @nope FROM t"),
+    # a statement that starts mid-line: its columns count from the request's line start
+    ("/sql", "SELECT 1 AS one;  SELECT id,\tname, @nosuch FROM t"),
     # DuckDB ran the statement followed by a RETURNING of ours
     ("/sql", "INSERT INTO t VALUES (22, 'w',\n  @nosuchfn(2))"),
     # Statements DuckDB ran as a text of our own (an UPDATE's rows are first selected; other
