@@ -142,3 +142,21 @@ def test_antichain_equality_is_set_equality() -> None:
     assert Antichain() != Antichain([(0,)])
     assert Antichain() == Antichain()
     assert Antichain([(1, 0), (0, 1)]) != Antichain([(0, 0)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 3).flatmap(lambda d: st.tuples(st.lists(times(d), max_size=4),
+                                                       st.lists(times(d), max_size=4))))
+def test_antichain_dominates_and_join_are_the_frontiers_order_and_join(case: tuple[list[Time], list[Time]]) -> None:
+    """`a.dominates(b)`: every time beyond `b` is beyond `a`; `a.join(b)`: the times beyond
+    both. Checked on every time of a grid (the join's elements also minimal)."""
+    xs, ys = case
+    a, b = Antichain(xs), Antichain(ys)
+    dims = len((xs + ys)[0]) if xs + ys else 1
+    everything = grid(dims, 5)
+    assert a.dominates(b) == all(beyond(a.elements, g) for g in everything if beyond(b.elements, g))
+    both = a.join(b)
+    assert [g for g in everything if beyond(both.elements, g)] == [
+        g for g in everything if beyond(a.elements, g) and beyond(b.elements, g)
+    ]
+    assert not any(less_equal(s, t) for s in both.elements for t in both.elements if s is not t)

@@ -35,6 +35,11 @@ def field_bits(dims: int) -> int:
 
 def pack(t: Sequence[int], dims: int | None = None) -> int:
     """The int64 for time `t` (a tuple of non-negative ints)."""
+    if len(t) == 2 and dims == 2:
+        # A loop's time, the common case, unrolled.
+        a, b = t
+        if 0 <= a < _LIMIT2 and 0 <= b < _LIMIT2:
+            return int(a) | int(b) << _BITS2
     d = len(t) if dims is None else dims
     if len(t) != d:
         raise ValueError("time %r does not have %d coordinates" % (tuple(t), d))
@@ -49,10 +54,18 @@ def pack(t: Sequence[int], dims: int | None = None) -> int:
 
 
 def unpack(p: int, dims: int) -> Time:
+    p = int(p)
+    if dims == 2:
+        return (p & _MASK2, (p >> _BITS2) & _MASK2)
     bits = field_bits(dims)
     mask = (1 << bits) - 1
-    p = int(p)
     return tuple((p >> (bits * j)) & mask for j in range(dims))
+
+
+# Two coordinates, a loop's times, unrolled in `pack` and `unpack` (they run per time).
+_BITS2 = field_bits(2)
+_LIMIT2 = 1 << _BITS2
+_MASK2 = _LIMIT2 - 1
 
 
 def pack_many(times: Iterable[Sequence[int]], dims: int) -> np.ndarray:

@@ -98,6 +98,9 @@ class ColumnarExecutor(InProcessExecutor):
         self._time_memo: dict[int, dict[int, Time]] = {d: {} for d in range(1, 8)}
         self._frontier_memo: dict[tuple[int, tuple[Time, ...]], np.ndarray] = {}
         self._empties: dict[int, UpdateColumns] = {}
+        # Each scope depth's least frontier: the `since` of every run made here (shared:
+        # antichains are not changed in place once handed out).
+        self._origins = {d: Antichain([(0,) * d]) for d in range(1, 8)}
         K.warm_up()
         updates.warm_up()
         parallel.start()
@@ -372,7 +375,7 @@ class ColumnarExecutor(InProcessExecutor):
             keys, vals = u.data, np.full(len(u), self.unit, I64)
         else:
             keys, vals = self._halves(u.data)
-        since = Antichain([(0,) * dims])
+        since = self._origins[dims]
         return Run.from_arrays(keys, vals, u.times, u.diffs, dims, lower=lower, upper=upper, since=since)
 
     def merge(self, older: Run, newer: Run, frontier: Antichain) -> Run:
@@ -548,7 +551,7 @@ class ColumnarExecutor(InProcessExecutor):
         keys, times, left_k, left_t = K.round_seeds(new, pend_k, pend_t, pupper, dims)
         if keys.shape[0] == 0:
             return None, PackedPending(left_k, left_t, dims)
-        since = Antichain([(0,) * dims])
+        since = self._origins[dims]
         if mode is not None:
             # distinct and count: the whole round is one compiled call, no Python per key; a
             # round of many keys is two calls on two cores, one per half of the keys.
@@ -614,7 +617,7 @@ class ColumnarExecutor(InProcessExecutor):
         """The compiled reduce's corrections as a run. A distinct's are one already: keys in
         order, each key's interesting times distinct and in order, one value (the unit),
         no zero diff; a count's values are not in order, so they are sorted."""
-        since = Antichain([(0,) * dims])
+        since = self._origins[dims]
         if mode == K.DISTINCT:
             return Run(*corr, dims, lower, upper, since)
         return Run.from_arrays(*corr, dims, lower=lower, upper=upper, since=since)

@@ -42,8 +42,16 @@ class ArrangeOp(Operator):
     def activate(self, frontiers: list[Antichain]) -> None:
         new = [updates for updates, _ in self.drain(0)]
         frontier = frontiers[0]
-        if frontier == self.upper and not new:
-            return
+        if not new:
+            if frontier == self.upper:
+                return
+            if not self.buffer:
+                # Only the frontier moved, with nothing held (most of a loop's rounds for most
+                # of its arrangements): an empty batch would only extend the trace's upper.
+                self.upper = frontier
+                self.trace.upper = frontier
+                self.trace.own_logical = frontier
+                return
         ready, self.buffer, self.buffer_lower, self.buffer_frontier = split_buffer(
             self.dataflow.executor, new, self.buffer, self.buffer_lower, self.buffer_frontier, frontier
         )

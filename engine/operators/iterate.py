@@ -85,6 +85,8 @@ class ConsolidateOp(Operator):
 
     def activate(self, frontiers: list[Antichain]) -> None:
         new = [updates for updates, _ in self.drain(0)]
+        if not new and not self.buffer:
+            return  # only the frontier moved, and nothing waits for it
         ex = self.dataflow.executor
         ready, self.buffer, self.buffer_lower, self.buffer_frontier = split_buffer(
             ex, new, self.buffer, self.buffer_lower, self.buffer_frontier, frontiers[0]
