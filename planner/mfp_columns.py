@@ -64,6 +64,9 @@ _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
         "gt": "greater", "ge": "greater_equal"}
 _ARITH = {"add": "add_checked", "sub": "subtract_checked", "mul": "multiply_checked"}
 _FLOAT_ARITH = {"add": "add", "sub": "subtract", "mul": "multiply"}
+# Besides comparisons and `_ARITH`, the calls that take a literal argument as a scalar (`k % 10`
+# made a column of a million tens, then filled its NULLs and tested it for zeros).
+_SCALAR_ARGS = frozenset({"div", "mod", "intdiv"})
 _LITERALS = (int, float, bool, str, datetime.date, datetime.datetime, decimal.Decimal)
 # A DECIMAL computed over columns holds fewer than this many digits (int64's 18): past it the
 # rows decide (the per-row path's exact Decimals, or its error).
@@ -263,7 +266,7 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
     if f in ("add_interval", "sub_interval"):
         iv = e.args[1].value  # type: ignore[union-attr]
         return _plus_interval(_eval(e.args[0], cols), iv if f == "add_interval" else -iv)
-    if (f in _CMP or f in _ARITH or f == "div") and not all(isinstance(a, Lit) for a in e.args):
+    if (f in _CMP or f in _ARITH or f in _SCALAR_ARGS) and not all(isinstance(a, Lit) for a in e.args):
         # a literal beside a column stays a scalar: Arrow broadcasts it (no column of copies)
         args = [_scalar(a) if isinstance(a, Lit) else _eval(a, cols) for a in e.args]
     else:
@@ -577,7 +580,7 @@ def _date_diff(part: str, a: Any, b: Any) -> Any:
     if any(k not in ("date", "timestamp") for k in kinds):
         raise _Undecided
     (da, ua), (db, ub) = _day_numbers(a, kinds[0]), _day_numbers(b, kinds[1])
-    nulls = _nulls_of_either(a, b)
+    nulls = _nulls_of_columns(a, b)
     p = DIFF_PARTS[part]
     if p == "year":
         out = _months(db) // 12 - _months(da) // 12
@@ -629,20 +632,61 @@ def _plus_interval(v: Any, iv: Interval) -> Any:
     return pa.array(out, pa.timestamp("us"), mask=nulls)
 
 
+def _int_operands(a: Any, b: Any) -> tuple[Any, Any, np.ndarray | None]:
+    """The int64 values of `a` and `b` (columns, or a literal's scalar: a NumPy scalar, which
+    broadcasts), and where either is NULL (None: nowhere); a column `b` (a divisor) is 1 there.
+    (A literal divisor stays a scalar: a zero one leaves the table to the rows, NULLs or not.)"""
+    x, y = _int64_values(a, 0), _int64_values(b, 1)
+    nulls = _nulls_of_columns(a, b)
+    if nulls is not None and np.ndim(y):
+        y = np.where(nulls, 1, y)
+    return x, y, nulls
+
+
+def _int64_values(v: Any, fill: int) -> Any:
+    """An int column's values as int64 with its NULLs `fill`; a literal's as a NumPy scalar."""
+    import pyarrow as pa
+
+    if isinstance(v, pa.Scalar):
+        return np.int64(v.as_py())  # a literal is never NULL (`_supported`)
+    col = _pc().cast(v, pa.int64())
+    return _numpy(_pc().fill_null(col, fill) if col.null_count else col)
+
+
+def _nulls_of_columns(*vs: Any) -> np.ndarray | None:
+    """Where any of the columns among `vs` is NULL (literals never are), as `_nulls` gives it."""
+    import pyarrow as pa
+
+    cols = [v for v in vs if not isinstance(v, pa.Scalar)]
+    if not any(c.null_count for c in cols):
+        return None
+    valid = cols[0].is_valid()
+    for c in cols[1:]:
+        valid = _pc().and_(valid, c.is_valid())
+    return ~_numpy(valid)
+
+
 def _float_mod(a: Any, b: Any) -> Any:
     """% of doubles: C's fmod (exact, the dividend's sign), NaN for a zero divisor, NULL where
     either is NULL. An infinite dividend (math.fmod raises) leaves the rows to decide."""
     import pyarrow as pa
 
-    pc = _pc()
-    x = _numpy(pc.fill_null(a, 0.0))
-    y = _numpy(pc.fill_null(b, 1.0))
+    x, y = _float64_values(a, 0.0), _float64_values(b, 1.0)
     if np.isinf(x).any():
         raise _Undecided
-    nulls = _nulls_of_either(a, b)
+    nulls = _nulls_of_columns(a, b)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.fmod(x, y)
     return pa.array(r, pa.float64(), mask=nulls)
+
+
+def _float64_values(v: Any, fill: float) -> Any:
+    """A DOUBLE column's values with its NULLs `fill`; a literal's as a NumPy scalar."""
+    import pyarrow as pa
+
+    if isinstance(v, pa.Scalar):
+        return np.float64(v.as_py())
+    return _numpy(_pc().fill_null(v, fill) if v.null_count else v)
 
 
 # What every string must look like for Arrow's cast to parse it as the reference does
@@ -692,12 +736,6 @@ def _within(out: Any, t: str) -> Any:
 def _nulls(v: Any) -> np.ndarray | None:
     """Column `v`'s NULLs as a NumPy mask (None: it has none), to rebuild a result with."""
     return _numpy(_pc().is_null(v)) if v.null_count else None
-
-
-def _nulls_of_either(a: Any, b: Any) -> np.ndarray | None:
-    """Where column `a` or `b` is NULL, as `_nulls` gives it."""
-    pc = _pc()
-    return ~_numpy(pc.and_(pc.is_valid(a), pc.is_valid(b))) if a.null_count or b.null_count else None
 
 
 def _as_double(v: Any) -> Any:
@@ -771,13 +809,12 @@ def _int_mod(a: Any, b: Any) -> Any:
     zero divisor leaves the rows to raise."""
     import pyarrow as pa
 
-    pc = _pc()
-    x = _numpy(pc.fill_null(pc.cast(a, pa.int64()), 0))
-    y = _numpy(pc.fill_null(pc.cast(b, pa.int64()), 1))
-    nulls = _nulls_of_either(a, b)
-    if nulls is not None:
-        y = np.where(nulls, 1, y)
-    if (y == 0).any() or ((x == np.iinfo(np.int64).min) & (y == -1)).any():
+    x, y, nulls = _int_operands(a, b)
+    least = np.iinfo(np.int64).min
+    if np.ndim(y) == 0:  # a literal divisor: no column of comparisons with it
+        if y == 0 or (y == -1 and (x == least).any()):
+            raise _Undecided
+    elif (y == 0).any() or ((x == least) & (y == -1)).any():
         raise _Undecided
     r = np.fmod(x, y)  # C's remainder: truncating, the dividend's sign
     return pa.array(r, type=pa.int64(), mask=nulls)
@@ -1057,16 +1094,11 @@ def _numeric_call(f: str, args: list[Any], kinds: list[str], t: str) -> Any:
     if f == "neg":
         out = pc.negate_checked(pc.cast(args[0], pa.int64()))  # raises past int64
     else:
-        a, b = (pc.cast(x, pa.int64()) for x in args)
-        nulls = pc.or_(pc.is_null(a), pc.is_null(b))
-        x, y = _numpy(pc.fill_null(a, 0)), _numpy(pc.fill_null(b, 1))
-        live = ~_numpy(nulls)
-        if ((y == 0) & live).any() or (x == np.iinfo(np.int64).min).any():
+        x, y, nulls = _int_operands(args[0], args[1])
+        if (y == 0).any() or (x == np.iinfo(np.int64).min).any():
             raise _Undecided  # a zero divisor raises; the minimum has no absolute value
-        y = np.where(live, y, 1)
         q = np.abs(x) // np.abs(y)
-        out = pa.array(np.where((x < 0) != (y < 0), -q, q), pa.int64(),
-                       mask=_numpy(nulls) if a.null_count or b.null_count else None)
+        out = pa.array(np.where((x < 0) != (y < 0), -q, q), pa.int64(), mask=nulls)
     return _within(out, t)
 
 

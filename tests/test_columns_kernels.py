@@ -567,6 +567,43 @@ def test_round_over_columns_equals_the_rows(seed: int) -> None:
                            (), (2,))) is None
 
 
+def test_literal_divisors_stay_scalars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`%` and `//` with a literal operand broadcast it (no column of copies of the literal),
+    equal the rows, decline where the rows raise or C's remainder is undefined (the least
+    BIGINT by -1), and a NULL dividend over a zero divisor is NULL, not a decline."""
+    import planner.mfp_columns as mc
+
+    def no_column(e: Any, length: int) -> Any:
+        raise AssertionError(f"a column of the literal {e}")
+
+    monkeypatch.setattr(mc, "_literal", no_column)
+    table = pa.table([pa.array([-7, 7, None, 0, 9], pa.int32()), pa.array([2, -3, 0, 5, None], pa.int64()),
+                      pa.array([7.5, -7.5, None, 0.0, 1.0], pa.float64()),
+                      pa.array([2, -3, None, 4, 1], pa.int32())], names=["a", "b", "f", "d"])
+    rows = list(rows_of(table, 4))
+    get = Get("t", 4)
+    for f, t in (("mod", "INTEGER"), ("intdiv", "BIGINT")):
+        for lit in (3, -3, 1, -1):
+            for args in ((Col(0), Lit(lit, "INTEGER")), (Lit(lit * 5, "INTEGER"), Col(3))):
+                m = Mfp(get, (Call(f, args, t),), (), (4,))
+                got, want = columns_mfp(m)(table), _reference(m, rows)  # type: ignore[misc]
+                assert want is not None and got is not None, m
+                assert _same(list(rows_of(got, 1)), want), (m, want)
+    fmod = Mfp(get, (Call("mod", (Col(2), Lit(2.0, "DOUBLE")), "DOUBLE"),), (), (4,))
+    got = columns_mfp(fmod)(table)  # type: ignore[misc]
+    assert got is not None and _same(list(rows_of(got, 1)), _reference(fmod, rows))  # type: ignore[arg-type]
+    # a zero literal divisor, and the least BIGINT % -1: the rows decide
+    least = pa.table([pa.array([-(2 ** 63), 4], pa.int64())], names=["a"])
+    for e, tab in ((Call("mod", (Col(0), Lit(0, "INTEGER")), "INTEGER"), table),
+                   (Call("mod", (Col(0), Lit(-1, "INTEGER")), "BIGINT"), least)):
+        assert columns_mfp(Mfp(Get("t", tab.num_columns), (e,), (), (tab.num_columns,)))(tab) is None  # type: ignore[misc]
+    # NULL % 0 is NULL (the zero divisor sits under a NULL dividend)
+    nulls = pa.table([pa.array([None, 5], pa.int64()), pa.array([0, 2], pa.int64())], names=["a", "b"])
+    m = Mfp(Get("t", 2), (Call("mod", (Col(0), Col(1)), "BIGINT"),), (), (2,))
+    got = columns_mfp(m)(nulls)  # type: ignore[misc]
+    assert got is not None and list(rows_of(got, 1)) == _reference(m, list(rows_of(nulls, 2))) == [(None,), (1,)]
+
+
 def test_signs_floors_int_division_and_string_calls_over_columns_equal_the_rows() -> None:
     """-x, FLOOR, CEIL (no negative zero: Python's float(math.floor(x))), `//` of ints
     (towards zero), LENGTH in code points, STARTS_WITH, ENDS_WITH, CONTAINS, SUBSTR and REPLACE
