@@ -29,17 +29,29 @@ _started = False
 _lock = threading.Lock()
 
 
+def warm_arrow() -> None:
+    """pyarrow's own one-time set-up, which the first request that converts values or
+    computes over columns (a query's result, a COPY, a view's hydration) pays otherwise:
+    the import of pandas (when installed) at its first conversion of values, 0.3 s and
+    about 50 MB, its compute functions' registry at their first call, and the CSV and
+    Parquet readers' modules. A server runs it as it starts (`server.recovery`), before it
+    reports ready."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv  # noqa: F401 - COPY's readers
+    import pyarrow.parquet  # noqa: F401
+
+    pa.array([0])  # pyarrow imports pandas at its first conversion of Python values
+    pc.subtract(pa.scalar(1.0), pa.array([0.0]))
+
+
 def preload() -> None:
     """Import and load the hydration's lazily loaded modules and kernels."""
     import pyarrow as pa
-    import pyarrow.compute  # noqa: F401 - the columnar steps' kernels
 
     import planner.topk_columns  # noqa: F401 - a top-k reduce's columnar build, imported lazily
 
-    pa.array([0])  # pyarrow imports pandas at its first conversion of Python values
-    # pyarrow's first compute call sets up its function registry: 0.2-0.3 s here, paid by the
-    # first vectorised Mfp (`planner.mfp_columns`) otherwise
-    pyarrow.compute.subtract(pa.scalar(1.0), pa.array([0.0]))
+    warm_arrow()
     from engine.counting_sort import counting_bounds, counting_order, counting_scatter
     from planner.byte_codes import byte_codes, byte_codes_onto
     from planner.float_sums import group_sums, group_sums_by_code

@@ -24,6 +24,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import replace
 
+from planner.preload import warm_arrow
 from server import heap
 from server.catalog import planner, planner_catalog
 from server.failures import failure
@@ -101,22 +102,6 @@ def _recover_in_background(state: ServerState) -> None:
         log.exception("recovery failed; the server exits")
         logging.shutdown()
         os._exit(3)
-    _warm_imports()
-
-
-def _warm_imports() -> None:
-    """Import what the first bulk write needs, once the server is ready rather than in that
-    write: Arrow's compute, CSV and Parquet modules, and pandas, which Arrow imports on its
-    first array (about half a second on a 2-core machine, which the first COPY paid)."""
-    try:
-        import pyarrow as pa
-        import pyarrow.compute  # noqa: F401
-        import pyarrow.csv  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
-
-        pa.array([0])
-    except Exception:  # noqa: BLE001 - a warm-up only: the write that needs it imports it
-        log.debug("warming imports failed", exc_info=True)
 
 
 def recover_views(state: ServerState) -> None:
@@ -224,6 +209,12 @@ def _recover_views(state: ServerState) -> None:
         "seconds": round(time.monotonic() - began, 3),
     }
     log.info("views recovered: %s", state.recovery)
+    try:
+        # Before `ready`: the first query, load or hydration would pay it (0.2-0.3 s), and
+        # one that came right after `ready` still waited for a warm-up running beside it.
+        warm_arrow()
+    except Exception:  # noqa: BLE001 - a warm-up only: what needs it imports it then
+        log.debug("warming pyarrow failed", exc_info=True)
     state.ready.set()
 
 

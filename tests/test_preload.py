@@ -108,3 +108,23 @@ def test_a_large_bulk_load_preloads_the_kernels_in_the_server(tmp_path: Path) ->
         assert got == want
     finally:
         s.stop()
+
+
+def test_pyarrow_is_set_up_before_the_server_reports_ready(tmp_path: Path) -> None:
+    """pyarrow's one-time set-up (`planner.preload.warm_arrow`: pandas, which it imports at
+    its first array, and the Parquet reader) is done when `/health` first says ready, so
+    the first query or COPY does not pay it; numba is still not loaded."""
+    import importlib.util
+
+    s = Server(tmp_path / "data").start()
+    try:
+        assert s.proc is not None
+        maps = Path(f"/proc/{s.proc.pid}/maps").read_text()
+        assert "pyarrow/_parquet" in maps
+        if importlib.util.find_spec("pandas") is not None:
+            assert "pandas/_libs" in maps
+        assert not _llvm_loaded(s.proc.pid)
+        s.sql("CREATE TABLE t (k BIGINT)")
+        assert s.query("SELECT count(*) AS n FROM t")["rows"] == [[0]]
+    finally:
+        s.stop()
