@@ -260,8 +260,8 @@ def _python_rows(con: duckdb.DuckDBPyConnection, batches: list[Any]) -> list[tup
     """The rows of Arrow `batches` as DuckDB's own Python conversion gives them, except an
     infinite DATE or TIMESTAMP: that conversion gives `date.max` / `date.min` (a real
     `9999-12-31` would print the same), which is the string `infinity` / `-infinity` here,
-    as DuckDB prints it (and its `to_json`); a date past year 9999, which it gives as its
-    text, stays that text."""
+    as DuckDB prints it (and its `to_json`), also inside a LIST, STRUCT or MAP; a date past
+    year 9999, which it gives as its text, stays that text."""
     if not batches:
         return []
     import pyarrow as pa
@@ -270,19 +270,86 @@ def _python_rows(con: duckdb.DuckDBPyConnection, batches: list[Any]) -> list[tup
     table = pa.Table.from_batches(batches)
     rows = [tuple(r) for r in con.from_arrow(table).fetchall()]
     for j, field in enumerate(table.schema):
-        if not (pa.types.is_date32(field.type) or pa.types.is_timestamp(field.type)):
-            continue
-        width = 32 if pa.types.is_date32(field.type) else 64
-        stored = pc.cast(table.column(j), pa.int32() if width == 32 else pa.int64())
-        top = _INFINITE[width]
-        infinite = pc.or_(pc.equal(stored, top), pc.equal(stored, -top))
-        if not pc.any(infinite).as_py():
-            continue
-        for i in pc.indices_nonzero(infinite).to_pylist():
-            row = list(rows[i])
-            row[j] = "infinity" if stored[i].as_py() > 0 else "-infinity"
-            rows[i] = tuple(row)
+        column = table.column(j)
+        if _is_time(field.type):
+            stored = _storage(column)
+            top = _INFINITE[stored.type.bit_width]
+            infinite = pc.or_(pc.equal(stored, top), pc.equal(stored, -top))
+            if not pc.any(infinite).as_py():
+                continue
+            for i in pc.indices_nonzero(infinite).to_pylist():
+                row = list(rows[i])
+                row[j] = "infinity" if stored[i].as_py() > 0 else "-infinity"
+                rows[i] = tuple(row)
+        elif _holds_time(field.type) and any(_infinite_within(c) for c in column.chunks):
+            # (rare: an infinity a query builds into a nested value) each row walked
+            for i, row in enumerate(rows):
+                if row[j] is not None:
+                    rows[i] = (*row[:j], _readable(row[j], column[i]), *row[j + 1:])
     return rows
+
+
+def _is_time(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_date32(t) or pa.types.is_timestamp(t))
+
+
+def _holds_time(t: Any) -> bool:
+    """Whether nested type `t` has a DATE or TIMESTAMP inside (lists, structs, maps)."""
+    return _is_time(t) or any(_holds_time(t.field(i).type) for i in range(t.num_fields))
+
+
+def _storage(times: Any) -> Any:
+    """DATE or TIMESTAMP values as the integers Arrow stores (int32 days, int64 units)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.cast(times, pa.int32() if pa.types.is_date32(times.type) else pa.int64())
+
+
+def _infinite_within(a: Any) -> bool:
+    """Whether any DATE or TIMESTAMP inside Arrow array `a` may be infinite (values under a
+    NULL parent may count: `_readable` then finds none, which is only slower)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = a.type
+    if _is_time(t):
+        stored = _storage(a)
+        top = _INFINITE[stored.type.bit_width]
+        return bool(pc.any(pc.or_(pc.equal(stored, top), pc.equal(stored, -top))).as_py())
+    if pa.types.is_map(t):
+        return _infinite_within(a.keys) or _infinite_within(a.items)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _infinite_within(a.flatten())
+    if pa.types.is_struct(t):
+        return any(_infinite_within(a.field(i)) for i in range(t.num_fields))
+    return False
+
+
+def _readable(value: Any, scalar: Any) -> Any:
+    """DuckDB's Python `value` of Arrow `scalar`, each infinite DATE or TIMESTAMP inside it
+    (which that conversion gave as the last or first date) replaced by DuckDB's text."""
+    import pyarrow as pa
+
+    if value is None or not scalar.is_valid:
+        return value
+    t = scalar.type
+    if _is_time(t):
+        stored = _storage(scalar).as_py()
+        if abs(stored) == _INFINITE[32 if pa.types.is_date32(t) else 64]:
+            return "infinity" if stored > 0 else "-infinity"
+        return value
+    if pa.types.is_map(t):  # a dict of DuckDB's, its entries in the map's order
+        return {_readable(k, e["key"]): _readable(v, e["value"])
+                for (k, v), e in zip(value.items(), scalar.values, strict=True)}
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        out = [_readable(v, s) for v, s in zip(value, scalar.values, strict=True)]
+        return tuple(out) if isinstance(value, tuple) else out
+    if pa.types.is_struct(t):
+        return {k: _readable(v, scalar[k]) for k, v in value.items()}
+    return value
 
 
 def run_query(

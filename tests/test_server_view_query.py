@@ -184,5 +184,23 @@ def test_infinite_dates_and_timestamps_read_as_duckdb_prints_them() -> None:
         got = db.query("SELECT CASE WHEN i % 3 = 0 THEN 'infinity'::DATE WHEN i % 3 = 1 "
                        "THEN DATE '2024-02-29' END AS d FROM range(3000) r(i) ORDER BY i")
         assert got["rows"] == [[["infinity", "2024-02-29", None][i % 3]] for i in range(3000)]
+        # inside a LIST, STRUCT, MAP or ARRAY a query builds (DuckDB's text of each nested
+        # infinity, checked below, is the same word), a real last date staying one
+        nested = ("[DATE 'infinity', DATE '2020-01-01', NULL], "
+                  "{'a': '-infinity'::TIMESTAMP, 'b': [DATE '9999-12-31']}, "
+                  "MAP([DATE 'infinity', DATE '2021-02-03'], ['-infinity'::DATE, NULL]), "
+                  "[[DATE 'infinity']], array_value('-infinity'::DATE, DATE '2020-01-01'), NULL::DATE[], "
+                  "MAP([1], ['infinity'::TIMESTAMP])")
+        text = duck.execute(f"SELECT CAST(ROW({nested}) AS VARCHAR)").fetchone()[0]
+        assert text.count("-infinity") == 3 and text.count("infinity") == 7, text
+        sql = f"SELECT UNNEST(x) FROM (SELECT ROW({nested}) AS x)"
+        assert db.query(sql)["rows"] == [[
+            ["infinity", "2020-01-01", None], {"a": "-infinity", "b": ["9999-12-31"]},
+            {"infinity": "-infinity", "2021-02-03": None}, [["infinity"]],
+            ["-infinity", "2020-01-01"], None, {"1": "infinity"}]]
+        many = db.query("SELECT CASE WHEN i % 2 = 0 THEN ['infinity'::DATE, DATE '2024-02-29'] END "
+                        "AS l FROM range(3000) r(i) ORDER BY i")
+        assert many["rows"] == [[["infinity", "2024-02-29"] if i % 2 == 0 else None]
+                                for i in range(3000)]
     finally:
         db.close()
