@@ -724,7 +724,10 @@ def _parsed(v: Any, t: str) -> Any:
 
 def _within(out: Any, t: str) -> Any:
     """`out`, an integer column computed for SQL type `t`, when every value fits `t`; past
-    it the per-row path raises its out-of-range error, so the table goes to the rows."""
+    it the per-row path raises its out-of-range error, so the table goes to the rows (as it
+    does for a type not an integer's)."""
+    if t not in INT_RANGE:
+        raise _Undecided
     lo, hi = INT_RANGE[t]
     if len(out) > out.null_count:
         mm = _pc().min_max(out)
@@ -1095,7 +1098,8 @@ def _numeric_call(f: str, args: list[Any], kinds: list[str], t: str) -> Any:
         out = pc.negate_checked(pc.cast(args[0], pa.int64()))  # raises past int64
     else:
         x, y, nulls = _int_operands(args[0], args[1])
-        if (y == 0).any() or (x == np.iinfo(np.int64).min).any():
+        least = np.iinfo(np.int64).min
+        if (y == 0).any() or (x == least).any() or (y == least).any():
             raise _Undecided  # a zero divisor raises; the minimum has no absolute value
         q = np.abs(x) // np.abs(y)
         out = pa.array(np.where((x < 0) != (y < 0), -q, q), pa.int64(), mask=nulls)

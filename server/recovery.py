@@ -116,6 +116,14 @@ def recover_views(state: ServerState) -> None:
     # The views' state built here lives as long as the server (see server.heap).
     with heap.bulk_phase(settle=True):
         _recover_views(state)
+    try:
+        # Before `ready`: the first query, load or hydration would pay it (0.2-0.3 s), and
+        # one that came right after `ready` still waited for a warm-up running beside it.
+        # (Not in the bulk phase: what the imports leave for the collector is not frozen.)
+        warm_arrow()
+    except Exception:  # noqa: BLE001 - a warm-up only: what needs it imports it then
+        log.debug("warming pyarrow failed", exc_info=True)
+    state.ready.set()
 
 
 def _recover_views(state: ServerState) -> None:
@@ -209,13 +217,6 @@ def _recover_views(state: ServerState) -> None:
         "seconds": round(time.monotonic() - began, 3),
     }
     log.info("views recovered: %s", state.recovery)
-    try:
-        # Before `ready`: the first query, load or hydration would pay it (0.2-0.3 s), and
-        # one that came right after `ready` still waited for a warm-up running beside it.
-        warm_arrow()
-    except Exception:  # noqa: BLE001 - a warm-up only: what needs it imports it then
-        log.debug("warming pyarrow failed", exc_info=True)
-    state.ready.set()
 
 
 def _recovered(state: ServerState, view: MaintainedView, error: str | None = None) -> None:

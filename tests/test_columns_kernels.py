@@ -597,6 +597,15 @@ def test_literal_divisors_stay_scalars(monkeypatch: pytest.MonkeyPatch) -> None:
     for e, tab in ((Call("mod", (Col(0), Lit(0, "INTEGER")), "INTEGER"), table),
                    (Call("mod", (Col(0), Lit(-1, "INTEGER")), "BIGINT"), least)):
         assert columns_mfp(Mfp(Get("t", tab.num_columns), (e,), (), (tab.num_columns,)))(tab) is None  # type: ignore[misc]
+    # // by the least BIGINT (whose absolute value NumPy cannot take), literal or column:
+    # the rows' answer, 0 (-7 // -2**63 truncates to 0), or the rows decide
+    small = pa.table([pa.array([7, -7], pa.int64()), pa.array([-(2 ** 63)] * 2, pa.int64())],
+                     names=["a", "b"])
+    for divisor in (Lit(-(2 ** 63), "BIGINT"), Col(1)):
+        m = Mfp(Get("t", 2), (Call("intdiv", (Col(0), divisor), "BIGINT"),), (), (2,))
+        got = columns_mfp(m)(small)  # type: ignore[misc]
+        assert _reference(m, list(rows_of(small, 2))) == [(0,), (0,)]
+        assert got is None or list(rows_of(got, 1)) == [(0,), (0,)]
     # NULL % 0 is NULL (the zero divisor sits under a NULL dividend)
     nulls = pa.table([pa.array([None, 5], pa.int64()), pa.array([0, 2], pa.int64())], names=["a", "b"])
     m = Mfp(Get("t", 2), (Call("mod", (Col(0), Col(1)), "BIGINT"),), (), (2,))
