@@ -905,7 +905,7 @@ def _calendar(f: str, part: str, v: Any) -> Any:
             # int(timedelta.total_seconds()): the microseconds / 10**6 rounded to a double,
             # truncated; a double holds them exactly below 2**53, where NumPy's division
             # rounds as Python's does
-            if len(stamps) and int(np.abs(stamps).max()) >= 2 ** 53:
+            if len(stamps) and max(-int(stamps.min()), int(stamps.max())) >= 2 ** 53:
                 raise _Undecided
             out = np.trunc(stamps.astype(np.float64) / 1e6).astype(np.int64)
     elif kind == "date":

@@ -121,6 +121,12 @@ def build_topk(plan: IncrementalTopK, table: Any, key: tuple[int, ...]) -> Built
             continue
         ranked = vals[pos]
         by, cut = split_reserve(ranked, need)
+        if cut == len(pos):
+            # every copy past the window ties with its last (or LIMIT 0: the cut is past the
+            # worst): nothing to reserve, the state is built as a small group's is
+            made.append(pos)
+            reserves.append(None)
+            continue
         made.append(pos[by[:cut]])
         ranked = ranked[by]
         reserves.append((pos[by[cut:]], ranked[cut:], ranked[cut - 1]))
