@@ -173,10 +173,11 @@ def _supported(e: Scalar) -> bool:
 
 def columns_mfp(m: Mfp) -> Callable[[Any], Any] | None:
     """`over_columns` for `m` (see the module doc), or None when an expression of m is outside
-    the subset or m projects no column (a table of no columns has no rows to count)."""
-    if not m.project or not all(_supported(e) for e in (*m.map, *m.filter)):
-        return None
+    the subset, or m projects no column or reads an input of none (a table of no columns
+    has no rows to count)."""
     n = m.input.arity
+    if not m.project or not n or not all(_supported(e) for e in (*m.map, *m.filter)):
+        return None
 
     def over_columns(table: Any) -> Any:
         import pyarrow as pa
@@ -1106,6 +1107,10 @@ def _numeric_call(f: str, args: list[Any], kinds: list[str], t: str) -> Any:
     return _within(out, t)
 
 
+# Past the length of any string (Arrow's are below 2**63 bytes), within int64.
+_LONGEST = 2 ** 62
+
+
 def _string_call(f: str, v: Any, kind: str, literals: list[Any]) -> Any:
     """LENGTH (code points), STARTS_WITH, ENDS_WITH, CONTAINS, SUBSTR from a position >= 1
     (code points, as Python's slicing) and REPLACE of a non-empty pattern (every
@@ -1118,8 +1123,10 @@ def _string_call(f: str, v: Any, kind: str, literals: list[Any]) -> Any:
     if f == "length":
         return pc.cast(pc.utf8_length(v), pa.int64())
     if f == "substr":
+        # an end past any string's length is that length (Arrow takes int64s: a BIGINT's
+        # largest length from a start past 1 would overflow; the literals are int64s)
         begin = literals[0] - 1
-        stop = begin + literals[1] if len(literals) > 1 else None
+        stop = min(begin + literals[1], _LONGEST) if len(literals) > 1 else None
         return pc.utf8_slice_codeunits(v, start=begin, stop=stop)
     if literals[0].__class__ is not str:
         raise _Undecided
