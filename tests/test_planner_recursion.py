@@ -329,3 +329,33 @@ def test_recursive_rows_take_the_anchors_types(sql: str) -> None:
     types = [r[1] for r in world.con.execute("DESCRIBE v").fetchall()]
     assert [c.type for c in compile_view(sql, catalog()).columns] == types
     replay_against_duckdb(world, [sql], batches=8)
+
+
+def test_semi_join_on_the_cte_under_union_all_is_the_fixpoint() -> None:
+    """RECURSION.md's example: under UNION ALL a semi-join on the CTE (IN, EXISTS, = ANY)
+    yields each edge whose source the CTE holds once (the fixpoint, maintained and naive),
+    where DuckDB's working table yields it once per step that reaches the source."""
+    import duckdb
+
+    edges = [(1, 2), (2, 3), (1, 3), (3, 4)]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE e (src INTEGER, dst INTEGER)")
+    con.executemany("INSERT INTO e VALUES (?, ?)", [list(r) for r in edges])
+    for where in ("e.src IN (SELECT x FROM r)", "EXISTS (SELECT 1 FROM r WHERE r.x = e.src)",
+                  "e.src = ANY (SELECT x FROM r)"):
+        sql = f"WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT e.dst FROM e WHERE {where}) SELECT x FROM r"
+        view = compile_view(sql, catalog())
+        df = engine.Dataflow()
+        handles, sources = {}, {}
+        for name in ("t", "u", "e"):
+            handles[name], sources[name] = df.new_input(name)
+        cap = view.build(df, sources).capture()
+        for edge in edges:
+            handles["e"].insert(edge)
+        for h in handles.values():
+            h.advance_to(1)
+        df.run()
+        fixpoint = Counter({(1,): 1, (2,): 1, (3,): 2, (4,): 1})
+        assert Counter(cap.snapshot()) == fixpoint
+        assert norm(view.evaluate({"t": {}, "u": {}, "e": Counter(edges)})) == norm(fixpoint)
+        assert Counter(con.execute(sql).fetchall()) == fixpoint + Counter({(4,): 1})
