@@ -147,6 +147,12 @@ def decimal_unscaled(chunk: Any) -> np.ndarray | None:
     return low.copy()
 
 
+def int_magnitude(ints: np.ndarray) -> int:
+    """The largest absolute value of int64 `ints` (0 for none), exactly, as a Python int:
+    NumPy's abs of -2**63 is -2**63 itself, so a bound from `np.abs(ints).max()` passes."""
+    return max(-int(ints.min()), int(ints.max())) if len(ints) else 0
+
+
 # Wide enough that `scaleb` never rounds an int64's digits, whatever the thread's context.
 _DECIMALS = decimal.Context(prec=40)
 

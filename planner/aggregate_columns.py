@@ -53,7 +53,7 @@ from engine.canonical import canonical_column
 from engine.columnar import parallel
 from engine.columns_at import value_kind
 from engine.rows_batch import ascending, int_column
-from engine.sources import column_values, decimal_unscaled, rows_of
+from engine.sources import column_values, decimal_unscaled, int_magnitude, rows_of
 from engine.unique import unique_ints
 from planner.aggregate import (
     _FLOAT_SCALE,
@@ -197,7 +197,7 @@ def build_groups(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
                 return None
             sums[i], distinct_n[i] = got
         elif kind == "sum" and vkind in ("int", DECIMAL):
-            bound = _magnitude(vals)
+            bound = int_magnitude(vals)
             if bound and bound * n >= 2 ** 63:
                 return None
             sums[i] = np.add.reduceat(np.where(valid, vals, 0) if valid is not None else vals,
@@ -267,7 +267,7 @@ def _build_by_code(plan: IncrementalAggregates, table: Any, key: tuple[int, ...]
         if kind != "sum":
             continue
         if vkind in ("int", DECIMAL):
-            bound = _magnitude(vals)
+            bound = int_magnitude(vals)
             if bound * n >= 2 ** 53:
                 return None  # bincount adds in float64: exact only below 2**53
             weights = vals if valid is None else np.where(valid, vals, 0)
@@ -621,7 +621,7 @@ class BuiltGroups:
             mask = None if has.all() else ~has
             if f == "sum" and self._in_range(a, slot, has):
                 return pa.array(s, mask=mask)
-            if f == "avg" and _magnitude(s) <= 2 ** 53:
+            if f == "avg" and int_magnitude(s) <= 2 ** 53:
                 return pa.array(s / np.where(has, n, 1), mask=mask)
             return None
         if kind == DECIMAL and f == "sum" and isinstance(s, np.ndarray) and \
@@ -1252,12 +1252,6 @@ def _distinct_pairs(vals: np.ndarray, valid: np.ndarray | None, kind: str, bound
     return pairs // span, found if uniq is None else uniq[found]
 
 
-def _magnitude(ints: np.ndarray) -> int:
-    """The largest absolute value of int64 `ints` (0 for none), exactly: NumPy's abs of
-    -2**63 is -2**63 itself, which made a sum's overflow bound pass."""
-    return max(-int(ints.min()), int(ints.max())) if len(ints) else 0
-
-
 def _distinct_sums(vals: np.ndarray, valid: np.ndarray | None, kind: str, bounds: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray] | None:
     """Per group, the sum and the count of its distinct int values (a DECIMAL's unscaled; NULL
@@ -1266,7 +1260,7 @@ def _distinct_sums(vals: np.ndarray, valid: np.ndarray | None, kind: str, bounds
     n = np.bincount(owner, minlength=len(bounds) - 1).astype(np.int64)
     sums = np.zeros(len(n), np.int64)
     if len(found):
-        if _magnitude(found) * int(n.max()) >= 2 ** 63:
+        if int_magnitude(found) * int(n.max()) >= 2 ** 63:
             return None
         has = n > 0
         sums[has] = np.add.reduceat(found, (np.cumsum(n) - n)[has])

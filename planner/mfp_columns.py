@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from engine.columns_at import value_kind
-from engine.sources import decimal_unscaled
+from engine.sources import decimal_unscaled, int_magnitude
 from planner.ir import Call, Col, Lit, Mfp, Scalar
 from planner.scalar import DIFF_MICROS, DIFF_PARTS, DIFF_SPANS, INT_RANGE, Interval, norm_type
 
@@ -637,21 +637,25 @@ def _int_operands(a: Any, b: Any) -> tuple[Any, Any, np.ndarray | None]:
     """The int64 values of `a` and `b` (columns, or a literal's scalar: a NumPy scalar, which
     broadcasts), and where either is NULL (None: nowhere); a column `b` (a divisor) is 1 there.
     (A literal divisor stays a scalar: a zero one leaves the table to the rows, NULLs or not.)"""
-    x, y = _int64_values(a, 0), _int64_values(b, 1)
+    x, y = _filled(a, 0), _filled(b, 1)
     nulls = _nulls_of_columns(a, b)
     if nulls is not None and np.ndim(y):
         y = np.where(nulls, 1, y)
     return x, y, nulls
 
 
-def _int64_values(v: Any, fill: int) -> Any:
-    """An int column's values as int64 with its NULLs `fill`; a literal's as a NumPy scalar."""
+def _filled(v: Any, fill: int | float) -> Any:
+    """A numeric column's values with its NULLs `fill`, as int64 for an int `fill` (its own
+    doubles for a float one); a literal's as a NumPy scalar of that kind (never NULL:
+    `_supported`)."""
     import pyarrow as pa
 
+    kind = np.int64 if isinstance(fill, int) else np.float64
     if isinstance(v, pa.Scalar):
-        return np.int64(v.as_py())  # a literal is never NULL (`_supported`)
-    col = _pc().cast(v, pa.int64())
-    return _numpy(_pc().fill_null(col, fill) if col.null_count else col)
+        return kind(v.as_py())
+    if kind is np.int64:
+        v = _pc().cast(v, pa.int64())
+    return _numpy(_pc().fill_null(v, fill) if v.null_count else v)
 
 
 def _nulls_of_columns(*vs: Any) -> np.ndarray | None:
@@ -672,22 +676,13 @@ def _float_mod(a: Any, b: Any) -> Any:
     either is NULL. An infinite dividend (math.fmod raises) leaves the rows to decide."""
     import pyarrow as pa
 
-    x, y = _float64_values(a, 0.0), _float64_values(b, 1.0)
+    x, y = _filled(a, 0.0), _filled(b, 1.0)
     if np.isinf(x).any():
         raise _Undecided
     nulls = _nulls_of_columns(a, b)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.fmod(x, y)
     return pa.array(r, pa.float64(), mask=nulls)
-
-
-def _float64_values(v: Any, fill: float) -> Any:
-    """A DOUBLE column's values with its NULLs `fill`; a literal's as a NumPy scalar."""
-    import pyarrow as pa
-
-    if isinstance(v, pa.Scalar):
-        return np.float64(v.as_py())
-    return _numpy(_pc().fill_null(v, fill) if v.null_count else v)
 
 
 # What every string must look like for Arrow's cast to parse it as the reference does
@@ -906,7 +901,7 @@ def _calendar(f: str, part: str, v: Any) -> Any:
             # int(timedelta.total_seconds()): the microseconds / 10**6 rounded to a double,
             # truncated; a double holds them exactly below 2**53, where NumPy's division
             # rounds as Python's does
-            if len(stamps) and max(-int(stamps.min()), int(stamps.max())) >= 2 ** 53:
+            if int_magnitude(stamps) >= 2 ** 53:
                 raise _Undecided
             out = np.trunc(stamps.astype(np.float64) / 1e6).astype(np.int64)
     elif kind == "date":
