@@ -369,6 +369,9 @@ class Binder:
         return lambda body: LetRec(ids, tuple(values), body, limit)
 
     def bind_setop(self, node: exp.Expression, outer: Params | None) -> Bound:
+        if node.args.get("by_name"):
+            # (read as a positional one, it matched columns of other names)
+            raise self.err("unsupported", f"{node.key.upper()} BY NAME is not supported", node)
         left = self.bind_query(node.this, outer)
         right = self.bind_query(node.expression, outer)
         if len(left.types) != len(right.types):
@@ -990,9 +993,10 @@ class Binder:
             if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this,
                                                                                    exp.Star)):
                 qual = e.table.translate(FOLD) if isinstance(e, exp.Column) and e.table else None
-                if isinstance(e, exp.Star) and any(e.args.get(k) for k in
-                                                   ("except", "except_", "replace", "rename")):
-                    raise self.err("unsupported", "* EXCLUDE/REPLACE is not supported", e)
+                star = e if isinstance(e, exp.Star) else e.this
+                if any(star.args.get(k) for k in ("except", "except_", "replace", "rename")):
+                    # (on t.* too, where they were dropped: its columns came out as a plain t.*)
+                    raise self.err("unsupported", "* EXCLUDE/REPLACE/RENAME is not supported", e)
                 cols = [(i, c) for i, c in enumerate(scope)
                         if (qual is None and not c.hidden) or (qual is not None and c.qual == qual)]
                 if qual is not None and not cols:

@@ -58,7 +58,15 @@ import numpy as np
 from engine.columns_at import value_kind
 from engine.sources import decimal_unscaled, int_magnitude
 from planner.ir import Call, Col, Lit, Mfp, Scalar
-from planner.scalar import DIFF_MICROS, DIFF_PARTS, DIFF_SPANS, INT_RANGE, Interval, norm_type
+from planner.scalar import (
+    DIFF_MICROS,
+    DIFF_PARTS,
+    DIFF_SPANS,
+    INT_RANGE,
+    SPACE,
+    Interval,
+    norm_type,
+)
 
 _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
         "gt": "greater", "ge": "greater_equal"}
@@ -526,20 +534,14 @@ def _extreme(f: str, args: list[Any], kinds: list[str]) -> Any:
     return fn(*args, skip_nulls=True)
 
 
-# The characters Python's `str.strip()` removes (those `str.isspace()` is true of): Arrow's
-# own whitespace leaves out U+001C to U+001F, so the set is passed as characters to trim.
-_PY_SPACE = "".join(map(chr, (
-    0x9, 0xA, 0xB, 0xC, 0xD, 0x1C, 0x1D, 0x1E, 0x1F, 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
-    0x2028, 0x2029, 0x202F, 0x205F, 0x3000)))
-
-
 def _trim(f: str, v: Any, kind: str, chars: str | None) -> Any:
-    """TRIM, LTRIM and RTRIM of strings: Python's whitespace, or each of literal `chars`."""
+    """TRIM, LTRIM and RTRIM of strings: DuckDB's spaces (`scalar.SPACE`), or each of literal
+    `chars`."""
     if kind != "str":
         raise _Undecided
     pc = _pc()
     fn = {"trim": pc.utf8_trim, "ltrim": pc.utf8_ltrim, "rtrim": pc.utf8_rtrim}[f]
-    return v if chars == "" else fn(v, characters=_PY_SPACE if chars is None else chars)
+    return v if chars == "" else fn(v, characters=SPACE if chars is None else chars)
 
 
 def _day_numbers(v: Any, kind: str) -> tuple[np.ndarray, np.ndarray]:

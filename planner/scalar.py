@@ -458,7 +458,13 @@ def _substr_fn(*args: Any) -> Any:
     return _substr(*args)
 
 
+# The characters DuckDB's TRIM, LTRIM and RTRIM remove by default: Unicode's space separators
+# (category Zs), not tabs, line breaks or other controls, which Python's `str.strip()` removes.
+SPACE = "".join(map(chr, (0x20, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)))
+
+
 def _trim(s: str, chars: str | None = None, side: str = "both") -> str:
+    chars = SPACE if chars is None else chars
     if side == "leading":
         return s.lstrip(chars)
     if side == "trailing":

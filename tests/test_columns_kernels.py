@@ -783,10 +783,29 @@ def test_casts_of_plain_strings_over_columns_equal_the_rows(seed: int) -> None:
         _reference(m, list(rows_of(tab, 4)))  # the rows decide: a value or their error
 
 
-def test_python_whitespace_is_what_trim_removes() -> None:
-    from planner.mfp_columns import _PY_SPACE
+def test_trim_removes_what_duckdb_removes() -> None:
+    """TRIM's default characters are DuckDB's: every Unicode space separator, no tab, line
+    break or other control that Python's `str.strip()` takes (a join on `trim(s)` matched
+    rows DuckDB does not), by the rows and over columns."""
+    import unicodedata
 
-    assert set(_PY_SPACE) == {chr(c) for c in range(0x110000) if chr(c).isspace()}
+    import duckdb
+
+    from planner.scalar import SPACE
+
+    con = duckdb.connect()
+    spaces = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and (
+        chr(c).isspace() or unicodedata.category(chr(c)) == "Zs")]
+    assert set(SPACE) == {c for c in spaces if unicodedata.category(c) == "Zs"}
+    texts = [f"{c}a{c}" for c in spaces]
+    table = pa.table({"s": texts})
+    for f in ("trim", "ltrim", "rtrim"):
+        want = [r[0] for r in con.execute(f"SELECT {f}(s) FROM (SELECT unnest(?) AS s)",
+                                          [texts]).fetchall()]
+        m = Mfp(Get("t", 1), (Call(f, (Col(0),), "VARCHAR"),), (), (1,))
+        assert [out[0] for row in rows_of(table, 1) for out in compile_mfp(m)(row)] == want
+        got = columns_mfp(m)(table)  # type: ignore[misc]
+        assert got is not None and [r[0] for r in rows_of(got, 1)] == want
 
 
 @pytest.mark.parametrize("seed", range(3))

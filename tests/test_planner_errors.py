@@ -33,6 +33,12 @@ CASES = [
     ("SELECT date_diff('era', DATE '2024-01-01', DATE '2025-01-01') FROM t", "unsupported",
      "date part 'era'", 1, 8),
     ("DELETE FROM t", "unsupported", "DELETE", None, None),
+    # modifiers of a qualified star, and set operations by name (both were read as if
+    # absent: t.* whole, columns matched by position)
+    ("SELECT t.* EXCLUDE (a) FROM t", "unsupported", "EXCLUDE", 1, 8),
+    ("SELECT t.* REPLACE (a + 1 AS a) FROM t", "unsupported", "REPLACE", 1, 8),
+    ("SELECT t.* RENAME (a AS z) FROM t", "unsupported", "RENAME", 1, 8),
+    ("SELECT a FROM t UNION ALL BY NAME SELECT a FROM t", "unsupported", "BY NAME", 1, 1),
     ("SELECT 1; SELECT 2", "syntax_error", "one", None, None),
 ]
 
