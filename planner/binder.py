@@ -113,6 +113,9 @@ class Bound:
     # provably exactly one row, whatever the tables hold (a global aggregate without HAVING,
     # LIMIT 0 or OFFSET), when it reads no outer column
     exactly_one: bool = False
+    # the columns that are a bare NULL (typed INTEGER, as DuckDB types such a column): a set
+    # operation's other branch gives them its type (`SELECT NULL ... UNION SELECT 'a'`)
+    nulls: frozenset[int] = frozenset()
 
     @property
     def out_names(self) -> list[str]:
@@ -269,7 +272,8 @@ class Binder:
         rows = [tuple(cast_value(v, out_types[i]) if v is not None and family(types[i][0])
                       != family(out_types[i]) else v for i, v in enumerate(r)) for r in rows]
         return Bound(Constant(tuple(rows), len(out_types)),
-                     [f"col{i}" for i in range(len(out_types))], out_types)
+                     [f"col{i}" for i in range(len(out_types))], out_types,
+                     nulls=frozenset(i for i, ts in enumerate(types) if unify(ts) == "NULL"))
 
     def bind_with(self, w: exp.With, node: exp.Expression, outer: Params | None) -> Bound:
         recursive = bool(w.args.get("recursive"))
@@ -306,7 +310,7 @@ class Binder:
         rel = b.rel
         for wrap in reversed(wrappers):
             rel = wrap(rel)
-        return Bound(rel, b.names, b.types, labels=b.labels)
+        return Bound(rel, b.names, b.types, labels=b.labels, nulls=b.nulls)
 
     def _cte_info(self, name: str, c: exp.CTE, b: Bound) -> CteInfo:
         """The CTE `c`'s relation `name`: its columns named by its column list, if any, and
@@ -377,18 +381,23 @@ class Binder:
         if len(left.types) != len(right.types):
             raise self.err("type_error", f"{node.key.upper()} branches have {len(left.types)} "
                            f"and {len(right.types)} columns", node)
+        # a bare NULL column takes the other branch's type
+        lt = ["NULL" if i in left.nulls else t for i, t in enumerate(left.types)]
+        rt = ["NULL" if i in right.nulls else t for i, t in enumerate(right.types)]
         types = []
-        for i, (a, b) in enumerate(zip(left.types, right.types, strict=True)):
+        for i, (a, b) in enumerate(zip(lt, rt, strict=True)):
             u = unify([a, b])
             if u is None:
                 raise self.err("type_error", f"{node.key.upper()} column {i + 1} has types "
                                f"{a} and {b}", node)
             types.append(u)
+        nulls = frozenset(i for i, u in enumerate(types) if u == "NULL")
+        types = ["INTEGER" if u == "NULL" else u for u in types]
         fixed = self.setop_types.get(id(node))
         if fixed is not None:  # a recursive CTE's branches, as its anchor types them
-            types = list(fixed)
-        lr = _narrow_rel(left.rel, left.types, types)
-        rr = _narrow_rel(right.rel, right.types, types)
+            types, nulls = list(fixed), frozenset()
+        lr = _narrow_rel(left.rel, lt, types)
+        rr = _narrow_rel(right.rel, rt, types)
         distinct = node.args.get("distinct", True) is not False
         if distinct and not isinstance(node, exp.Union):
             lr, rr = _distinct(lr), _distinct(rr)
@@ -400,7 +409,7 @@ class Binder:
             out = Threshold(Union((lr, Negate(rr))))
         else:
             out = self.let(lr, lambda g: Union((g, Negate(Threshold(Union((g, Negate(rr))))))))
-        return Bound(out, left.names, types, labels=left.labels)
+        return Bound(out, left.names, types, labels=left.labels, nulls=nulls)
 
     def order_limit_setop(self, node: exp.Expression, b: Bound) -> Bound:
         order = A(node, "order")
@@ -420,7 +429,8 @@ class Binder:
                                "column", e)
             keys.append(SortKey(idx, bool(o.args.get("desc")), bool(o.args.get("nulls_first"))))
         return Bound(TopK(b.rel, (), tuple(keys), limit, offset), b.names, b.types,
-                     b.at_most_one or (limit is not None and limit <= 1), b.labels)
+                     b.at_most_one or (limit is not None and limit <= 1), b.labels,
+                     nulls=b.nulls)
 
     def order_position(self, e: exp.Literal) -> int:
         """The select-list index an ORDER BY number names (DuckDB refuses `ORDER BY 1.5`, a
@@ -731,7 +741,9 @@ class Binder:
             lnames = {c.name for c in lscope if not c.hidden}
             using = [c.name for c in rscope if c.name in lnames]
         preds: list[Scalar] = []
-        extra_cols: list[tuple[str, Scalar, str]] = []
+        # an outer join's merged USING columns: name, value, type, and the left column that
+        # `*` lists it at (DuckDB lists every USING column where the left side has it)
+        extra_cols: list[tuple[str, Scalar, str, int]] = []
         if using:
             for name in using:
                 li = [i for i, c in enumerate(lscope) if c.name == name and not c.hidden]
@@ -747,13 +759,11 @@ class Binder:
                     raise self.err("type_error", f'USING column "{name}" has types {ta} and {tb}',
                                    j)
                 preds.append(Call("eq", (_cast(Col(a), ta, u), _cast(Col(b), tb, u)), "BOOLEAN"))
-                if side == "FULL":
+                if side in ("FULL", "RIGHT"):
                     scope[a].hidden = True
                     scope[b].hidden = True
                     extra_cols.append((name, Call("coalesce", (_cast(Col(a), ta, u),
-                                                               _cast(Col(b), tb, u)), u), u))
-                elif side == "RIGHT":
-                    scope[a].hidden = True
+                                                               _cast(Col(b), tb, u)), u), u, a))
                 else:
                     scope[b].hidden = True
         elif on is not None and _has_subquery(on):
@@ -782,10 +792,20 @@ class Binder:
             if preds:
                 rel = Mfp(rel, (), tuple(preds), tuple(range(rel.arity)))
         if extra_cols:
+            # each merged column just before its left column, where `*` lists it
             n = rel.arity
-            rel = Mfp(rel, tuple(e for _, e, _ in extra_cols), (),
-                      tuple(range(n + len(extra_cols))))
-            scope = scope + [SCol(None, nm, ty) for nm, _, ty in extra_cols]
+            before = {a: k for k, (_, _, _, a) in enumerate(extra_cols)}
+            order: list[int] = []
+            merged: list[SCol] = []
+            for i in range(n):
+                if i in before:
+                    nm, _, ty, _ = extra_cols[before[i]]
+                    order.append(n + before[i])
+                    merged.append(SCol(None, nm, ty))
+                order.append(i)
+                merged.append(scope[i])
+            rel = Mfp(rel, tuple(e for _, e, _, _ in extra_cols), (), tuple(order))
+            scope = merged
         return rel, scope
 
     def bind_maybe_lateral(self, left: Rel, lscope: list[SCol], item: exp.Expression,
@@ -1049,9 +1069,11 @@ class Binder:
         outs: list[BB] = []
         names: list[str] = []
         labels: list[str] = []
+        bare: list[str] = []  # each output's type before a NULL's is INTEGER
         for k, (e, nm) in enumerate(items):
             inner = e.this if isinstance(e, exp.Alias) else e
             s, t = ctx.bind(inner)
+            bare.append(t)
             outs.append((s, "INTEGER" if t == "NULL" else t))
             label = star_labels.get(k) or nm or output_name(e, self.sql)
             labels.append(label)
@@ -1104,7 +1126,8 @@ class Binder:
             limit is not None and limit <= 1)
         exactly = group is None and bool(agg_nodes) and having is None and not offset and (
             limit is None or limit >= 1)
-        return Bound(out, names, [t for _, t in outs], one, labels, exactly)
+        return Bound(out, names, [t for _, t in outs], one, labels, exactly,
+                     frozenset(k for k, t in enumerate(bare) if t == "NULL"))
 
     def own_aggs(self, e: exp.Expression | None) -> list[exp.Expression]:
         return [a for a in _find_aggs(e) if id(a) not in self.outer_aggs]

@@ -353,3 +353,41 @@ def test_outer_join_is_not_reordered() -> None:
     for n in walk(plan):
         if isinstance(n, Mfp) and isinstance(n.input, Get) and n.input.name == "j2":
             assert not any("is_null" in repr(f) and "not" not in repr(f) for f in n.filter)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM l FULL JOIN r USING (k)",
+    "SELECT * FROM l RIGHT JOIN r USING (k)",
+    "SELECT * FROM l LEFT JOIN r USING (k)",
+    "SELECT * FROM l NATURAL FULL JOIN r",
+    "SELECT * FROM l NATURAL RIGHT JOIN r",
+    "SELECT l.k, r.k, k, id FROM l FULL JOIN r USING (k)",
+    "SELECT l.k, r.k, k FROM l RIGHT JOIN r USING (k)",
+    "SELECT * FROM l FULL JOIN r USING (k) FULL JOIN l AS l2 USING (k)",
+])
+def test_select_star_of_outer_joins_using_lists_columns_as_duckdb(sql: str) -> None:
+    """`*` over a FULL or RIGHT JOIN ... USING (or NATURAL) lists each USING column where the
+    left side has it, as DuckDB does (it came last, so positional column names and rows read
+    by position were off); `l.k` and `r.k` stay each side's own."""
+    import duckdb
+
+    from planner import Catalog, Column, TableSchema
+
+    left = [(1, 1, 0.5), (2, 2, 1.5), (3, None, 2.0)]
+    right = [(10, 1, 9.5), (11, 3, 8.5), (12, None, 1.0)]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE l (id INTEGER, k INTEGER, f DOUBLE)")
+    con.execute("CREATE TABLE r (rid INTEGER, k INTEGER, g DOUBLE)")
+    con.executemany("INSERT INTO l VALUES (?, ?, ?)", [list(x) for x in left])
+    con.executemany("INSERT INTO r VALUES (?, ?, ?)", [list(x) for x in right])
+    cur = con.execute(sql)
+    want_names = [d[0] for d in cur.description]
+    want = Counter(cur.fetchall())
+    cat = Catalog(tables={
+        "l": TableSchema("l", [Column("id", "INTEGER"), Column("k", "INTEGER"), Column("f", "DOUBLE")]),
+        "r": TableSchema("r", [Column("rid", "INTEGER"), Column("k", "INTEGER"), Column("g", "DOUBLE")])})
+    cv = compile_view(sql, cat)
+    # (a view names a repeated column k, k_1, k_2: DuckDB's result repeats k)
+    assert [c.name if c.name in want_names else c.name.rsplit("_", 1)[0] for c in cv.columns] \
+        == want_names
+    assert Counter(cv.evaluate({"l": Counter(left), "r": Counter(right)})) == want

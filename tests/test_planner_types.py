@@ -239,3 +239,25 @@ def test_every_operator_with_every_numeric_type_mix(con: duckdb.DuckDBPyConnecti
                     bad.append((expr, got_type, want_type, got - want, want - got))
     assert checked > 600
     assert not bad, (len(bad), bad[:5])
+
+
+@pytest.mark.parametrize("sql", [
+    # a bare NULL in a set operation's branch takes the other branch's type (it was INTEGER,
+    # which refused VARCHAR, DATE and BOOLEAN and widened SMALLINT and DECIMAL)
+    "SELECT i, NULL AS x FROM t UNION ALL SELECT i, v FROM t",
+    "SELECT i, dt FROM t UNION SELECT i, NULL FROM t",
+    "SELECT NULL AS x FROM t UNION ALL SELECT flag FROM t",
+    "SELECT s FROM t UNION ALL SELECT NULL FROM t",
+    "SELECT NULL AS x FROM t INTERSECT SELECT d FROM t",
+    "SELECT NULL AS x FROM t EXCEPT SELECT ts FROM t",
+    "(SELECT NULL AS x FROM t UNION SELECT NULL FROM t) UNION ALL SELECT v FROM t",
+    "SELECT i, NULL FROM t WHERE i > 1 UNION ALL SELECT i, v FROM t ORDER BY 1 LIMIT 3",
+])
+def test_set_operations_type_a_bare_null_by_the_other_branch(
+        sql: str, con: duckdb.DuckDBPyConnection) -> None:
+    cur = con.execute(sql)
+    want_types = [str(d[1]) for d in cur.description]
+    want = _bag(cur.fetchall())
+    cv = compile_view(sql, _catalog())
+    assert [_SAME.get(c.type, c.type) for c in cv.columns] == want_types
+    assert _bag(r for r, c in cv.evaluate({"t": Counter(ROWS)}).items() for _ in range(c)) == want
