@@ -95,6 +95,10 @@ def _stamped(name: str) -> Any:
     def parse(self: Any, *args: Any, **kwargs: Any) -> Any:
         first = self._curr
         out = base(self, *args, **kwargs)
+        if any(out is a for a in args) or any(out is a for a in kwargs.values()):
+            # handed back what it was given (`_parse_window(max(x))` without OVER): the node
+            # starts where its own parse began, not at the token after it
+            return out
         if first is not None and isinstance(out, exp.Expression) and "start" not in out.meta:
             out.meta.update(line=first.line, col=first.col, start=first.start, end=first.end)
         return out

@@ -61,10 +61,13 @@ from planner.ir import (
 )
 from planner.naming import FOLD, output_name
 from planner.scalar import (
+    DATE_PARTS,
     DIFF_PARTS,
+    DOUBLE_PARTS,
     FUNCS,
     NULL_TOLERANT,
     STRING_SIGNATURES,
+    TRUNC_PARTS,
     Interval,
     cast_checked,
     cast_value,
@@ -76,6 +79,7 @@ from planner.scalar import (
     fitting_int_type,
     is_numeric,
     norm_type,
+    real_to_str,
     unify,
     unify_ints,
 )
@@ -120,6 +124,13 @@ class Bound:
     @property
     def out_names(self) -> list[str]:
         return self.labels if self.labels is not None else self.names
+
+    @property
+    def scope_types(self) -> list[str]:
+        """The column types a query reading this one as a derived table, a plain CTE or VALUES
+        sees: a bare NULL column stays NULL there, as in DuckDB, so `coalesce(x, 'a')`, CASE
+        and set operations over it take the other operand's type."""
+        return ["NULL" if i in self.nulls else t for i, t in enumerate(self.types)]
 
 
 @dataclass
@@ -312,9 +323,9 @@ class Binder:
             rel = wrap(rel)
         return Bound(rel, b.names, b.types, labels=b.labels, nulls=b.nulls)
 
-    def _cte_info(self, name: str, c: exp.CTE, b: Bound) -> CteInfo:
+    def _cte_info(self, name: str, c: exp.CTE, b: Bound, types: list[str]) -> CteInfo:
         """The CTE `c`'s relation `name`: its columns named by its column list, if any, and
-        then by its query `b`."""
+        then by its query `b`; typed `types`."""
         alias = c.args.get("alias")
         given = [i.name for i in alias.columns] if alias is not None and alias.columns else []
         if len(given) > len(b.names):
@@ -322,13 +333,13 @@ class Binder:
                            f" but {len(given)} names", c)
         names = [n.translate(FOLD) for n in given] + b.names[len(given):]
         labels = given + b.out_names[len(given):]
-        return CteInfo(self.fresh(name), names, b.types, labels)
+        return CteInfo(self.fresh(name), names, types, labels)
 
     def bind_cte_plain(self, c: exp.CTE, frame: dict[str, CteInfo],
                        outer: Params | None) -> Callable[[Rel], Rel]:
         b = self.bind_query(c.this, outer)
         name = c.alias_or_name.translate(FOLD)
-        info = self._cte_info(name, c, b)
+        info = self._cte_info(name, c, b, b.scope_types)
         frame[name] = info
         return lambda body: Let(info.id, b.rel, body)
 
@@ -347,7 +358,9 @@ class Binder:
                     continue
                 b = self.bind_query(anchor, outer)
                 name = c.alias_or_name.translate(FOLD)
-                frame[name] = self._cte_info(name, c, b)
+                # a recursive CTE's columns keep the anchor's types (a bare NULL is INTEGER):
+                # every round's rows are cast to them
+                frame[name] = self._cte_info(name, c, b, b.types)
             pending = still
             if not pending:
                 break
@@ -539,18 +552,18 @@ class Binder:
         elif isinstance(t, exp.Subquery):
             b = self.bind_query(t.this, outer)
             b = self.order_limit_setop(t, b) if A(t, "limit") is not None else b
-            rel, names, types, labels = b.rel, b.names, b.types, b.labels
+            rel, names, types, labels = b.rel, b.names, b.scope_types, b.labels
             qual = alias.name.translate(FOLD) if alias is not None and alias.name else None
         elif isinstance(t, exp.Values):
             b = self.bind_values(t)
-            rel, names, types, labels = b.rel, b.names, b.types, b.labels
+            rel, names, types, labels = b.rel, b.names, b.scope_types, b.labels
             qual = alias.name.translate(FOLD) if alias is not None and alias.name else None
         elif isinstance(t, exp.Lateral):
             # first in FROM there is nothing to the left to read: a plain subquery
             q = _lateral(t)
             assert q is not None
             b = self.bind_query(q, outer)
-            rel, names, types, labels = b.rel, b.names, b.types, b.labels
+            rel, names, types, labels = b.rel, b.names, b.scope_types, b.labels
             qual = alias.name.translate(FOLD) if alias is not None and alias.name else None
         elif isinstance(t, exp.Unnest):
             return self.bind_unnest(t, Constant(((),), 0), [], outer)
@@ -645,7 +658,8 @@ class Binder:
                     raise self.err("unsupported", "unnest of a nested list is not supported "
                                    "(views have no LIST type)", x)
                 vals.append(ctx.bind(x))
-            vals = [ctx.literal_to(v, [w[1] for w in vals], arg) for v in vals]
+            vals = [ctx.literal_to(v, [w[1] for w in vals], x)
+                    for v, x in zip(vals, arg.expressions, strict=True)]
             vals = _fit_int_literals(vals)
             u = ctx.unify_or_fail([ty for _, ty in vals], arg)
             ty = "INTEGER" if u == "NULL" else u
@@ -758,12 +772,12 @@ class Binder:
                 if u is None:
                     raise self.err("type_error", f'USING column "{name}" has types {ta} and {tb}',
                                    j)
-                preds.append(Call("eq", (_cast(Col(a), ta, u), _cast(Col(b), tb, u)), "BOOLEAN"))
+                ea, eb = _cast(Col(a), ta, u), _cast(Col(b), tb, u)
+                preds.append(Call("eq", (ea, eb), "BOOLEAN"))
                 if side in ("FULL", "RIGHT"):
                     scope[a].hidden = True
                     scope[b].hidden = True
-                    extra_cols.append((name, Call("coalesce", (_cast(Col(a), ta, u),
-                                                               _cast(Col(b), tb, u)), u), u, a))
+                    extra_cols.append((name, Call("coalesce", (ea, eb), u), u, a))
                 else:
                     scope[b].hidden = True
         elif on is not None and _has_subquery(on):
@@ -853,7 +867,7 @@ class Binder:
             labels = given + labels[len(given):]
         qual = alias.name.translate(FOLD) if alias is not None and alias.name else None
         rscope = [SCol(qual, n, ty, label=lb)
-                  for n, ty, lb in zip(names, b.types, labels, strict=True)]
+                  for n, ty, lb in zip(names, b.scope_types, labels, strict=True)]
         nl, nr, m = left.arity, len(b.types), len(params.exprs)
         shared: tuple[str, Rel] | None = None
         if side == "LEFT" and not isinstance(left, Get):
@@ -1771,6 +1785,8 @@ class ExprCtx:
     # -- helpers
 
     def call(self, func: str, args: list[BB], t: str, label: str = "") -> BB:
+        if func in _TEXT_OF_ARGS:
+            args = [_real_text(s, ty) for s, ty in args]
         ss = tuple(s for s, _ in args)
         c = Call(func, ss, t, label)
         # constant folding happens here so that literal coercions are visible to type checks;
@@ -1946,6 +1962,8 @@ class ExprCtx:
         target = norm_type(to.sql(dialect="duckdb"))
         if family(target) == "other":
             raise self.b.err("unsupported", f"CAST to {target} is not supported", to)
+        if family(target) == "str" and norm_type(t) == "REAL":
+            return _real_text(s, t)
         if isinstance(s, Lit):
             if isinstance(e, exp.TryCast):
                 return Lit(cast_value(s.value, target), target), target
@@ -1979,7 +1997,8 @@ class ExprCtx:
                  "ifnull": "coalesce", "nvl": "coalesce", "datediff": "date_diff",
                  "date_part": "extract", "datepart": "extract", "timestamptrunc": "date_trunc",
                  "datetrunc": "date_trunc", "timestamp_trunc": "date_trunc",
-                 "instr": "strpos", "position": "strpos", "strposition": "strpos", "stringtostr": "concat"}
+                 "instr": "strpos", "position": "strpos", "strposition": "strpos", "stringtostr": "concat",
+                 "timetounix": "epoch", "dayofweekiso": "isodow"}
         name = alias.get(name, name)
         if isinstance(e, (exp.Lower, exp.Upper, exp.Reverse)) or name in ("lower", "upper",
                                                                             "reverse"):
@@ -2060,28 +2079,34 @@ class ExprCtx:
             return self.unified_call(name, [self.bind(a) for a in args], e)
         if name == "coalesce":
             return self.unified_call("coalesce", [self.bind(a) for a in args], e)
-        if isinstance(e, exp.Extract) or name == "extract" or name in (
-                "year", "month", "day", "dayofweek", "dayofyear", "quarter", "week", "hour",
-                "minute", "second", "dayofmonth"):
+        if isinstance(e, exp.Extract) or name == "extract" or name in _PART_FUNCTIONS:
+            # extract(part FROM x), date_part('part', x), and a part's own function: year(x)
             if isinstance(e, exp.Extract):
                 part, target = e.this.name, e.expression
             elif name == "extract":
                 part, target = _unit(args[0]), args[1]
             else:
                 part, target = name, args[0]
+            canonical = DATE_PARTS.get(part.translate(FOLD))
+            if canonical is None:
+                raise b.err("type_error", f'extract specifier "{part}" not recognized', e)
             x = self.bind(target)
             if family(x[1]) not in ("date", "timestamp", "null"):
                 raise b.err("type_error", f"cannot extract {part} from {x[1]}", e)
-            return self.call("extract", [(Lit(part.translate(FOLD), "VARCHAR"), "VARCHAR"), x], "BIGINT")
+            return self.call("extract", [(Lit(canonical, "VARCHAR"), "VARCHAR"), x],
+                             "DOUBLE" if canonical in DOUBLE_PARTS else "BIGINT")
         if name == "date_trunc":
             if isinstance(e, exp.Anonymous):
                 unit, target = _unit(args[0]), args[1]
             else:
                 unit, target = _unit(e.args.get("unit")), e.this
+            trunc = TRUNC_PARTS.get(DATE_PARTS.get(unit.translate(FOLD), ""))
+            if trunc is None:
+                raise b.err("type_error", f'date_trunc specifier "{unit}" not recognized', e)
             x = self.bind(target)
             if family(x[1]) not in ("date", "timestamp", "null"):
                 raise b.err("type_error", f"date_trunc needs a DATE or TIMESTAMP, got {x[1]}", e)
-            return self.call("date_trunc", [(Lit(unit.translate(FOLD), "VARCHAR"), "VARCHAR"), x],
+            return self.call("date_trunc", [(Lit(trunc, "VARCHAR"), "VARCHAR"), x],
                              "TIMESTAMP")
         if name == "date_diff":
             if isinstance(e, exp.DateDiff):
@@ -2192,6 +2217,26 @@ def _unit(e: Any) -> str:
 def _scale(t: str) -> int:
     from planner.scalar import decimal_scale
     return decimal_scale(t) if family(t) == "decimal" else 0
+
+
+# DuckDB's functions of one date part: year(x) is extract(year FROM x)
+_PART_FUNCTIONS = frozenset({
+    "year", "month", "day", "dayofmonth", "quarter", "dayofweek", "weekday", "isodow",
+    "dayofyear", "week", "weekofyear", "yearweek", "isoyear", "decade", "century", "millennium",
+    "era", "epoch", "julian", "hour", "minute", "second", "millisecond", "microsecond"})
+
+# the calls that print their arguments as text
+_TEXT_OF_ARGS = frozenset({"concat", "dpipe", "concat_ws"})
+
+
+def _real_text(s: Scalar, t: str) -> BB:
+    """A REAL `s` as DuckDB prints it (`scalar.real_to_str`: 0.1, where the double it is held
+    in prints 0.10000000149011612); any other `s` as it is."""
+    if norm_type(t) != "REAL":
+        return s, t
+    if isinstance(s, Lit):
+        return Lit(None if s.value is None else real_to_str(s.value), "VARCHAR"), "VARCHAR"
+    return Call("real_text", (s,), "VARCHAR"), "VARCHAR"
 
 
 def _cast(s: Scalar, t: str, u: str, exact: bool = True) -> Scalar:

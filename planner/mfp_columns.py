@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from engine.columns_at import value_kind
-from engine.sources import decimal_unscaled, int_magnitude
+from engine.sources import decimal_unscaled
 from planner.ir import Call, Col, Lit, Mfp, Scalar
 from planner.scalar import (
     DIFF_MICROS,
@@ -824,12 +824,12 @@ def _int_mod(a: Any, b: Any) -> Any:
 # The parts `extract` and `date_trunc` compute over columns (`planner.scalar._extract` and
 # `_date_trunc` are the reference; the binder lowers the part's name). `date_trunc` of any
 # other part is its argument as a timestamp, as the reference gives it.
-_EXTRACT = frozenset({"year", "years", "y", "month", "months", "mon", "day", "days", "d",
-                      "dayofmonth", "quarter", "dow", "dayofweek", "isodow", "doy", "dayofyear",
-                      "week", "weeks", "weekofyear", "epoch", "hour", "hours", "h", "minute",
-                      "minutes", "m", "second", "seconds", "s"})
+# the parts over columns, by their canonical names (`planner.scalar.DATE_PARTS`, which the
+# binder gives every call); the rest go to the rows
+_EXTRACT = frozenset({"year", "month", "day", "quarter", "dow", "isodow", "doy", "week", "hour",
+                      "minute", "second"})
 _TRUNC = frozenset({"year", "quarter", "month", "week", "day", "hour", "minute", "second",
-                    "millisecond", "microsecond", "decade", "century", "millennium"})
+                    "millisecond", "microsecond"})
 _US_DAY = 86_400_000_000
 # The characters RE2 reads as syntax (each escaped by a backslash to stand for itself).
 _RE2_SPECIAL = frozenset("\\.+*?()|[]{}^$")
@@ -870,51 +870,38 @@ def _calendar(f: str, part: str, v: Any) -> Any:
             at = (days - (isodow() - 1)) * _US_DAY  # back to Monday
         elif part == "day":
             at = days * _US_DAY
-        elif part in ("hour", "minute"):
-            step = 3_600_000_000 if part == "hour" else 60_000_000
-            at = stamps // step * step
         else:
-            at = stamps  # the reference's other parts: the value itself (a date's midnight)
+            step = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000,
+                    "millisecond": 1_000, "microsecond": 1}[part]
+            at = stamps // step * step  # floored, as the rows' replace() of the smaller fields
         return pa.array(at, pa.timestamp("us"), mask=nulls)
-    if part in ("year", "years", "y"):
+    if part == "year":
         out = years().astype(np.int64) + 1970
-    elif part in ("month", "months", "mon"):
+    elif part == "month":
         out = months() % 12 + 1
-    elif part in ("day", "days", "d", "dayofmonth"):
+    elif part == "day":
         out = days - _month_start(months()) + 1
     elif part == "quarter":
         out = months() % 12 // 3 + 1
-    elif part in ("dow", "dayofweek"):
+    elif part == "dow":
         out = isodow() % 7
     elif part == "isodow":
         out = isodow()
-    elif part in ("doy", "dayofyear"):
+    elif part == "doy":
         out = days - years().astype("datetime64[D]").astype(np.int64) + 1
-    elif part in ("week", "weeks", "weekofyear"):
+    elif part == "week":
         # ISO 8601: the week's Thursday decides its year; week 1 holds that year's first one
         thursday = days - (isodow() - 1) + 3
         first = thursday.astype("datetime64[D]").astype("datetime64[Y]") \
             .astype("datetime64[D]").astype(np.int64)
         out = (thursday - first) // 7 + 1
-    elif part == "epoch":
-        if kind == "date":
-            out = days * 86_400
-        else:
-            # int(timedelta.total_seconds()): the microseconds / 10**6 rounded to a double,
-            # truncated; a double holds them exactly below 2**53, where NumPy's division
-            # rounds as Python's does
-            if int_magnitude(stamps) >= 2 ** 53:
-                raise _Undecided
-            out = np.trunc(stamps.astype(np.float64) / 1e6).astype(np.int64)
     elif kind == "date":
-        if part not in ("hour", "minute", "second"):
-            return pa.nulls(len(days), pa.int64())  # the reference knows no 'h' of a date
         out = np.zeros(len(days), np.int64)  # a date's hour, minute and second
     else:
         of_day = stamps - days * _US_DAY
-        if part in ("hour", "hours", "h"):
+        if part == "hour":
             out = of_day // 3_600_000_000
-        elif part in ("minute", "minutes", "m"):
+        elif part == "minute":
             out = of_day // 60_000_000 % 60
         else:
             out = of_day // 1_000_000 % 60
@@ -1075,7 +1062,7 @@ def _round(v: Any, kind: str, n: int) -> Any:
 def _numeric_call(f: str, args: list[Any], kinds: list[str], t: str) -> Any:
     """-x, FLOOR, CEIL and `//` (`planner.scalar`): an int's result within its SQL type (past it,
     or a zero divisor, the rows raise); FLOOR and CEIL of an int itself, of a float its
-    integral value as a float with no negative zero (Python's `float(math.floor(x))`),
+    integral value as a float, -0.0 where it is zero and x is negative (C's ceil(-0.5)),
     NaN and infinities themselves; `//` of ints truncated towards zero."""
     import pyarrow as pa
 
@@ -1086,7 +1073,7 @@ def _numeric_call(f: str, args: list[Any], kinds: list[str], t: str) -> Any:
         if kinds[0] != "float":
             raise _Undecided
         x = _numpy(pc.fill_null(args[0], 0.0))
-        whole = (np.floor(x) if f == "floor" else np.ceil(x)) + 0.0  # -0.0 + 0.0 is 0.0
+        whole = np.floor(x) if f == "floor" else np.ceil(x)  # as C's, so ceil(-0.5) is -0.0
         return pa.array(whole, pa.float64(), mask=_nulls(args[0]))
     if f == "neg" and kinds[0] == "float":
         return pc.negate(args[0])

@@ -202,15 +202,43 @@ def float_to_str(v: float) -> str:
     return repr(v)
 
 
+def real_to_str(v: float) -> str:
+    """A REAL as DuckDB prints it: the shortest digits that give back the single-precision
+    value (0.1, not the double 0.10000000149011612), laid out as a DOUBLE's."""
+    if not math.isfinite(v):
+        return float_to_str(v)
+    import numpy as np
+
+    return repr(float(np.format_float_scientific(np.float32(v), unique=True)))
+
+
+def decimal_to_str(v: decimal.Decimal) -> str:
+    """A DECIMAL's digits at its scale, as DuckDB prints it: fixed-point, never an exponent
+    (Python's str gives 1.000E-7 and 0E-10), and no negative zero."""
+    if not v and v.is_signed():
+        v = v.copy_abs()
+    return format(v, "f")
+
+
+def timestamp_to_str(v: datetime.datetime) -> str:
+    """A TIMESTAMP as DuckDB prints it: its fraction of a second without trailing zeros."""
+    txt = v.replace(microsecond=0).isoformat(sep=" ")
+    if v.microsecond:
+        txt += f".{v.microsecond:06d}".rstrip("0")
+    return txt
+
+
 def to_str(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
         return float_to_str(v)
     if isinstance(v, datetime.datetime):
-        return v.isoformat(sep=" ")
+        return timestamp_to_str(v)
     if isinstance(v, datetime.date):
         return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return decimal_to_str(v)
     return str(v)
 
 
@@ -563,7 +591,8 @@ def _floor(x: Any) -> Any:
         return x
     if isinstance(x, decimal.Decimal):
         return x.to_integral_value(rounding=decimal.ROUND_FLOOR)
-    return float(math.floor(x)) if math.isfinite(x) else x
+    # copysign: DuckDB's floor(-0.0) is -0.0 (Python's floor gives the int 0)
+    return math.copysign(float(math.floor(x)), x) if math.isfinite(x) else x
 
 
 def _ceil(x: Any) -> Any:
@@ -571,7 +600,8 @@ def _ceil(x: Any) -> Any:
         return x
     if isinstance(x, decimal.Decimal):
         return x.to_integral_value(rounding=decimal.ROUND_CEILING)
-    return float(math.ceil(x)) if math.isfinite(x) else x
+    # copysign: DuckDB's ceil(-0.5) is -0.0, as C's ceil (Python's ceil gives the int 0)
+    return math.copysign(float(math.ceil(x)), x) if math.isfinite(x) else x
 
 
 def _sqrt(x: Any) -> Any:
@@ -607,63 +637,132 @@ def _least(*args: Any) -> Any:
     return min(vals, key=_nan_last) if vals else None
 
 
+# The date parts extract and date_trunc take, each spelling DuckDB accepts to the part it
+# names (DuckDB's date part specifiers); a spelling not here is refused when a view is bound.
+DATE_PARTS = {
+    **dict.fromkeys(("year", "years", "y", "yr", "yrs"), "year"),
+    **dict.fromkeys(("month", "mon", "months", "mons"), "month"),
+    **dict.fromkeys(("day", "days", "d", "dayofmonth"), "day"),
+    **dict.fromkeys(("quarter", "quarters"), "quarter"),
+    **dict.fromkeys(("dow", "dayofweek", "weekday"), "dow"),
+    "isodow": "isodow",
+    **dict.fromkeys(("doy", "dayofyear"), "doy"),
+    **dict.fromkeys(("week", "weeks", "w", "weekofyear"), "week"),
+    "yearweek": "yearweek",
+    "isoyear": "isoyear",
+    **dict.fromkeys(("decade", "dec", "decades", "decs"), "decade"),
+    **dict.fromkeys(("century", "cent", "centuries", "c"), "century"),
+    **dict.fromkeys(("millennium", "mil", "millennia", "mils", "millenium"), "millennium"),
+    "era": "era",
+    "epoch": "epoch",
+    "julian": "julian",
+    **dict.fromkeys(("hour", "hours", "h", "hr", "hrs"), "hour"),
+    **dict.fromkeys(("minute", "min", "minutes", "mins", "m"), "minute"),
+    **dict.fromkeys(("second", "sec", "seconds", "secs", "s"), "second"),
+    **dict.fromkeys(("millisecond", "milliseconds", "ms", "msec", "msecs", "msecond",
+                     "mseconds"), "millisecond"),
+    **dict.fromkeys(("microsecond", "microseconds", "us", "usec", "usecs", "usecond",
+                     "useconds"), "microsecond"),
+}
+# extract's parts that are a DOUBLE (every other one is a BIGINT)
+DOUBLE_PARTS = frozenset({"epoch", "julian"})
+# date_trunc's parts: DuckDB truncates to the part a spelling names, the parts within a day
+# (dow, doy, julian) to the day, yearweek to the week and epoch to the second; era it refuses
+TRUNC_PARTS = {**{p: p for p in set(DATE_PARTS.values()) - {"era"}},
+               "dow": "day", "isodow": "day", "doy": "day", "julian": "day",
+               "yearweek": "week", "epoch": "second"}
+# The Julian day number of 1970-01-01, which `julian` counts from.
+_JULIAN_1970 = 2440588
+
+
 def _extract(part: str, d: Any) -> Any:
+    """extract(part FROM d) of a DATE or TIMESTAMP `d`, for a part DATE_PARTS names (by its
+    canonical name), as DuckDB gives it: a date's time of day is midnight."""
     if d is None:
         return None
-    p = part.lower()
-    if p in ("year", "years", "y"):
+    if part == "year":
         return d.year
-    if p in ("month", "months", "mon"):
+    if part == "month":
         return d.month
-    if p in ("day", "days", "d", "dayofmonth"):
+    if part == "day":
         return d.day
-    if p in ("quarter",):
+    if part == "quarter":
         return (d.month - 1) // 3 + 1
-    if p in ("dow", "dayofweek"):
+    if part == "dow":
         return d.isoweekday() % 7
-    if p in ("isodow",):
+    if part == "isodow":
         return d.isoweekday()
-    if p in ("doy", "dayofyear"):
+    if part == "doy":
         return d.timetuple().tm_yday
-    if p in ("week", "weeks", "weekofyear"):
+    if part == "week":
         return d.isocalendar()[1]
-    if p in ("epoch",):
-        dt = d if isinstance(d, datetime.datetime) else datetime.datetime(d.year, d.month, d.day)
-        return int((dt - datetime.datetime(1970, 1, 1)).total_seconds())
-    if isinstance(d, datetime.datetime):
-        if p in ("hour", "hours", "h"):
-            return d.hour
-        if p in ("minute", "minutes", "m"):
-            return d.minute
-        if p in ("second", "seconds", "s"):
-            return d.second
-    elif p in ("hour", "minute", "second"):
-        return 0
-    return None
+    if part == "isoyear":
+        return d.isocalendar()[0]
+    if part == "yearweek":
+        iso = d.isocalendar()
+        return iso[0] * 100 + iso[1]
+    if part == "decade":
+        return d.year // 10
+    if part == "century":
+        return (d.year - 1) // 100 + 1
+    if part == "millennium":
+        return (d.year - 1) // 1000 + 1
+    if part == "era":
+        return 1  # a Python date is never before the common era
+    dt = d if isinstance(d, datetime.datetime) else datetime.datetime(d.year, d.month, d.day)
+    if part == "epoch":
+        return _micros(dt) / 1e6
+    if part == "julian":
+        return dt.toordinal() - _EPOCH.toordinal() + _JULIAN_1970 + (
+            dt - dt.replace(hour=0, minute=0, second=0, microsecond=0)) / datetime.timedelta(days=1)
+    if part == "hour":
+        return dt.hour
+    if part == "minute":
+        return dt.minute
+    if part == "second":
+        return dt.second
+    if part == "millisecond":
+        return dt.second * 1000 + dt.microsecond // 1000
+    if part == "microsecond":
+        return dt.second * 1_000_000 + dt.microsecond
+    raise ValueError(f"extract of {part}")
 
 
 def _date_trunc(part: str, d: Any) -> Any:
+    """date_trunc(part, d), for a part TRUNC_PARTS names (by its canonical name): the
+    TIMESTAMP at the start of the part holding `d`."""
     if d is None:
         return None
-    p = part.lower()
     dt = d if isinstance(d, datetime.datetime) else datetime.datetime(d.year, d.month, d.day)
-    if p == "year":
-        return dt.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
-    if p == "quarter":
-        m = (dt.month - 1) // 3 * 3 + 1
-        return dt.replace(month=m, day=1, hour=0, minute=0, second=0, microsecond=0)
-    if p == "month":
-        return dt.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    if p == "week":
-        base = dt - datetime.timedelta(days=dt.weekday())
-        return base.replace(hour=0, minute=0, second=0, microsecond=0)
-    if p == "day":
-        return dt.replace(hour=0, minute=0, second=0, microsecond=0)
-    if p == "hour":
+    day = dt.replace(hour=0, minute=0, second=0, microsecond=0)
+    if part in ("year", "decade", "century", "millennium"):
+        span = {"year": 1, "decade": 10, "century": 100, "millennium": 1000}[part]
+        year = dt.year // span * span
+        if year < 1:
+            # DuckDB's answer is in 1 BC, before any date a view holds
+            raise EvaluationError(f"date_trunc('{part}', {to_str(d)}) is before year 1")
+        return day.replace(year=year, month=1, day=1)
+    if part == "quarter":
+        return day.replace(month=(dt.month - 1) // 3 * 3 + 1, day=1)
+    if part == "month":
+        return day.replace(day=1)
+    if part == "week":
+        return day - datetime.timedelta(days=dt.weekday())
+    if part == "isoyear":
+        return datetime.datetime.fromisocalendar(dt.isocalendar()[0], 1, 1)
+    if part == "day":
+        return day
+    if part == "hour":
         return dt.replace(minute=0, second=0, microsecond=0)
-    if p == "minute":
+    if part == "minute":
         return dt.replace(second=0, microsecond=0)
-    return dt
+    if part == "second":
+        return dt.replace(microsecond=0)
+    if part == "millisecond":
+        return dt.replace(microsecond=dt.microsecond // 1000 * 1000)
+    if part == "microsecond":
+        return dt
+    raise ValueError(f"date_trunc to {part}")
 
 
 # date_diff's parts as DuckDB names them, each to the boundaries it counts (DuckDB's date part
@@ -920,6 +1019,7 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "sub": _nullsafe(_no_neg_zero(_sub)),
     "mul": _nullsafe(_no_neg_zero(_mul)),
     "div": _nullsafe(_div),
+    "real_text": _nullsafe(real_to_str),
     "intdiv": _nullsafe(_intdiv),
     "mod": _nullsafe(_no_neg_zero(_mod)),
     "neg": _nullsafe(_no_neg_zero(_neg)),

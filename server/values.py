@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from planner.scalar import decimal_to_str
 from server.errors import SqlError
 
 # Accepted column type spellings -> canonical DuckDB type text.
@@ -92,7 +93,7 @@ def to_json_value(v: Any) -> Any:
         # every body stays valid JSON and the string casts back to the same DOUBLE in SQL.
         return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
     if isinstance(v, decimal.Decimal):
-        return str(v)
+        return decimal_to_str(v) if v.is_finite() else str(v)
     if isinstance(v, datetime.datetime | datetime.date | datetime.time):
         return v.isoformat()
     if isinstance(v, datetime.timedelta):

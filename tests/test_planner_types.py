@@ -18,6 +18,7 @@ import pytest
 from server_harness import Server
 
 from planner import Catalog, Column, TableSchema, compile_view
+from planner.errors import EvaluationError, PlanError
 
 COLS = [("i", "INTEGER"), ("s", "SMALLINT"), ("b", "BIGINT"), ("d", "DECIMAL(10,2)"),
         ("m", "DECIMAL(8,2)"), ("z", "DECIMAL(20,3)"), ("f", "DOUBLE"), ("v", "VARCHAR"),
@@ -261,3 +262,99 @@ def test_set_operations_type_a_bare_null_by_the_other_branch(
     cv = compile_view(sql, _catalog())
     assert [_SAME.get(c.type, c.type) for c in cv.columns] == want_types
     assert _bag(r for r, c in cv.evaluate({"t": Counter(ROWS)}).items() for _ in range(c)) == want
+
+
+@pytest.mark.parametrize("sql", [
+    # a bare NULL column read through a derived table, a CTE, VALUES or LATERAL stays NULL
+    # there, as in DuckDB: COALESCE, CASE and set operations over it take the other type
+    "SELECT x FROM (SELECT NULL AS x FROM t) q UNION ALL SELECT v FROM t",
+    "WITH w AS (SELECT NULL AS x FROM t) SELECT x FROM w UNION ALL SELECT dt FROM t",
+    "SELECT * FROM (VALUES (NULL), (NULL)) v(x) UNION ALL SELECT flag FROM t",
+    "SELECT x FROM (SELECT NULL AS x FROM t UNION ALL SELECT NULL FROM t) q "
+    "UNION SELECT d FROM t",
+    "SELECT coalesce(x, s) FROM (SELECT NULL AS x, s FROM t) q",
+    "SELECT CASE WHEN i > 1 THEN x ELSE ts END FROM (SELECT NULL AS x, i, ts FROM t) q",
+    "SELECT i FROM t, LATERAL (SELECT NULL AS x, t.i AS j) l WHERE coalesce(x, s) = s",
+    "SELECT * FROM (SELECT NULL AS x, i FROM t) l FULL JOIN (SELECT v AS x FROM t) r USING (x)",
+    "SELECT q.x, count(*) FROM (SELECT NULL AS x, i FROM t) q GROUP BY q.x",
+    # a recursive CTE keeps its anchor's type: the NULL is INTEGER in every round
+    "WITH RECURSIVE r(x, n) AS (SELECT NULL, 1 UNION ALL SELECT x, n + 1 FROM r WHERE n < 3) "
+    "SELECT n FROM r",
+])
+def test_a_bare_null_column_stays_null_through_derived_tables(
+        sql: str, con: duckdb.DuckDBPyConnection) -> None:
+    cur = con.execute(sql)
+    want_types = [str(d[1]) for d in cur.description]
+    want = _bag(cur.fetchall())
+    cv = compile_view(sql, _catalog())
+    # a view's NULL column is INTEGER (views have no NULL type)
+    assert [_SAME.get(c.type, c.type) for c in cv.columns] == [
+        "INTEGER" if t == '"NULL"' else t for t in want_types]
+    assert _bag(r for r, c in cv.evaluate({"t": Counter(ROWS)}).items() for _ in range(c)) == want
+
+
+def test_a_recursive_cte_types_a_bare_null_of_its_anchor_integer() -> None:
+    # the rounds give x values: reading it as a NULL column would lose them (DuckDB refuses
+    # this query, casting INTEGER to its NULL type; we type the anchor's NULL INTEGER)
+    cv = compile_view("WITH RECURSIVE r(x, n) AS (SELECT NULL, 1 UNION ALL SELECT n, n + 1 "
+                      "FROM r WHERE n < 3) SELECT x + 1 AS y, n FROM r", _catalog())
+    assert [c.type for c in cv.columns] == ["INTEGER", "INTEGER"]
+    assert cv.evaluate({"t": Counter(ROWS)}) == Counter({(None, 1): 1, (2, 2): 1, (3, 3): 1})
+    with pytest.raises(PlanError) as info:
+        compile_view("WITH RECURSIVE r(x, n) AS (SELECT NULL, 1 UNION ALL SELECT n, n + 1 "
+                     "FROM r WHERE n < 3) SELECT coalesce(x, 'a') FROM r", _catalog())
+    assert info.value.code == "type_error"
+
+
+_STAMPS = [datetime.datetime(2020, 1, 31, 10, 7, 3, 567890), datetime.datetime(2021, 1, 3),
+           datetime.datetime(1969, 12, 31, 23, 59, 59, 999999), datetime.datetime(1, 1, 1, 0, 0, 0, 1),
+           datetime.datetime(2029, 12, 30, 12), datetime.datetime(1900, 3, 1, 0, 0, 59, 500000),
+           datetime.datetime(9999, 12, 31, 23, 59, 59, 999999), None]
+# every spelling of every part DuckDB's extract and date_trunc take (date_trunc refuses era)
+_PART_NAMES = ["year", "yr", "months", "d", "dayofmonth", "quarters", "dow", "weekday", "isodow",
+               "doy", "weeks", "w", "yearweek", "isoyear", "decade", "cent", "millennium", "era",
+               "epoch", "julian", "hr", "min", "s", "ms", "microseconds", "us"]
+
+
+@pytest.mark.parametrize("part", _PART_NAMES)
+def test_extract_and_date_trunc_of_every_part_equal_duckdb(part: str) -> None:
+    """extract, date_part and date_trunc of every part DuckDB names, of a DATE and of a
+    TIMESTAMP, equal DuckDB's values and types (millisecond, isoyear and the rest were NULL,
+    epoch a truncated BIGINT, date_trunc to a second or a decade the value itself)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE s (ts TIMESTAMP, dt DATE)")
+    con.executemany("INSERT INTO s VALUES (?, ?)",
+                    [(v, None if v is None else v.date()) for v in _STAMPS])
+    cat = Catalog(tables={"s": TableSchema("s", [Column("ts", "TIMESTAMP"),
+                                                 Column("dt", "DATE")])})
+    # DuckDB truncates year 1 to a decade, century or millennium in 1 BC: out of our range
+    stamps = [v for v in _STAMPS if part not in ("decade", "cent", "millennium") or
+              v is None or v.year > 1]
+    con.execute("DELETE FROM s WHERE year(ts) = 1 AND ?", [len(stamps) < len(_STAMPS)])
+    rows = Counter((v, None if v is None else v.date()) for v in stamps)
+    sqls = [f"SELECT extract({part} FROM ts) AS a, date_part('{part}', dt) AS b FROM s"]
+    if part != "era":
+        sqls.append(f"SELECT date_trunc('{part}', ts) AS a, date_trunc('{part}', dt) AS b "
+                    "FROM s")
+    for sql in sqls:
+        cur = con.execute(sql)
+        want_types = [str(d[1]) for d in cur.description]
+        want = _bag(cur.fetchall())
+        cv = compile_view(sql, cat)
+        assert [c.type for c in cv.columns] == want_types, sql
+        assert _bag(r for r, c in cv.evaluate({"s": rows}).items() for _ in range(c)) == want, sql
+
+
+def test_date_trunc_before_year_one_is_an_error() -> None:
+    cv = compile_view("SELECT date_trunc('decade', dt) FROM t", _catalog())
+    row = tuple(datetime.date(1, 5, 1) if c == "dt" else None for c, _ in COLS)
+    with pytest.raises(EvaluationError):
+        cv.evaluate({"t": Counter([row])})
+
+
+def test_unknown_date_parts_are_refused() -> None:
+    for sql in ("SELECT extract(fortnight FROM dt) FROM t", "SELECT date_part('x', ts) FROM t",
+                "SELECT date_trunc('era', ts) FROM t", "SELECT date_trunc('nanos', dt) FROM t"):
+        with pytest.raises(PlanError) as info:
+            compile_view(sql, _catalog())
+        assert info.value.code == "type_error"

@@ -1,0 +1,72 @@
+"""Values as DuckDB prints them: a DECIMAL in a view's rows, its `/query` answer and any text
+made of it is fixed-point at its scale (Python's str gave 1.000E-7 and 0E-10); a TIMESTAMP
+as text drops its fraction's trailing zeros; a REAL as text is its shortest single-precision
+digits; DECIMAL has no -0.00 and ceil(-0.5) is -0.0. Each checked against DuckDB's own text
+for the same expression (`CAST(... AS VARCHAR)` there), by the rows (a view made before the
+data) and over columns (a view made after it)."""
+
+from __future__ import annotations
+
+
+import duckdb
+import pytest
+
+from server.core import Database
+from server.executors import create_executor
+from server.settings import Settings
+
+DDL = ("CREATE TABLE t (i INTEGER, e DECIMAL(18,10), d DECIMAL(10,2), r REAL, "
+       "ts TIMESTAMP, f DOUBLE)")
+ROWS = ("INSERT INTO t VALUES "
+        "(1, 0.0000001, -0.001, 0.1, TIMESTAMP '2020-01-31 10:00:00.5', -1e-7), "
+        "(2, 0, 1.5, -1e30, TIMESTAMP '2020-01-31 10:00:00', -0.0), "
+        "(3, -0.0000000001, NULL, 123456789, TIMESTAMP '2020-01-31 10:00:00.00012', 2.5), "
+        "(4, 12345678.5, 0, 1.5e-7, TIMESTAMP '0021-01-31 10:00:00.1', 1e16), "
+        "(5, NULL, -0.004, NULL, NULL, NULL)")
+# each view's columns are all text in DuckDB once cast to VARCHAR: `WANT` casts every one
+VIEWS = [
+    "SELECT i, e, d FROM t",
+    "SELECT i, CAST(e AS VARCHAR), e || '', concat(e, 'x'), CAST(d AS VARCHAR) FROM t",
+    "SELECT i, CAST(r AS VARCHAR), r || '', concat(r, 'x'), concat_ws(',', r, i), "
+    "CAST(0.1::REAL AS VARCHAR) FROM t",
+    "SELECT i, CAST(ts AS VARCHAR), ts || '', concat('', ts) FROM t",
+    "SELECT i, CAST(i * -0.0001 AS DECIMAL(10,2)), TRY_CAST(' -0 ' AS DECIMAL(10,2)), "
+    "round(d, 1) FROM t",
+    "SELECT i, ceil(f), floor(f), ceil(-0.5::DOUBLE) FROM t",
+]
+
+
+def _text(v: object) -> object:
+    """A JSON value of ours as text to compare with DuckDB's VARCHAR of the same value."""
+    return v if v is None or isinstance(v, str) else str(v)
+
+
+@pytest.fixture(scope="module")
+def db() -> Database:
+    s = Settings(memory=True)
+    d = Database(s, create_executor(s))
+    d.execute(DDL)
+    for k, sql in enumerate(VIEWS):
+        d.execute(f"CREATE VIEW before{k} AS {sql}")
+    d.execute(ROWS)
+    for k, sql in enumerate(VIEWS):
+        d.execute(f"CREATE VIEW after{k} AS {sql}")
+    return d
+
+
+@pytest.mark.parametrize("k", range(len(VIEWS)))
+def test_decimals_timestamps_and_reals_read_as_duckdb_prints_them(db: Database, k: int) -> None:
+    con = duckdb.connect()
+    con.execute(DDL)
+    con.execute(ROWS)
+    sql = VIEWS[k]
+    n = len(con.execute(sql).description)
+    want = sorted(con.execute(f"SELECT {', '.join(f'CAST(c{j} AS VARCHAR)' for j in range(n))} "
+                              f"FROM ({sql}) q({', '.join(f'c{j}' for j in range(n))})")
+                  .fetchall(), key=str)
+    for name in (f"before{k}", f"after{k}"):
+        got = sorted((tuple(_text(v) for v in r) for r in db.view_rows(name, None)["rows"]),
+                     key=str)
+        assert got == want, name
+    got = sorted((tuple(_text(v) for v in r) for r in db.query(sql)["rows"]), key=str)
+    assert got == want
