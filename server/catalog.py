@@ -122,6 +122,10 @@ def name_of(table: exp.Expression, s: Statement) -> str:
     return str(table.name).translate(FOLD)
 
 
+# The prefix of the names of the server's own tables in the store.
+RESERVED_PREFIX = "__diffsql"
+
+
 def check_new_name(name: str, what: str, s: Statement) -> None:
     """Refuse a name for a new table, view or column that could not be used safely: one
     with a NUL byte (cut short by C strings and refused in URLs), a table or view name with
@@ -142,6 +146,20 @@ def check_new_name(name: str, what: str, s: Statement) -> None:
         raise SqlError(
             f"{what} name is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}",
             code="name_too_long", line=s.line, column=s.column,
+        )
+    if what != "column" and name.startswith(RESERVED_PREFIX):
+        # the server's own temporary tables in the store (an UPDATE's rowids, `/query`'s
+        # relations) are named so: a user table of that name would be confused with them
+        raise SqlError(
+            f"{what} names starting with {RESERVED_PREFIX!r} are reserved for the server",
+            code="invalid_name", line=s.line, column=s.column,
+        )
+    if what == "column" and name == "rowid":
+        # DuckDB's row id, by which an UPDATE finds the rows it changed: a column of that
+        # name would hide it, and the UPDATE would take other rows for them
+        raise SqlError(
+            "a column cannot be named rowid: it is DuckDB's row id, which the server reads",
+            code="invalid_name", line=s.line, column=s.column,
         )
 
 

@@ -264,7 +264,8 @@ def _update(state: ServerState, w: Write, s: Statement, name: str, target: exp.T
     """An UPDATE: its rows' old values out of the table's delta, their new values in; returns
     the rows updated.
 
-    An UPDATE without a FROM whose WHERE is deterministic (no `random()`, no UUID) finds
+    An UPDATE without a FROM whose WHERE is deterministic (no `random()`, no UUID, no
+    TABLESAMPLE or USING SAMPLE) finds
     its old rows with its own WHERE, and takes its new ones from `RETURNING`. Any other
     finds the rows its FROM and WHERE match once, keeps their rowids (`_UPDATED`), and
     runs on those rows only (its WHERE and them), so a WHERE that is not
@@ -290,7 +291,7 @@ def _update(state: ServerState, w: Write, s: Statement, name: str, target: exp.T
     where = ast.args.get("where")
     if where is not None:
         old_q += f" WHERE {where.this.sql('duckdb')}"
-    if frm is None and all(p is None or p.find(exp.Rand, exp.Uuid) is None
+    if frm is None and all(p is None or p.find(exp.Rand, exp.Uuid, exp.TableSample) is None
                            for p in (where, with_)):
         # Each row matches once, and the WHERE gives the same rows twice: its old rows are
         # the rows it matches, its new ones what RETURNING gives, without keeping rowids

@@ -147,6 +147,11 @@ def test_bad_names_are_refused(server: Server) -> None:
         (f'CREATE TABLE "{"t" * 256}" (a INTEGER)', "name_too_long"),
         (f'CREATE VIEW "{"v" * 70000}" AS SELECT 1 AS a', "name_too_long"),
         (f'CREATE TABLE ok (a INTEGER, "{"c" * 256}" INTEGER)', "name_too_long"),
+        # the server's own tables' names (an UPDATE of such a table changed nothing), and
+        # DuckDB's row id, which an UPDATE reads (a column so named made it take other rows)
+        ("CREATE TABLE __diffsql_updated (r BIGINT)", "invalid_name"),
+        ("CREATE VIEW __DIFFSQL_arrow_v AS SELECT 1 AS a", "invalid_name"),
+        ("CREATE TABLE ok (k INTEGER, RowId INTEGER)", "invalid_name"),
     ]
     for stmt, code in cases:
         r = server.http.post("/sql", json={"sql": f"CREATE TABLE first (x INTEGER); {stmt}"})

@@ -88,6 +88,11 @@ def test_update_with_a_where_that_is_not_deterministic(tmp_path: Path) -> None:
             db.execute("UPDATE t SET v = v + 1 WHERE random() < 0.5")
             db.execute("UPDATE t SET v = v + 1 WHERE k < 100 AND random() < 0.5")
             check(db)
+            # a sample is drawn anew by each evaluation of the WHERE, as random() is
+            db.execute("UPDATE t SET v = v + 1 WHERE k IN (SELECT k FROM t TABLESAMPLE "
+                       "reservoir(3 ROWS))")
+            db.execute("UPDATE t SET v = v + 1 WHERE k IN (SELECT k FROM t USING SAMPLE 50%)")
+            check(db)
     finally:
         db.close()
 
