@@ -120,6 +120,14 @@ def subscribe(
         if since is not None:
             if since >= v.base_ts:
                 msgs = [update_message(t, b) for t, b in v.updates_after(since)]
+            elif since < state.dropped_at.get(name, 0):
+                # an earlier view of this name was there at `since`: what the client holds
+                # is that view's, which this one's contents at creation would not undo
+                raise Gone(
+                    f"view {name!r} was dropped at timestamp {state.dropped_at[name]} and "
+                    f"created again; cannot resume after {since}: resubscribe with "
+                    "snapshot=true"
+                )
             elif v.intact:
                 base = list(v.contents_at(v.base_ts).items())
                 if base:

@@ -283,6 +283,7 @@ def _install(state: ServerState, ws: list[Write], outcome: _Outcome) -> None:
         for name in w.tables:
             state.row_counts.setdefault(name, 0)
         for name in w.dropped_views:
+            state.dropped_at[name] = ts
             dropped = state.views.pop(name, None)
             if dropped is not None:
                 dropped.release()

@@ -52,6 +52,7 @@ def load_catalog(state: ServerState) -> None:
     state.last_ts = max(store.get_meta("last_ts"), store.last_logged_ts(state.tables.values()))
     t_low, t_now = state.history_since, state.last_ts
     state.view_records = store.load_views()
+    state.dropped_at = store.dropped_views()
     for vrec in state.view_records:
         state.next_seq = max(state.next_seq, vrec.seq + 1)
         state.views[vrec.name] = MaintainedView(

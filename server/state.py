@@ -60,6 +60,8 @@ class ServerState:
         self.store = Store(settings.database_path)
         self.tables: dict[str, TableRecord] = {}
         self.views: dict[str, MaintainedView] = {}
+        # each name a view was dropped under: the timestamp it was last dropped at
+        self.dropped_at: dict[str, int] = {}
         self.row_counts: dict[str, int] = {}
         # Distinct counts of join key columns, kept between statements (server.statistics).
         self.distinct_cache = DistinctCache()

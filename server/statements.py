@@ -227,7 +227,7 @@ def drop_view(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
             code="dependent_objects",
         )
     del w.views[name]
-    state.store.drop_view(name)
+    state.store.drop_view(name, w.ts)
     if name in w.new_views:
         del w.new_views[name]
     else:

@@ -97,6 +97,8 @@ LOCKDOWN = (
 # with it.
 _SOURCE = "__diffsql_arrow"
 _OTHER = "__diffsql_arrow_other"  # a second one (`same_rows`)
+# The prefix of the meta registers holding when a view of a name was last dropped.
+_DROPPED = "view_dropped:"
 
 
 def fetch_one(conn: Any, sql: str, params: list[Any] | None = None) -> tuple[Any, ...] | None:
@@ -341,6 +343,13 @@ class Store:
         row = fetch_one(self.conn, f"SELECT max(m) FROM ({' UNION ALL '.join(parts)})")
         return int(row[0]) if row and row[0] is not None else 0
 
+    def dropped_views(self) -> dict[str, int]:
+        """Each name a view was dropped under, to the timestamp it was last dropped at: a
+        feed resuming from before it read an earlier view of that name."""
+        rows = self.conn.execute("SELECT key, value FROM diffsql.meta WHERE starts_with(key, ?)",
+                                 [_DROPPED]).fetchall()
+        return {k[len(_DROPPED):]: int(v) for k, v in rows}
+
     def set_meta(self, key: str, value: int) -> None:
         self.conn.execute("UPDATE diffsql.meta SET value = ? WHERE key = ?", [value, key])
 
@@ -404,7 +413,10 @@ class Store:
         self.conn.execute("UPDATE diffsql.views SET columns = ? WHERE name = ?",
                           [json.dumps(columns), name])
 
-    def drop_view(self, name: str) -> None:
+    def drop_view(self, name: str, ts: int) -> None:
+        """Drop view `name`'s records at timestamp `ts`, remembering `ts` (`dropped_views`)."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO diffsql.meta VALUES (?, ?)", [_DROPPED + name, ts])
         self.conn.execute(
             "DELETE FROM diffsql.view_history WHERE seq IN "
             "(SELECT seq FROM diffsql.views WHERE name = ?)",

@@ -306,6 +306,35 @@ def test_resume_across_restart(tmp_path: Path) -> None:
         s.stop()
 
 
+def test_resume_across_a_drop_and_create_of_the_view_is_refused(tmp_path: Path) -> None:
+    """A feed resuming from a timestamp when an earlier view of the same name existed is 410
+    `history_unavailable` (it was given the new view's contents at creation, on top of the
+    old view's rows the client holds), also after a restart; one resuming from after the
+    drop gets those contents."""
+    s = Server(tmp_path / "data", "--history-retention", "1000").start()
+    try:
+        s.sql("CREATE TABLE t (k INTEGER); CREATE VIEW a AS SELECT k FROM t")
+        old = s.sql("INSERT INTO t VALUES (1), (2)")[0]["timestamp"]
+        dropped = s.sql("DROP VIEW a")[0]["timestamp"]
+        created = s.sql("CREATE VIEW a AS SELECT k FROM t WHERE k > 1")[0]["timestamp"]
+        for restart in (False, True):
+            if restart:
+                s.kill()
+                s.start()
+            sse = SSE(s, "a", since=old)
+            assert sse.status == 410, restart
+            sse.close()
+            sse = SSE(s, "a", since=dropped)
+            try:
+                feed = Feed()
+                feed.read_until(sse, created)
+                assert feed.contents == multiset([[2]]), restart
+            finally:
+                sse.close()
+    finally:
+        s.stop()
+
+
 def test_atomic_ddl_and_dml_in_one_request(server: Server) -> None:
     res = server.sql(
         "CREATE TABLE pts (x INTEGER, y INTEGER); INSERT INTO pts VALUES (1, 2), (1, 2);"
