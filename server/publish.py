@@ -64,6 +64,9 @@ class _Outcome:
     ran: set[str] = field(default_factory=set)  # views whose dataflow ran at ts
     # views computed afresh (`recompute`): the view each replaces, released once installed
     recomputed: dict[str, MaintainedView] = field(default_factory=dict)
+    # views that failed at a timestamp of a group and were built afresh at its last one (as
+    # the next write retries a failed view): each installed once its failure is published
+    restarted: dict[str, MaintainedView] = field(default_factory=dict)
 
 
 def publish(state: ServerState, ws: list[Write], committing: Committing | None = None
@@ -240,6 +243,17 @@ def _maintain(
         except Exception as e:  # noqa: BLE001 - only this view fails
             log.warning("view %s failed at timestamp %d: %s", n, ts, e)
             failed[n] = failure(e)
+            if len(schedule) > 1:
+                # it may have failed at an earlier write's timestamp, and a later write of
+                # the group changed what it reads: one by one, that write would have retried
+                # it, so it is built afresh at ts (its views that read it fail, and are
+                # retried by the next write that reaches them, as after any failure)
+                if committing is not None:
+                    committing.wait()  # it reads the committed tables
+                try:
+                    out_.restarted[n] = rebuild(state, w, v, views, rebuilt, release=False)
+                except Exception as again:  # noqa: BLE001 - it fails at ts too: stays failed
+                    log.warning("view %s failed again at timestamp %d: %s", n, ts, again)
             continue
         out_.ran.add(n)
         if batches := _by_write(out, [t for t, _ in changes]):
@@ -310,6 +324,9 @@ def _install(state: ServerState, ws: list[Write], outcome: _Outcome) -> None:
             if was_running:
                 message = f"view {name!r} failed: {err['message']}"
                 state.hub.end_view(name, "view_failed", message)
+        for name, view in outcome.restarted.items():
+            log.info("view %s is running again from timestamp %d", name, ts)
+            state.views[name] = view
         for name, view in state.views.items():
             if view.running:
                 view.complete_ts = ts

@@ -21,6 +21,7 @@ from typing import Any
 
 import duckdb
 import httpx
+import pytest
 from server_harness import SSE, Feed, Server, multiset
 
 VIEWS = {
@@ -252,6 +253,34 @@ def test_a_group_commits_together_and_a_failing_request_fails_alone() -> None:
                 assert got == want, (view, k)
             # The history holds one batch per timestamp for a view the write changed.
             assert [t for t, _ in db.views["total"].history if t == k] == [k]
+    finally:
+        db.close()
+
+
+def test_a_view_that_fails_inside_a_group_runs_again_after_it() -> None:
+    """A view that fails at one request's timestamp of a group, when a later request of the
+    group changes what it reads, is built afresh at the group's last timestamp, as that
+    request alone would have retried it (it stayed failed until some later write); a view
+    that fails at the last timestamp stays failed."""
+    from server.core import Database
+    from server.errors import Conflict
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE t (k INTEGER); CREATE TABLE u (k INTEGER, w INTEGER);"
+                   "CREATE VIEW f AS SELECT t.k, (SELECT u.w FROM u WHERE u.k = t.k) AS w "
+                   "FROM t; INSERT INTO t VALUES (1); INSERT INTO u VALUES (1, 10)")
+        # the subquery gives two rows at the first timestamp only
+        outcomes = _queue(db, ["INSERT INTO u VALUES (1, 11)", "DELETE FROM u WHERE w = 11"])
+        assert [o["failed_views"][0]["name"] for o in outcomes.values()] == ["f", "f"]
+        assert db.view_rows("f", None)["rows"] == [[1, 10]]
+        # and then fails at the last timestamp of a group: it stays failed
+        _queue(db, ["INSERT INTO t VALUES (2)", "INSERT INTO u VALUES (1, 12)"])
+        with pytest.raises(Conflict) as info:
+            db.view_rows("f", None)
+        assert info.value.code == "view_failed"
     finally:
         db.close()
 
