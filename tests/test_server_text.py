@@ -7,7 +7,6 @@ data) and over columns (a view made after it)."""
 
 from __future__ import annotations
 
-
 import duckdb
 import pytest
 
