@@ -65,6 +65,7 @@ from planner.scalar import (
     DIFF_PARTS,
     DOUBLE_PARTS,
     FUNCS,
+    MAX_DECIMAL_WIDTH,
     NULL_TOLERANT,
     STRING_SIGNATURES,
     TRUNC_PARTS,
@@ -77,6 +78,7 @@ from planner.scalar import (
     decimal_type,
     family,
     fitting_int_type,
+    int_fits,
     is_numeric,
     norm_type,
     real_to_str,
@@ -957,8 +959,10 @@ class Binder:
         start = _first_pos(node)
         got = _typed_name(self.sql, start) if start is not None else None
         if got is None:
-            return node.sql_name() if not isinstance(node, exp.Anonymous) else str(
-                node.this), node
+            if isinstance(node, exp.Anonymous):
+                return str(node.this), node
+            # a construct that is not a function (a list index `[1, 2][1]`) has no sql_name
+            return (node.sql_name() if isinstance(node, exp.Func) else node.key.upper()), node
         name, pos = got
         return name, _At(pos)
 
@@ -1646,11 +1650,17 @@ class ExprCtx:
             if "." in txt:
                 d = decimal.Decimal(txt)
                 scale = max(0, -d.as_tuple().exponent)  # type: ignore[operator]
-                t = f"DECIMAL({max(len(d.as_tuple().digits), scale + 1)},{scale})"
+                width = max(len(d.as_tuple().digits), scale + 1)
+                if width > MAX_DECIMAL_WIDTH:
+                    return Lit(float(txt), "DOUBLE"), "DOUBLE"  # as DuckDB types it
+                t = f"DECIMAL({width},{scale})"
                 return Lit(d, t), t
             v = int(txt)
             t = "INTEGER" if -(2 ** 31) <= v < 2 ** 31 else "BIGINT" if -(2 ** 63) <= v < \
                 2 ** 63 else "HUGEINT"
+            if not int_fits(v, t):
+                # DuckDB's UHUGEINT and BIGNUM: no view column holds one
+                raise b.err("unsupported", f"integer literal {txt} is past HUGEINT's range", e)
             return Lit(v, t), t
         if isinstance(e, exp.Null):
             return null(), "NULL"
@@ -1960,8 +1970,16 @@ class ExprCtx:
         s, t = self.bind(e.this)
         to = e.args["to"]
         target = norm_type(to.sql(dialect="duckdb"))
-        if family(target) == "other":
+        if family(target) == "other" or (family(target) == "timestamp" and
+                                         target != "TIMESTAMP"):
+            # (TIMESTAMPTZ, TIMESTAMP_S/MS/NS: a view's timestamps are microseconds, no zone)
             raise self.b.err("unsupported", f"CAST to {target} is not supported", to)
+        if family(target) == "decimal":
+            p, sc = decimal_ps(target)
+            if not 1 <= p <= MAX_DECIMAL_WIDTH or sc > p:
+                raise self.b.err("type_error", f"{target} is not a DECIMAL type: its width is "
+                                 f"1 to {MAX_DECIMAL_WIDTH} and its scale at most its width",
+                                 to)
         if family(target) == "str" and norm_type(t) == "REAL":
             return _real_text(s, t)
         if isinstance(s, Lit):

@@ -452,7 +452,7 @@ def _nullif(a: Any, b: Any) -> Any:
 
 
 @lru_cache(maxsize=256)
-def _like_re(pattern: str, icase: bool) -> re.Pattern[str]:
+def _like_re(pattern: str) -> re.Pattern[str]:
     out = []
     for ch in pattern:
         if ch == "%":
@@ -461,21 +461,27 @@ def _like_re(pattern: str, icase: bool) -> re.Pattern[str]:
             out.append(".")
         else:
             out.append(re.escape(ch))
-    return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if icase else 0))
+    return re.compile("".join(out), re.DOTALL)
 
 
 def _like(s: str, p: str) -> bool:
-    return _like_re(p, False).fullmatch(s) is not None
+    return _like_re(p).fullmatch(s) is not None
 
 
 def _ilike(s: str, p: str) -> bool:
-    return _like_re(p, True).fullmatch(s) is not None
+    # DuckDB lowers both sides, one code point at a time (Python's IGNORECASE folds more:
+    # 'ſ' ILIKE 's' and 'ς' ILIKE 'Σ' are false in DuckDB)
+    return _like(sql_lower(s), sql_lower(p))
 
 
 def _substr(s: str, start: int, length: int | None = None) -> str:
     n = len(s)
     begin = start - 1 if start > 0 else (-1 if start == 0 else n + start)
     end = n if length is None else begin + length
+    if end < begin:
+        # a negative length takes the characters before the start, as DuckDB does
+        # (substr('hello', 5, -3) is 'ell')
+        begin, end = end, begin
     begin, end = max(0, min(begin, n)), max(0, min(end, n))
     return s[begin:end] if end > begin else ""
 
@@ -1101,7 +1107,7 @@ _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "intdiv": "//", "mod": "%"}
 _OPNAME = {"add": "addition", "sub": "subtraction", "mul": "multiplication",
            "intdiv": "division", "mod": "division"}
 # Integer functions whose result can leave the range of their SQL type.
-CHECKED = {"add", "sub", "mul", "intdiv", "mod", "neg", "abs"}
+CHECKED = {"add", "sub", "mul", "intdiv", "mod", "neg", "abs", "round"}
 
 
 def _checked_int(func: str, fn: Callable[..., Any], t: str) -> Callable[..., Any]:
@@ -1113,10 +1119,19 @@ def _checked_int(func: str, fn: Callable[..., Any], t: str) -> Callable[..., Any
             what = f"{_OPNAME[func]} of {t} ({to_str(args[0])} {_SYMBOL[func]} {to_str(args[1])})"
         elif func == "neg":
             what = f"negation of {t} (-({to_str(args[0])}))"
+        elif func == "round":
+            what = f"round of {t} (round({', '.join(map(to_str, args))}))"
         else:
             what = f"abs of {t} (abs({to_str(args[0])}))"
         return EvaluationError(f"integer overflow in {what}: the result is out of range")
 
+    if func == "round":  # round(x) or round(x, places): to the tens and beyond it can overflow
+        def gn(*args: Any) -> Any:
+            v = fn(*args)
+            if v is not None and not lo <= v <= hi:
+                raise overflow(*args)
+            return v
+        return gn
     if func in ("neg", "abs"):
         def g1(a: Any) -> Any:
             v = fn(a)

@@ -531,3 +531,34 @@ def test_upper_and_lower_are_duckdbs_at_every_code_point() -> None:
     assert [(c, sql_upper(c), sql_lower(c)) for c in chars + words] == got
     data = {"w": [(i, 0, s, 0.0, None) for i, s in enumerate(words)]}
     _assert_matches_duckdb("SELECT id, upper(s), lower(s), s = lower(s) FROM w", data)
+
+
+def test_ilike_substr_negative_lengths_and_round_to_tens_equal_duckdb() -> None:
+    """ILIKE lowers both sides one code point at a time, as DuckDB (Python's IGNORECASE made
+    'ſ' ILIKE 's' and 'ς' ILIKE 'Σ' true); substr with a negative length takes the characters
+    before its start (it gave ''); round of an integer to tens or beyond raises past its
+    type's range (it gave 2147483650 as an INTEGER)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (s VARCHAR, p VARCHAR, b INTEGER, l INTEGER, i INTEGER, "
+                "sm SMALLINT)")
+    chars = ["ſ", "s", "S", "ς", "Σ", "σ", "ı", "I", "i", "İ", "µ", "Μ", "μ", "ϐ", "Β", "ß",
+             "SS", "ẞ", "K", "k", "ǅ", "ǆ", "Ǆ", "a", "A", "%", "_", ""]
+    rows = [(x, y, 0, 0, 0, 0) for x in chars for y in chars]
+    rows += [("hello", "x", b, n, 0, 0) for b in range(-8, 9) for n in range(-8, 9)]
+    rows += [("x", "y", 0, 0, 2 ** 31 - 1, 2 ** 15 - 1), ("x", "y", 0, 0, 2 ** 31 - 4, 32764)]
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", rows)
+    cat = Catalog(tables={"t": TableSchema("t", [
+        Column("s", "VARCHAR"), Column("p", "VARCHAR"), Column("b", "INTEGER"),
+        Column("l", "INTEGER"), Column("i", "INTEGER"), Column("sm", "SMALLINT")])})
+    data = {"t": Counter(rows)}
+    for sql in ("SELECT s, p, s ILIKE p, s ILIKE p || '%', s NOT ILIKE p FROM t",
+                "SELECT b, l, substr('hello', b, l) FROM t WHERE s = 'hello'",
+                "SELECT round(i, -1), round(sm, -1), round(i), round(sm, 1) FROM t "
+                "WHERE i = 2147483644"):
+        assert compile_view(sql, cat).evaluate(data) == Counter(con.execute(sql).fetchall()), sql
+    for sql in ("SELECT round(i, -1) FROM t WHERE i = 2147483647",
+                "SELECT round(sm, -1) FROM t WHERE sm = 32767"):
+        with pytest.raises(duckdb.OutOfRangeException):
+            con.execute(sql)
+        with pytest.raises(EvaluationError):
+            compile_view(sql, cat).evaluate(data)

@@ -358,3 +358,28 @@ def test_unknown_date_parts_are_refused() -> None:
         with pytest.raises(PlanError) as info:
             compile_view(sql, _catalog())
         assert info.value.code == "type_error"
+
+
+@pytest.mark.parametrize("sql,code", [
+    # no such DECIMAL (DuckDB's binder refuses them; a view of one answered /query with 500)
+    ("SELECT CAST(i AS DECIMAL(40,2)) FROM t", "type_error"),
+    ("SELECT CAST(i AS DECIMAL(5,6)) FROM t", "type_error"),
+    # a view's timestamps are microseconds without a zone: these casts changed nothing
+    ("SELECT CAST(s AS TIMESTAMPTZ) FROM t", "unsupported"),
+    ("SELECT TRY_CAST(s AS TIMESTAMP_NS) FROM t", "unsupported"),
+    ("SELECT CAST(ts AS TIMESTAMP_S) FROM t", "unsupported"),
+    # DuckDB's UHUGEINT and BIGNUM literals (a StopIteration, `internal`)
+    ("SELECT 99999999999999999999999999999999999999999 + i FROM t", "unsupported"),
+    # a list index is no function (an AttributeError, `internal`)
+    ("SELECT [1, 2][1] FROM t", "unsupported"),
+])
+def test_types_and_literals_no_view_holds_are_refused(sql: str, code: str) -> None:
+    with pytest.raises(PlanError) as info:
+        compile_view(sql, _catalog())
+    assert info.value.code == code, info.value.to_dict()
+
+
+def test_a_decimal_literal_past_38_digits_is_a_double(con: duckdb.DuckDBPyConnection) -> None:
+    sql = "SELECT 1.12345678901234567890123456789012345678901 + i AS x FROM t"
+    cur = con.execute(sql)
+    assert [c.type for c in compile_view(sql, _catalog()).columns] == [str(cur.description[0][1])]
