@@ -694,7 +694,7 @@ def _float_mod(a: Any, b: Any) -> Any:
 # which the reference rounds) leaves the column to the rows.
 _TEXT = {"int": r"\A[+-]?[0-9]+\z", "float": r"\A[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\z",
          "date": r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\z",
-         "timestamp": r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}([ T][0-9]{2}(:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?)?)?\z"}
+         "timestamp": r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}([ T][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?)?\z"}
 _DAY_ONE = -719_162  # 0001-01-01 in days since 1970-01-01: Arrow parses a year 0, Python not
 
 

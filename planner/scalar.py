@@ -246,6 +246,54 @@ class _CastFailed(ValueError):
     """A conversion DuckDB rejects (a Conversion Error there)."""
 
 
+# DuckDB's text forms of a DATE and a TIMESTAMP: a year of any number of digits, a month and a
+# day of one or two, separated alike by '-', '/', ' ' or '\\'; then a time of day after spaces
+# or a 'T' (minutes required, seconds and a fraction optional), then an offset or a zone name
+# (which a TIMESTAMP ignores: it keeps the wall time), a zone name after a space. A DATE
+# ignores the time of day and may end in spaces; a TIMESTAMP may end in spaces only after a
+# time. Leading whitespace is allowed, trailing only spaces.
+_DATE_TEXT = re.compile(r"\s*([0-9]+)([-/ \\])([0-9]{1,2})\2([0-9]{1,2})", re.ASCII)
+_TIME_TEXT = re.compile(
+    r"(?:\s+|T)([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\.([0-9]*))?)?"
+    r"(?: *(?:Z|[+-][0-9]{2}(?::?[0-9]{2})?)| +[A-Za-z_][A-Za-z_/+-]*)? *", re.ASCII)
+
+
+def parse_date_text(text: str, timestamp: bool) -> datetime.datetime:
+    """CAST(text AS DATE or TIMESTAMP) as DuckDB parses it (`_DATE_TEXT`, `_TIME_TEXT`), as a
+    datetime (a DATE's is its midnight); raises _CastFailed where DuckDB gives NULL to
+    TRY_CAST ('20210105', '2021-W01-1', '2021-01-05 10', Feb 30, 25:00)."""
+    if text.strip() == "epoch":
+        return _EPOCH
+    m = _DATE_TEXT.match(text)
+    if m is None:
+        raise _CastFailed(f"could not convert string {text!r} to a date")
+    try:
+        day = datetime.datetime(int(m.group(1)), int(m.group(3)), int(m.group(4)))
+    except ValueError:
+        raise _CastFailed(f"date field value out of range: {text!r}") from None
+    rest = text[m.end():]
+    if not rest or (not timestamp and not rest.strip(" ")):
+        return day
+    t = _TIME_TEXT.fullmatch(rest)
+    if t is None:
+        raise _CastFailed(f"could not convert string {text!r} to a timestamp")
+    h, mi, sec = int(t.group(1)), int(t.group(2)), int(t.group(3) or 0)
+    micros = int((t.group(4) or "")[:6].ljust(6, "0"))
+    if (h, mi, sec, micros) == (24, 0, 0, 0):
+        # 24:00:00 is the next midnight (a DATE's time of day is ignored: its own day)
+        return day + datetime.timedelta(days=1) if timestamp else day
+    if h > 23 or mi > 59 or sec > 59:
+        raise _CastFailed(f"time field value out of range: {text!r}")
+    if not timestamp:
+        return day
+    return day.replace(hour=h, minute=mi, second=sec, microsecond=micros)
+
+
+_RADIX_INT = re.compile(r"0([xXbB])([0-9a-fA-F]+)", re.ASCII)
+# an underscore not between two digits, which DuckDB refuses in a number (and Decimal reads)
+_STRAY_UNDERSCORE = re.compile(r"(?<![0-9])_|_(?![0-9])")
+
+
 def _convert(v: Any, target: str) -> Any:
     """CAST(v AS target) as DuckDB does it; raises _CastFailed (or ValueError, ArithmeticError,
     TypeError from the parsers) where DuckDB raises a conversion error. v is not None."""
@@ -265,10 +313,17 @@ def _convert(v: Any, target: str) -> Any:
             out = int(_round_half_away(v))
         elif isinstance(v, str):
             txt = v.strip()
+            if not txt.isascii() or _STRAY_UNDERSCORE.search(txt):
+                # (Python's int() reads every script's digits, DuckDB only ASCII's)
+                raise _CastFailed(f"could not convert string {v!r} to {norm_type(target)}")
+            radix = _RADIX_INT.fullmatch(v)
             try:
                 out = int(txt)
             except ValueError:
-                out = int(_round_half_away(decimal.Decimal(txt)))
+                if radix is not None:  # DuckDB reads 0x1F and 0b101
+                    out = int(radix.group(2), 16 if radix.group(1) in "xX" else 2)
+                else:
+                    out = int(_round_half_away(decimal.Decimal(txt)))
         else:
             raise _CastFailed(f"cannot cast a {type(v).__name__} to {norm_type(target)}")
         if norm_type(target) in INT_RANGE and not int_fits(out, target):
@@ -277,6 +332,8 @@ def _convert(v: Any, target: str) -> Any:
     if f == "float":
         if isinstance(v, (datetime.date, datetime.datetime)):
             raise _CastFailed(f"cannot cast a date to {norm_type(target)}")
+        if isinstance(v, str) and not v.isascii():
+            raise _CastFailed(f"could not convert string {v!r} to {norm_type(target)}")
         x = float(v.strip()) if isinstance(v, str) else float(v)
         if norm_type(target) == "REAL":
             # DuckDB's FLOAT is single precision: the value rounded to the nearest one, and
@@ -294,8 +351,12 @@ def _convert(v: Any, target: str) -> Any:
             d = decimal.Decimal(repr(v))
         elif isinstance(v, bool):
             d = decimal.Decimal(int(v))
+        elif isinstance(v, str):
+            if not v.isascii() or _STRAY_UNDERSCORE.search(v):
+                raise _CastFailed(f"could not convert string {v!r} to {norm_type(target)}")
+            d = decimal.Decimal(v.strip())
         else:
-            d = decimal.Decimal(v.strip() if isinstance(v, str) else v)
+            d = decimal.Decimal(v)
         p, sc = decimal_ps(target)
         r = _round_half_away(d, sc)
         # DuckDB refuses NaN, infinities and values with more integer digits than p - s
@@ -319,7 +380,7 @@ def _convert(v: Any, target: str) -> Any:
         if isinstance(v, datetime.date):
             return v
         if isinstance(v, str):
-            return datetime.date.fromisoformat(v.strip())
+            return parse_date_text(v, timestamp=False).date()
         raise _CastFailed(f"cannot cast a {type(v).__name__} to DATE")
     if f == "timestamp":
         if isinstance(v, datetime.datetime):
@@ -327,7 +388,7 @@ def _convert(v: Any, target: str) -> Any:
         if isinstance(v, datetime.date):
             return datetime.datetime(v.year, v.month, v.day)
         if isinstance(v, str):
-            return datetime.datetime.fromisoformat(v.strip())
+            return parse_date_text(v, timestamp=True)
         raise _CastFailed(f"cannot cast a {type(v).__name__} to TIMESTAMP")
     return v
 

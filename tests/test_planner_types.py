@@ -383,3 +383,37 @@ def test_a_decimal_literal_past_38_digits_is_a_double(con: duckdb.DuckDBPyConnec
     sql = "SELECT 1.12345678901234567890123456789012345678901 + i AS x FROM t"
     cur = con.execute(sql)
     assert [c.type for c in compile_view(sql, _catalog()).columns] == [str(cur.description[0][1])]
+
+
+_DATE_STRINGS = [
+    "2021-1-5", "2021/1/5", "2021 1 5", "2021\\01\\05", "2021-01-05 10:00", "2021-01-05T10:00:00",
+    "20210105", "2021-W01-1", " 2021-01-05 ", "2021-01-05 ", "\t2021-01-05", "2021-01-05 24:00:00",
+    "2021-01-05 24:00:01", "2021-01-05 10:00:00+02", "2021-01-05 10:00:00.5+02:30",
+    "2021-01-05 10:00:00Z", "2021-01-05 10:00:00z", "2021-01-05 10", "2021-01-05x", "0021-01-05",
+    "21-01-05", "02021-01-05", "2021-02-29", "2021-02-30", "2021-01-05T10:00:00 UTC",
+    "2021-01-05 10:00:00 America/New_York", "epoch", "2021-01-05 10:00:00.", "2021-01-05 25:00:00",
+    "2021-01-05 10:61:00", "2021-01-05 10:00:60", "2021.01.05", "2021-01-05+02", "2021-01/05",
+    "2021-01-05  10:00:00", "2021-01-05\t10:00:00", "2021-01-05 10:00:00\t", "2021-01-05 1:2",
+    "2021-01-05 10:00:0", "2021-001-05", "2021-01-05 BC", "2021-01-05 10:00:00.123456789",
+    "2021-01-0510:00:00", "2021-01-05t10:00:00", "2021-01-05T", "+2021-01-05",
+    "2021-01-05 10:00:00+2", "2021-01-05 10:00:00 +02:00 "]
+_NUMBER_STRINGS = [
+    "1_000", " 12 ", "+12", "1e3", "1.5", "2.5", "-2.5", "0x1f", "0X1F", "0o17", "0b101", "١٢",
+    "12abc", "", "-0x10", "0x", ".5", "5.", "1,000", "0x7fffffff", "0x80000000", "1__0", "_1",
+    "1_", "٣.٥", "1e-1", " 0x10 "]
+
+
+@pytest.mark.parametrize("target", ["DATE", "TIMESTAMP", "INTEGER", "BIGINT", "DOUBLE",
+                                    "DECIMAL(10,2)"])
+def test_text_casts_read_what_duckdb_reads(target: str) -> None:
+    """TRY_CAST of text to a date, a timestamp or a number accepts what DuckDB accepts and
+    gives its value (Python's fromisoformat refused '2021-1-5' and read '20210105', kept a zone
+    offset as an aware datetime, int() read other scripts' digits and no 0x1F)."""
+    from planner.scalar import cast_value
+
+    con = duckdb.connect()
+    texts = _DATE_STRINGS if target in ("DATE", "TIMESTAMP") else _NUMBER_STRINGS
+    for text in texts:
+        want = con.execute(f"SELECT TRY_CAST(? AS {target})", [text]).fetchone()[0]  # type: ignore[index]
+        got = cast_value(text, target)
+        assert (got, type(got)) == (want, type(want)), text
