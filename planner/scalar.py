@@ -1260,7 +1260,27 @@ def eager_function(e: Call) -> Callable[..., Any]:
     t = norm_type(e.type)
     if e.func in CHECKED and t in INT_RANGE:
         fn = _checked_int(e.func, fn, t)
+    elif e.func in CHECKED and family(t) == "decimal":
+        fn = _checked_decimal(e.func, fn, t)
     return fn
+
+
+def _checked_decimal(func: str, fn: Callable[..., Any], t: str) -> Callable[..., Any]:
+    """fn, raising EvaluationError when its DECIMAL result has more digits than type t holds
+    (DuckDB's "Overflow in multiplication of DECIMAL(18)": a product's type is capped at 18
+    digits when both operands fit 64 bits, and every DECIMAL at 38)."""
+    p, s = decimal_ps(t)
+    limit = decimal.Decimal(10) ** (p - s)
+
+    def g(*args: Any) -> Any:
+        v = fn(*args)
+        # (copy_abs: abs() rounds to the context's 28 digits)
+        if v is not None and (v.copy_abs() if v.__class__ is decimal.Decimal else abs(v)) >= limit:
+            what = _OPNAME.get(func, func)
+            raise EvaluationError(f"overflow in {what} of {t} ({', '.join(map(to_str, args))}):"
+                                  " the result has more digits than the type holds")
+        return v
+    return g
 
 
 def _compile_call(e: Call) -> Callable[[tuple[Any, ...]], Any]:

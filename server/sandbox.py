@@ -38,7 +38,7 @@ from server.errors import (
     from_duckdb,
     undecodable_duckdb_error,
 )
-from server.values import quote_ident
+from server.values import interval_text, quote_ident
 
 # Table-valued functions that only generate values (no I/O) may appear in FROM.
 _SAFE_TABLE_FUNCTIONS = {"unnest", "range", "generate_series", "explode"}
@@ -271,7 +271,13 @@ def _python_rows(con: duckdb.DuckDBPyConnection, batches: list[Any]) -> list[tup
     rows = [tuple(r) for r in con.from_arrow(table).fetchall()]
     for j, field in enumerate(table.schema):
         column = table.column(j)
-        if _is_time(field.type):
+        if pa.types.is_interval(field.type):
+            # DuckDB's conversion gives a timedelta, a month as 30 days: its text instead
+            for i, v in enumerate(column.to_pylist()):
+                if v is not None:
+                    text = interval_text(v.months, v.days, v.nanoseconds // 1000)
+                    rows[i] = (*rows[i][:j], text, *rows[i][j + 1:])
+        elif _is_time(field.type):
             stored = _storage(column)
             top = _INFINITE[stored.type.bit_width]
             infinite = pc.or_(pc.equal(stored, top), pc.equal(stored, -top))

@@ -109,6 +109,27 @@ def to_json_value(v: Any) -> Any:
     return str(v)
 
 
+def interval_text(months: int, days: int, micros: int) -> str:
+    """An INTERVAL as DuckDB prints it: years and months, days, then a time of day whose hours
+    may pass 24 ("1 year 2 months 3 days 04:05:06.5", "25:00:00", "-1 day", "00:00:00")."""
+    parts = []
+    years, mons = abs(months) // 12, abs(months) % 12
+    sign = "-" if months < 0 else ""
+    if years:
+        parts.append(f"{sign}{years} year{'s' if years != 1 else ''}")
+    if mons:
+        parts.append(f"{sign}{mons} month{'s' if mons != 1 else ''}")
+    if days:
+        parts.append(f"{days} day{'s' if abs(days) != 1 else ''}")
+    if micros or not parts:
+        secs, frac = divmod(abs(micros), 1_000_000)
+        text = f"{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
+        if frac:
+            text += f".{frac:06d}".rstrip("0")
+        parts.append(("-" if micros < 0 else "") + text)
+    return " ".join(parts)
+
+
 def row_to_json(row: Iterable[Any]) -> list[Any]:
     return [to_json_value(v) for v in row]
 

@@ -14,6 +14,7 @@ import math
 import pickle
 import random
 from collections import Counter
+from decimal import Decimal as D
 from typing import Any
 
 import duckdb
@@ -562,3 +563,26 @@ def test_ilike_substr_negative_lengths_and_round_to_tens_equal_duckdb() -> None:
             con.execute(sql)
         with pytest.raises(EvaluationError):
             compile_view(sql, cat).evaluate(data)
+
+
+def test_decimal_results_past_their_type_raise_as_duckdb() -> None:
+    """A DECIMAL sum, difference, product or negation with more digits than its type holds
+    raises, as DuckDB's "Overflow in multiplication of DECIMAL(18)" (a product of two
+    DECIMAL(10,2) is a DECIMAL(18,4): 99999999.99 squared was kept, 20 digits)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (d DECIMAL(10,2), h DECIMAL(38,0), e DECIMAL(18,2))")
+    rows = [(D("99999999.99"), D(10 ** 38 - 1), D("9999999999999999.99")),
+            (D("1.50"), D(5), D("1.00"))]
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
+    cat = Catalog(tables={"t": TableSchema("t", [Column("d", "DECIMAL(10,2)"),
+                                                 Column("h", "DECIMAL(38,0)"),
+                                                 Column("e", "DECIMAL(18,2)")])})
+    data = {"t": Counter(rows)}
+    for sql in ("SELECT d * d FROM t", "SELECT h + 1 FROM t", "SELECT h - (-1) FROM t",
+                "SELECT e * e FROM t", "SELECT h * h FROM t"):
+        with pytest.raises(duckdb.OutOfRangeException):
+            con.execute(sql)
+        with pytest.raises(EvaluationError):
+            compile_view(sql, cat).evaluate(data)
+    for sql in ("SELECT -h, abs(h), e + e, d * 2, d % 3, d * 1.5 FROM t",):
+        assert compile_view(sql, cat).evaluate(data) == Counter(con.execute(sql).fetchall())

@@ -69,3 +69,16 @@ def test_decimals_timestamps_and_reals_read_as_duckdb_prints_them(db: Database, 
         assert got == want, name
     got = sorted((tuple(_text(v) for v in r) for r in db.query(sql)["rows"]), key=str)
     assert got == want
+
+
+def test_query_prints_intervals_as_duckdb(db: Database) -> None:
+    """`/query` gives an INTERVAL as DuckDB's text (its Python conversion is a timedelta, so a
+    month read as 30 days and 25 hours as '1 day, 1:00:00')."""
+    texts = ["1 year", "2 years 1 month", "13 months", "-13 months", "1 day", "-2 days",
+             "1 month -1 day", "00:00:00.000001", "-00:00:01.5", "100 hours",
+             "1 day 1 microsecond", "-1 year -2 months -3 days -04:05:06", "3 days -1 hour",
+             "0 seconds"]
+    got = db.query("SELECT " + ", ".join(f"INTERVAL '{t}'" for t in texts) + ", NULL::INTERVAL")
+    want = duckdb.connect().execute(
+        "SELECT " + ", ".join(f"CAST(INTERVAL '{t}' AS VARCHAR)" for t in texts)).fetchone()
+    assert got["rows"] == [[*want, None]]  # type: ignore[misc]
