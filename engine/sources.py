@@ -109,9 +109,10 @@ def arrow_type(name: str) -> Any:
 
 
 def column_values(column: Any) -> list[Any]:
-    """An Arrow column as canonical Python values: only a floating column can hold a NaN
-    (found by Arrow, so a column without one is not walked in Python); integers, strings,
-    dates and the like are canonical as Arrow converts them; nested values are walked."""
+    """An Arrow column as canonical Python values: only a floating column can hold a NaN or a
+    -0.0 (a column without a NaN (found by Arrow) or a zero is not walked in Python);
+    integers, strings, dates and the like are canonical as Arrow converts them; nested values
+    are walked."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -124,7 +125,8 @@ def column_values(column: Any) -> list[Any]:
         return column.to_numpy(zero_copy_only=False).tolist()
     values = column.to_pylist()
     if pa.types.is_floating(t):
-        if column.null_count == len(column) or not pc.any(pc.is_nan(column)).as_py():
+        if column.null_count == len(column) or (
+                not pc.any(pc.is_nan(column)).as_py() and 0.0 not in values):
             return values
     elif not pa.types.is_nested(t):
         return values

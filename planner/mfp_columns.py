@@ -1062,7 +1062,7 @@ def _round(v: Any, kind: str, n: int) -> Any:
 def _numeric_call(f: str, args: list[Any], kinds: list[str], t: str) -> Any:
     """-x, FLOOR, CEIL and `//` (`planner.scalar`): an int's result within its SQL type (past it,
     or a zero divisor, the rows raise); FLOOR and CEIL of an int itself, of a float its
-    integral value as a float, -0.0 where it is zero and x is negative (C's ceil(-0.5)),
+    integral value as a float with no negative zero (Python's `float(math.floor(x))`),
     NaN and infinities themselves; `//` of ints truncated towards zero."""
     import pyarrow as pa
 
@@ -1073,7 +1073,7 @@ def _numeric_call(f: str, args: list[Any], kinds: list[str], t: str) -> Any:
         if kinds[0] != "float":
             raise _Undecided
         x = _numpy(pc.fill_null(args[0], 0.0))
-        whole = np.floor(x) if f == "floor" else np.ceil(x)  # as C's, so ceil(-0.5) is -0.0
+        whole = (np.floor(x) if f == "floor" else np.ceil(x)) + 0.0  # -0.0 + 0.0 is 0.0
         return pa.array(whole, pa.float64(), mask=_nulls(args[0]))
     if f == "neg" and kinds[0] == "float":
         return pc.negate(args[0])

@@ -658,8 +658,7 @@ def _floor(x: Any) -> Any:
         return x
     if isinstance(x, decimal.Decimal):
         return x.to_integral_value(rounding=decimal.ROUND_FLOOR)
-    # copysign: DuckDB's floor(-0.0) is -0.0 (Python's floor gives the int 0)
-    return math.copysign(float(math.floor(x)), x) if math.isfinite(x) else x
+    return float(math.floor(x)) if math.isfinite(x) else x
 
 
 def _ceil(x: Any) -> Any:
@@ -667,8 +666,7 @@ def _ceil(x: Any) -> Any:
         return x
     if isinstance(x, decimal.Decimal):
         return x.to_integral_value(rounding=decimal.ROUND_CEILING)
-    # copysign: DuckDB's ceil(-0.5) is -0.0, as C's ceil (Python's ceil gives the int 0)
-    return math.copysign(float(math.ceil(x)), x) if math.isfinite(x) else x
+    return float(math.ceil(x)) if math.isfinite(x) else x
 
 
 def _sqrt(x: Any) -> Any:

@@ -487,9 +487,10 @@ class Store:
             return [canonical(tuple(r)) for r in rows]  # nested values: looked into row by row
         floats = [c for c, t in types if t in ("DOUBLE", "FLOAT")]
         if floats:
-            # No row is looked at unless DuckDB finds a NaN (the same transaction, so the same
-            # contents): a NaN-free table's rows are canonical as fetched.
-            nan = " OR ".join(f"isnan({quote_ident(c)})" for c in floats)
+            # No row is looked at unless DuckDB finds a NaN or a -0.0 (the same transaction,
+            # so the same contents): a table free of both has its rows canonical as fetched.
+            nan = " OR ".join(f"isnan({quote_ident(c)}) OR ({quote_ident(c)} = 0 AND "
+                              f"signbit({quote_ident(c)}))" for c in floats)
             found = fetch_one(con, f"SELECT count(*) FROM {table} WHERE {nan}")
             if found and found[0]:
                 return [canonical(r) for r in rows]
