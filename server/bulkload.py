@@ -180,6 +180,17 @@ def _file_error(path: str, root: Path, e: Exception) -> SqlError:
     return SqlError(f"cannot read {name!r}: {message}", code="invalid_file")
 
 
+def _leading_empty_lines(path: str) -> int:
+    """The number of empty lines a text file starts with."""
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip(b"\r\n"):
+                break
+            n += 1
+    return n
+
+
 def read_file(spec: CopySpec, path: str, root: Path) -> Any:
     """One file as an Arrow table, its columns named f0..fn-1 (see the module docstring)."""
     import pyarrow as pa
@@ -200,6 +211,13 @@ def read_file(spec: CopySpec, path: str, root: Path) -> Any:
             # the number of columns comes from the first row.
             with pcsv.open_csv(path, read_options=read, parse_options=parse) as reader:
                 ncols = len(reader.schema)
+            skip = 0
+            if ncols == 1:
+                # an empty line of a one-column file is a row holding NULL, as DuckDB reads
+                # it (of a wider file, a line to skip), but for the empty lines it starts with
+                parse = pcsv.ParseOptions(delimiter=spec.delimiter, newlines_in_values=True,
+                                          ignore_empty_lines=False)
+                skip = _leading_empty_lines(path)
             convert = pcsv.ConvertOptions(
                 column_types={f"f{i}": pa.string() for i in range(ncols)},
                 strings_can_be_null=True,
@@ -209,6 +227,7 @@ def read_file(spec: CopySpec, path: str, root: Path) -> Any:
             table = pcsv.read_csv(
                 path, read_options=read, parse_options=parse, convert_options=convert
             )
+            table = table.slice(skip)
             if spec.header:
                 table = table.slice(1)
     except (pa.ArrowException, OSError, ValueError) as e:

@@ -179,3 +179,26 @@ def test_later_copies_maintain_views_as_duckdb(tmp_path: Path,
         assert -sum(n for n in absorbed if n < 0) == 2 * deleted + 2 * updated
     finally:
         db.close()
+
+
+def test_empty_lines_of_a_one_column_csv_are_null_rows(tmp_path: Path) -> None:
+    """An empty line of a one-column CSV is a row holding NULL, as DuckDB's COPY reads it
+    (they were skipped), but for the empty lines the file starts with; a wider file skips
+    them, as DuckDB's does."""
+    bodies = {"a": b"1\n\n2\n", "b": b"1\n\n2\n\n", "c": b"\n1\n2", "d": b"1\r\n\r\n2\r\n",
+              "e": b"x\n\ny\n", "h": b"1\n\n\n2\n", "w": b"1,a\n\n2,b\n"}
+    types = {"e": "a VARCHAR", "w": "a INTEGER, b VARCHAR"}
+    db = Database(Settings(memory=True, import_dir=tmp_path), InProcessExecutor())
+    con = duckdb.connect()
+    try:
+        for k, body in bodies.items():
+            (tmp_path / f"{k}.csv").write_bytes(body)
+            ddl = f"CREATE TABLE t{k} ({types.get(k, 'a INTEGER')})"
+            db.execute(ddl)
+            con.execute(ddl)
+            db.execute(f"COPY t{k} FROM '{k}.csv'")
+            con.execute(f"COPY t{k} FROM '{tmp_path / k}.csv' (HEADER false)")
+            want = [list(r) for r in con.execute(f"SELECT * FROM t{k}").fetchall()]
+            assert db.query(f"SELECT * FROM t{k}")["rows"] == want, k
+    finally:
+        db.close()
