@@ -308,6 +308,7 @@ def _install(state: ServerState, ws: list[Write], outcome: _Outcome) -> None:
         for name, view in outcome.rebuilt.items():
             if name not in w.new_views and name not in outcome.recomputed:
                 log.info("view %s is running again from timestamp %d", name, ts)
+                state.rebuilt_since_checkpoint = True
             state.views[name] = view
         for old in outcome.recomputed.values():
             old.release()
@@ -327,6 +328,7 @@ def _install(state: ServerState, ws: list[Write], outcome: _Outcome) -> None:
         for name, view in outcome.restarted.items():
             log.info("view %s is running again from timestamp %d", name, ts)
             state.views[name] = view
+            state.rebuilt_since_checkpoint = True
         for name, view in state.views.items():
             if view.running:
                 view.complete_ts = ts

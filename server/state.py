@@ -77,6 +77,9 @@ class ServerState:
         self.load_seq = itertools.count()
         self.ready = threading.Event()  # set once every view is recovered
         self.checkpoint_ts = 0
+        # a view failed and was built afresh since the last checkpoint: the change log replayed
+        # from that checkpoint would fail it again at restart, so the writer checkpoints now
+        self.rebuilt_since_checkpoint = False
         # How the last recovery went: the checkpoint it started from, how many timestamps of
         # the change log it replayed after it, and how long it took (GET /health).
         self.recovery: dict[str, Any] = {}

@@ -234,7 +234,9 @@ def _publish(state: ServerState, ws: list[Write], committing: Committing | None 
 
 
 def _maybe_checkpoint(state: ServerState) -> None:
-    if state.last_ts - state.checkpoint_ts >= state.settings.checkpoint_interval:
+    if state.last_ts - state.checkpoint_ts >= state.settings.checkpoint_interval or \
+            state.rebuilt_since_checkpoint:
+        state.rebuilt_since_checkpoint = False
         checkpoint(state)
 
 
