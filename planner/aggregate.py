@@ -35,7 +35,7 @@ from engine.canonical import canonical
 from engine.operators.reduce_total import APPROX_BYTES_PER_RECORD
 from planner.errors import EvaluationError
 from planner.ir import Agg, SortKey
-from planner.scalar import DECIMAL_CONTEXT, INT_RANGE, norm_type, row_key, sort_key
+from planner.scalar import DECIMAL_CONTEXT, INT_RANGE, decimal_ps, norm_type, row_key, sort_key
 from planner.sorted_counts import SortedCounts
 
 SUBQUERY_ROWS = "more than one row returned by a subquery used as an expression"
@@ -138,7 +138,14 @@ def _finish_statistic(a: Agg, n: int, nonfinite: int, sx: Fraction, sy: Fraction
 
 
 def _finish_sum(a: Agg, total: Any) -> Any:
-    """SUM's result: the total, checked against the range of its integer type."""
+    """SUM's result: the total, checked against the range of its integer type, or the digits
+    of its DECIMAL type (DECIMAL(38,s): DuckDB's "Overflow in SUM of DECIMAL")."""
+    if isinstance(total, decimal.Decimal):
+        p, s = decimal_ps(a.type)
+        if total.is_finite() and total.copy_abs() >= decimal.Decimal(10) ** (p - s):
+            raise EvaluationError(f"overflow in SUM: the result {total} does not fit "
+                                  f"{norm_type(a.type)}", a.label or None)
+        return total
     if not isinstance(total, int):
         return total
     t = norm_type(a.type)
@@ -824,6 +831,15 @@ class TopKState:
 
     def apply(self, changes: list[tuple[Any, int]]) -> int:
         counts, index = self.counts, self.index
+        if len(changes) > 1 and any(d < 0 for _, d in changes):
+            # Summed per row first (as `AggregateState._count_values`): a time's changes come
+            # unconsolidated (a join of two changed inputs retracts a row twice, then inserts
+            # it), and taken one by one the second retraction would be charged to the reserve
+            # and the insertion then kept a row that is gone
+            summed: dict[Any, int] = {}
+            for row, d in changes:
+                summed[row] = summed.get(row, 0) + d
+            changes = [(row, d) for row, d in summed.items() if d]
         if not counts and not self.reserve_live and len(changes) > BULK_BUILD:
             # a group's first large batch (hydration): one sort builds the index
             counts.update(changes)

@@ -418,7 +418,8 @@ class _Index:
             v = x.date() if sc.kind == "date" and x == datetime.datetime(
                 x.year, x.month, x.day) else x
             i = sc._find(v) if sc.kind != "date" or v.__class__ is datetime.date else -1
-            if i >= 0 and sc._count(i) > 0:
+            if i >= 0 and sc._count(i) > 0 and self._entry(i)[:2] == top[:2]:
+                # (a NaN's entry holds 0 for its value: the base's 0.0 is no tie of it)
                 tied.append(self._entry(i))
         return min(tied)
 

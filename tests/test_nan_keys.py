@@ -218,3 +218,25 @@ def test_nan_rows_through_server_delete_and_restart(tmp_path: Path) -> None:
         check("after SIGKILL")
     finally:
         srv.stop()
+
+
+def test_max_of_a_group_built_from_columns_after_a_nan_arrives() -> None:
+    """MAX of a group whose values are held in arrays (built from columns, 256 distinct values
+    and more) is NaN once a NaN arrives, as in DuckDB: the NaN's sort entry holds 0 for its
+    value, and the group's 0.0 was taken for a tie of it (MAX gave 0.0)."""
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    sql = "SELECT g, max(f) AS mx, min(f) AS mn FROM t GROUP BY g"
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE t (g INTEGER, f DOUBLE); "
+                   "INSERT INTO t SELECT 0, r - 5 FROM range(300) x(r)")
+        db.execute(f"CREATE VIEW v AS {sql}")
+        for step in ("INSERT INTO t VALUES (0, 'nan'::DOUBLE)", "DELETE FROM t WHERE f = -5",
+                     "DELETE FROM t WHERE isnan(f)", "INSERT INTO t VALUES (0, '-inf'::DOUBLE)"):
+            db.execute(step)
+            assert db.view_rows("v", None)["rows"] == db.query(sql)["rows"], step
+    finally:
+        db.close()
