@@ -402,6 +402,8 @@ class Binder:
         types = []
         for i, (a, b) in enumerate(zip(lt, rt, strict=True)):
             u = unify([a, b])
+            if u is None and "str" in (family(a), family(b)):
+                u = "VARCHAR"  # DuckDB's set operations print the other branch's values
             if u is None:
                 raise self.err("type_error", f"{node.key.upper()} column {i + 1} has types "
                                f"{a} and {b}", node)
@@ -2284,6 +2286,8 @@ def _narrow(s: Scalar, t: str, u: str) -> Scalar:
     type)."""
     if family(t) == "null" or norm_type(t) == norm_type(u) or unify([t, u]) == norm_type(u):
         return _cast(s, t, u)
+    if family(u) == "str" and norm_type(t) == "REAL":
+        return _real_text(s, t)[0]
     return Call("cast", (s,), u)
 
 

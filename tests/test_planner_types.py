@@ -417,3 +417,21 @@ def test_text_casts_read_what_duckdb_reads(target: str) -> None:
         want = con.execute(f"SELECT TRY_CAST(? AS {target})", [text]).fetchone()[0]  # type: ignore[index]
         got = cast_value(text, target)
         assert (got, type(got)) == (want, type(want)), text
+
+
+@pytest.mark.parametrize("other", ["i", "d", "f", "dt", "ts", "flag", "CAST(f / 10 AS REAL)", "1.5"])
+def test_a_set_operation_with_a_varchar_branch_is_varchar(
+        other: str, con: duckdb.DuckDBPyConnection) -> None:
+    """A set operation of VARCHAR and any other type is VARCHAR, the other branch's values
+    printed as DuckDB prints them (it was refused)."""
+    for sql in (f"SELECT v FROM t UNION ALL SELECT {other} FROM t",
+                f"SELECT {other} FROM t UNION SELECT v FROM t",
+                f"SELECT {other} FROM t EXCEPT SELECT v FROM t",
+                f"SELECT 'x' INTERSECT ALL SELECT {other} FROM t"):
+        cur = con.execute(sql)
+        want_types = [str(d[1]) for d in cur.description]
+        want = _bag(cur.fetchall())
+        cv = compile_view(sql, _catalog())
+        assert [c.type for c in cv.columns] == want_types, sql
+        assert _bag(r for r, c in cv.evaluate({"t": Counter(ROWS)}).items()
+                    for _ in range(c)) == want, sql
