@@ -239,17 +239,24 @@ def _recover_history(
 ) -> None:
     """Build `view` at `start` from the tables' contents then, replay the log after it,
     and prefix the history it produces with the checkpointed history `saved` (its base
-    and batches, through `start`) if the view has one."""
-    view.build(state.executor.new_dataflow(), start, imports_of(view, state.views))
+    and batches, through `start`) if the view has one. A view created after `start` (none
+    of its history is saved) is built at its creation, from the contents then: the tables
+    at a timestamp before it existed may hold what it cannot compute (a scalar subquery of
+    two rows), which it never had to, and its history would be lost to that failure."""
+    first = start if saved is not None else max(start, view.created_ts)
+    view.build(state.executor.new_dataflow(), first, imports_of(view, state.views))
     schedule: dict[int, dict[str, Input]] = defaultdict(dict)
     for dep in view.handles:
         base, batches = streams[dep]
-        schedule[start][dep] = base
+        if first > start and any(ts <= first for ts, _ in batches):
+            base = [*base, *(u for ts, b in batches if ts <= first for u in b)]  # type: ignore[misc]
+        schedule[first][dep] = base
         for ts, b in batches:
-            schedule[ts][dep] = b
+            if ts > first:
+                schedule[ts][dep] = b
     # The output trace keeps its times from `start` on until recovery is over, so views
     # over this one, built after it ran, still see its history timestamp by timestamp.
-    out = view.run_schedule(sorted(schedule.items()), t_now, pin_ts=start)
+    out = view.run_schedule(sorted(schedule.items()), t_now, pin_ts=first)
     history: list[tuple[int, Batch]] = []
     if saved is not None:
         view.base_ts = max(saved[0], state.history_since)

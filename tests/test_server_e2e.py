@@ -363,6 +363,30 @@ def test_history_of_a_view_running_again_survives_a_crash(tmp_path: Path) -> Non
         s.stop()
 
 
+def test_history_of_a_view_created_after_the_checkpoint_survives_a_crash(tmp_path: Path
+                                                                            ) -> None:
+    """A view created after the last checkpoint, over tables that held what it cannot compute
+    before it existed (a scalar subquery of two rows), keeps its history across a crash, as
+    do views over it: recovery built it at the checkpoint, failed replaying timestamps from
+    before its creation, and started its history at the restart (410 for as_of and since)."""
+    s = Server(tmp_path / "data", "--checkpoint-interval", "1000").start()
+    try:
+        s.sql("CREATE TABLE t (v INTEGER); INSERT INTO t VALUES (1), (2)")
+        s.sql("DELETE FROM t WHERE v = 2")
+        made = s.sql("CREATE VIEW x AS SELECT (SELECT v FROM t) AS y")[0]["timestamp"]
+        s.sql("CREATE TABLE u (w INTEGER); INSERT INTO u VALUES (1), (7)")
+        over = s.sql("CREATE VIEW z AS SELECT w FROM u JOIN x ON u.w = x.y")[0]["timestamp"]
+        last = s.sql("UPDATE t SET v = 7")[0]["timestamp"]
+        before = {(n, ts): s.rows(n, as_of=ts) for n, ts in
+                  (("x", made), ("x", last), ("z", over), ("z", last))}
+        s.kill()
+        s.start()
+        assert {(n, ts): s.rows(n, as_of=ts) for n, ts in before} == before
+        assert s.http.get("/views/x").json()["history_since"] == made
+    finally:
+        s.stop()
+
+
 def test_atomic_ddl_and_dml_in_one_request(server: Server) -> None:
     res = server.sql(
         "CREATE TABLE pts (x INTEGER, y INTEGER); INSERT INTO pts VALUES (1, 2), (1, 2);"
