@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.executors.spark.arrow import worker_error
+
+# each engine error's code, for an error without one of its own
+_CODES = {"IterationLimitExceeded": "iteration_limit", "BudgetExceeded": "budget_exceeded",
+          "EvaluationError": "evaluation_error", "DataflowPoisoned": "evaluation_error"}
+
 
 def error_json(message: str | None, code: str = "view_failed") -> dict[str, Any]:
     """The error object of a view that failed for `message`."""
@@ -17,15 +23,20 @@ def error_json(message: str | None, code: str = "view_failed") -> dict[str, Any]
 
 
 def failure(e: BaseException) -> dict[str, Any]:
-    """The error object of a view whose evaluation failed (anything its dataflow raised)."""
+    """The error object of a view whose evaluation failed (anything its dataflow raised); an
+    error raised on a Spark worker reads as the worker's exception (its type and message), as
+    the same error in process does, not as the worker's traceback."""
+    carried = worker_error(e)
+    if carried is not None:
+        name = str(carried.get("type") or "EvaluationError")
+        code = carried.get("code")
+        if not isinstance(code, str) or not code:
+            code = _CODES.get(name, "evaluation_error")
+        return {"code": code, "message": f"{name}: {carried.get('message') or name}",
+                "line": None, "column": None}
     name = type(e).__name__
     code = getattr(e, "code", None)
     if not isinstance(code, str) or not code:
-        code = {
-            "IterationLimitExceeded": "iteration_limit",
-            "BudgetExceeded": "budget_exceeded",
-            "EvaluationError": "evaluation_error",
-            "DataflowPoisoned": "evaluation_error",
-        }.get(name, "evaluation_error")
+        code = _CODES.get(name, "evaluation_error")
     message = str(getattr(e, "message", None) or e) or name
     return {"code": code, "message": f"{name}: {message}", "line": None, "column": None}

@@ -140,3 +140,23 @@ def test_views_over_nan_match_inprocess(spark_ex: Any) -> None:
               "SELECT c, count(*) FROM t GROUP BY c", "SELECT DISTINCT c FROM t"]
     _views_match_inprocess(spark_ex, views, World(210, floats=NAN_FLOATS))
 
+
+
+def test_an_evaluation_error_on_a_worker_reads_as_in_process(spark_ex: Any) -> None:
+    """A view's evaluation error raised on a Spark worker is described as in process (its
+    type, code and message): it read as PySpark's PythonException, the worker's traceback
+    with the server's file paths in it."""
+    from server.failures import failure
+
+    got = []
+    for df in (engine.Dataflow(), engine.Dataflow(executor=spark_ex)):
+        handles, _ = build(df, ["SELECT 1 // (id - id) AS q FROM t"])
+        handles["t"].send([(r, 1) for r in World(220).rows["t"]])
+        for h in handles.values():
+            h.advance_to(1)
+        with pytest.raises(Exception) as info:
+            df.run()
+        got.append(failure(info.value))
+    assert got[1] == got[0]
+    assert got[0]["code"] == "evaluation_error"
+    assert got[0]["message"].startswith("EvaluationError: division by zero: 1 // 0")

@@ -18,6 +18,7 @@ with `driver` only, within the Spark executor's package; they are not the engine
 from __future__ import annotations
 
 import io
+import json
 import pickle
 import re
 from collections.abc import Callable, Iterator
@@ -214,6 +215,39 @@ class SparkBatch:
 # -- functions shipped to Spark's Python workers (cloudpickled closures) ------------------------
 
 
+# The mark before the one-line JSON (type, code, message) of an exception a worker's stage
+# raised: Spark hands the driver the worker's whole traceback as the text of a PythonException,
+# and a view's error (a division by zero) is to read as it does in process, not as that.
+WORKER_ERROR = "diffsql-worker-error:"
+
+
+def _carrying_errors(fn: Callable[[Iterator[Any]], Iterator[Any]]
+                     ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """A worker's stage `fn`, raising what it raises as `WORKER_ERROR` and its JSON."""
+    def carried(batches: Iterator[Any]) -> Iterator[Any]:
+        try:
+            yield from fn(batches)
+        except Exception as e:  # noqa: BLE001 - carried to the driver whatever it is
+            raise RuntimeError(WORKER_ERROR + json.dumps({
+                "type": type(e).__name__, "code": getattr(e, "code", None),
+                "message": str(getattr(e, "message", None) or e)})) from None
+    return carried
+
+
+def worker_error(e: BaseException) -> dict[str, Any] | None:
+    """The type, code and message of the worker's exception a driver's error `e` carries
+    (`_carrying_errors`), or None when it carries none."""
+    text = str(e)
+    at = text.find(WORKER_ERROR)
+    if at < 0:
+        return None
+    try:
+        got, _ = json.JSONDecoder().raw_decode(text, at + len(WORKER_ERROR))
+    except ValueError:
+        return None
+    return got if isinstance(got, dict) else None
+
+
 def _apply_fn(logic: Callable[[Updates], Updates], acc: Any) -> Callable[[Iterator[Any]], Any]:
     def fn(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -246,7 +280,7 @@ def _apply_fn(logic: Callable[[Updates], Updates], acc: Any) -> Callable[[Iterat
         if acc is not None:
             acc.add(summary)
 
-    return fn
+    return _carrying_errors(fn)
 
 
 def _count_fn(acc: Any, byte_cols: tuple[str, ...]) -> Callable[[Iterator[Any]], Any]:
@@ -265,7 +299,7 @@ def _count_fn(acc: Any, byte_cols: tuple[str, ...]) -> Callable[[Iterator[Any]],
             yield b
         acc.add(summary)
 
-    return fn
+    return _carrying_errors(fn)
 
 
 def _read_fn(ncols: int, time: Time, with_diff: bool, acc: Any) -> Callable[[Iterator[Any]], Any]:
@@ -298,7 +332,7 @@ def _read_fn(ncols: int, time: Time, with_diff: bool, acc: Any) -> Callable[[Ite
             )
         acc.add(summary)
 
-    return fn
+    return _carrying_errors(fn)
 
 
 def _keying_fn(by_self: bool) -> Callable[[Iterator[Any]], Any]:
@@ -321,7 +355,7 @@ def _keying_fn(by_self: bool) -> Callable[[Iterator[Any]], Any]:
                 names=["key", "val", "time", "diff"],
             )
 
-    return fn
+    return _carrying_errors(fn)
 
 
 def _unarrange_fn(f: Callable[[Any, Any], Any] | None) -> Callable[[Iterator[Any]], Any]:
@@ -340,7 +374,7 @@ def _unarrange_fn(f: Callable[[Any, Any], Any] | None) -> Callable[[Iterator[Any
                 names=["data", "time", "diff"],
             )
 
-    return fn
+    return _carrying_errors(fn)
 
 
 def _join_fn(f: Callable[[Any, Any, Any], Any], acc: Any) -> Callable[[Iterator[Any]], Any]:
@@ -362,7 +396,7 @@ def _join_fn(f: Callable[[Any, Any, Any], Any], acc: Any) -> Callable[[Iterator[
             )
         acc.add(summary)
 
-    return fn
+    return _carrying_errors(fn)
 
 
 def _reduce_fn(
@@ -449,4 +483,4 @@ def _reduce_fn(
             yield emit()
         acc.add(summary)
 
-    return fn
+    return _carrying_errors(fn)
