@@ -191,7 +191,9 @@ def columns_mfp(m: Mfp) -> Callable[[Any], Any] | None:
         import pyarrow as pa
 
         try:
-            cols: list[Any] = [table.column(i) for i in range(n)]
+            # a float column's -0.0 read as 0.0, as the rows read it (`engine.canonical`):
+            # 1.0 / x is then +inf by both
+            cols: list[Any] = [_no_negative_zero(table.column(i)) for i in range(n)]
             for e in m.map:
                 cols.append(_eval(e, cols))
             keep = None
@@ -210,6 +212,15 @@ def columns_mfp(m: Mfp) -> Callable[[Any], Any] | None:
         return out
 
     return over_columns
+
+
+def _no_negative_zero(col: Any) -> Any:
+    """A floating column with every -0.0 made 0.0 (IEEE's -0.0 + 0.0); any other as it is."""
+    import pyarrow as pa
+
+    if not pa.types.is_floating(col.type):
+        return col
+    return _pc().add(col, pa.scalar(0.0, col.type))
 
 
 def _pc() -> Any:

@@ -740,57 +740,55 @@ TRUNC_PARTS = {**{p: p for p in set(DATE_PARTS.values()) - {"era"}},
 _JULIAN_1970 = 2440588
 
 
+def _datetime(d: Any) -> datetime.datetime:
+    """A DATE (its midnight) or a TIMESTAMP as a datetime."""
+    return d if isinstance(d, datetime.datetime) else datetime.datetime(d.year, d.month, d.day)
+
+
+def _julian(d: Any) -> float:
+    dt = _datetime(d)
+    of_day = dt - dt.replace(hour=0, minute=0, second=0, microsecond=0)
+    return dt.toordinal() - _EPOCH.toordinal() + _JULIAN_1970 + of_day / datetime.timedelta(days=1)
+
+
+def _within_minute(d: Any, per_second: int) -> int:
+    """The seconds into its minute of `d`, counted in units of 1/per_second (DuckDB's
+    millisecond and microsecond parts)."""
+    t = _datetime(d)
+    return t.second * per_second + t.microsecond // (1_000_000 // per_second)
+
+
+# extract's parts (by their canonical names): each of a DATE or a TIMESTAMP, as DuckDB gives
+# it (a date's time of day is midnight; a Python date is never before the common era)
+_EXTRACT: dict[str, Callable[[Any], Any]] = {
+    "year": lambda d: d.year,
+    "month": lambda d: d.month,
+    "day": lambda d: d.day,
+    "quarter": lambda d: (d.month - 1) // 3 + 1,
+    "dow": lambda d: d.isoweekday() % 7,
+    "isodow": lambda d: d.isoweekday(),
+    "doy": lambda d: d.timetuple().tm_yday,
+    "week": lambda d: d.isocalendar()[1],
+    "isoyear": lambda d: d.isocalendar()[0],
+    "yearweek": lambda d: d.isocalendar()[0] * 100 + d.isocalendar()[1],
+    "decade": lambda d: d.year // 10,
+    "century": lambda d: (d.year - 1) // 100 + 1,
+    "millennium": lambda d: (d.year - 1) // 1000 + 1,
+    "era": lambda d: 1,
+    "epoch": lambda d: _micros(d) / 1e6,
+    "julian": _julian,
+    "hour": lambda d: _datetime(d).hour,
+    "minute": lambda d: _datetime(d).minute,
+    "second": lambda d: _datetime(d).second,
+    "millisecond": lambda d: _within_minute(d, 1_000),
+    "microsecond": lambda d: _within_minute(d, 1_000_000),
+}
+
+
 def _extract(part: str, d: Any) -> Any:
     """extract(part FROM d) of a DATE or TIMESTAMP `d`, for a part DATE_PARTS names (by its
-    canonical name), as DuckDB gives it: a date's time of day is midnight."""
-    if d is None:
-        return None
-    if part == "year":
-        return d.year
-    if part == "month":
-        return d.month
-    if part == "day":
-        return d.day
-    if part == "quarter":
-        return (d.month - 1) // 3 + 1
-    if part == "dow":
-        return d.isoweekday() % 7
-    if part == "isodow":
-        return d.isoweekday()
-    if part == "doy":
-        return d.timetuple().tm_yday
-    if part == "week":
-        return d.isocalendar()[1]
-    if part == "isoyear":
-        return d.isocalendar()[0]
-    if part == "yearweek":
-        iso = d.isocalendar()
-        return iso[0] * 100 + iso[1]
-    if part == "decade":
-        return d.year // 10
-    if part == "century":
-        return (d.year - 1) // 100 + 1
-    if part == "millennium":
-        return (d.year - 1) // 1000 + 1
-    if part == "era":
-        return 1  # a Python date is never before the common era
-    dt = d if isinstance(d, datetime.datetime) else datetime.datetime(d.year, d.month, d.day)
-    if part == "epoch":
-        return _micros(dt) / 1e6
-    if part == "julian":
-        return dt.toordinal() - _EPOCH.toordinal() + _JULIAN_1970 + (
-            dt - dt.replace(hour=0, minute=0, second=0, microsecond=0)) / datetime.timedelta(days=1)
-    if part == "hour":
-        return dt.hour
-    if part == "minute":
-        return dt.minute
-    if part == "second":
-        return dt.second
-    if part == "millisecond":
-        return dt.second * 1000 + dt.microsecond // 1000
-    if part == "microsecond":
-        return dt.second * 1_000_000 + dt.microsecond
-    raise ValueError(f"extract of {part}")
+    canonical name)."""
+    return None if d is None else _EXTRACT[part](d)
 
 
 def _date_trunc(part: str, d: Any) -> Any:
@@ -798,7 +796,7 @@ def _date_trunc(part: str, d: Any) -> Any:
     TIMESTAMP at the start of the part holding `d`."""
     if d is None:
         return None
-    dt = d if isinstance(d, datetime.datetime) else datetime.datetime(d.year, d.month, d.day)
+    dt = _datetime(d)
     day = dt.replace(hour=0, minute=0, second=0, microsecond=0)
     if part in ("year", "decade", "century", "millennium"):
         span = {"year": 1, "decade": 10, "century": 100, "millennium": 1000}[part]

@@ -120,6 +120,19 @@ def _bag(rows: Any) -> Counter:
     return Counter(tuple(_exact(v) for v in r) for r in rows)
 
 
+def _equals_duckdb(con: duckdb.DuckDBPyConnection, sql: str, cat: Catalog | None = None,
+                   table: str = "t", rows: Any = None) -> None:
+    """The view of `sql` over `table` holding `rows` (ROWS) has DuckDB's column types (a
+    NULL column INTEGER: views have no NULL type) and rows."""
+    cur = con.execute(sql)
+    want_types = ["INTEGER" if d[1] == '"NULL"' else str(d[1]) for d in cur.description]
+    want = _bag(cur.fetchall())
+    cv = compile_view(sql, cat or _catalog())
+    assert [_SAME.get(c.type, c.type) for c in cv.columns] == want_types, sql
+    data = {table: rows if rows is not None else Counter(ROWS)}
+    assert _bag(r for r, c in cv.evaluate(data).items() for _ in range(c)) == want, sql
+
+
 @pytest.fixture(scope="module")
 def con() -> duckdb.DuckDBPyConnection:
     return _duck()
@@ -256,12 +269,7 @@ def test_every_operator_with_every_numeric_type_mix(con: duckdb.DuckDBPyConnecti
 ])
 def test_set_operations_type_a_bare_null_by_the_other_branch(
         sql: str, con: duckdb.DuckDBPyConnection) -> None:
-    cur = con.execute(sql)
-    want_types = [str(d[1]) for d in cur.description]
-    want = _bag(cur.fetchall())
-    cv = compile_view(sql, _catalog())
-    assert [_SAME.get(c.type, c.type) for c in cv.columns] == want_types
-    assert _bag(r for r, c in cv.evaluate({"t": Counter(ROWS)}).items() for _ in range(c)) == want
+    _equals_duckdb(con, sql)
 
 
 @pytest.mark.parametrize("sql", [
@@ -283,14 +291,7 @@ def test_set_operations_type_a_bare_null_by_the_other_branch(
 ])
 def test_a_bare_null_column_stays_null_through_derived_tables(
         sql: str, con: duckdb.DuckDBPyConnection) -> None:
-    cur = con.execute(sql)
-    want_types = [str(d[1]) for d in cur.description]
-    want = _bag(cur.fetchall())
-    cv = compile_view(sql, _catalog())
-    # a view's NULL column is INTEGER (views have no NULL type)
-    assert [_SAME.get(c.type, c.type) for c in cv.columns] == [
-        "INTEGER" if t == '"NULL"' else t for t in want_types]
-    assert _bag(r for r, c in cv.evaluate({"t": Counter(ROWS)}).items() for _ in range(c)) == want
+    _equals_duckdb(con, sql)
 
 
 def test_a_recursive_cte_types_a_bare_null_of_its_anchor_integer() -> None:
@@ -337,12 +338,7 @@ def test_extract_and_date_trunc_of_every_part_equal_duckdb(part: str) -> None:
         sqls.append(f"SELECT date_trunc('{part}', ts) AS a, date_trunc('{part}', dt) AS b "
                     "FROM s")
     for sql in sqls:
-        cur = con.execute(sql)
-        want_types = [str(d[1]) for d in cur.description]
-        want = _bag(cur.fetchall())
-        cv = compile_view(sql, cat)
-        assert [c.type for c in cv.columns] == want_types, sql
-        assert _bag(r for r, c in cv.evaluate({"s": rows}).items() for _ in range(c)) == want, sql
+        _equals_duckdb(con, sql, cat, "s", rows)
 
 
 def test_date_trunc_before_year_one_is_an_error() -> None:
@@ -428,10 +424,4 @@ def test_a_set_operation_with_a_varchar_branch_is_varchar(
                 f"SELECT {other} FROM t UNION SELECT v FROM t",
                 f"SELECT {other} FROM t EXCEPT SELECT v FROM t",
                 f"SELECT 'x' INTERSECT ALL SELECT {other} FROM t"):
-        cur = con.execute(sql)
-        want_types = [str(d[1]) for d in cur.description]
-        want = _bag(cur.fetchall())
-        cv = compile_view(sql, _catalog())
-        assert [c.type for c in cv.columns] == want_types, sql
-        assert _bag(r for r, c in cv.evaluate({"t": Counter(ROWS)}).items()
-                    for _ in range(c)) == want, sql
+        _equals_duckdb(con, sql)
