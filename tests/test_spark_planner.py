@@ -160,3 +160,9 @@ def test_an_evaluation_error_on_a_worker_reads_as_in_process(spark_ex: Any) -> N
     assert got[1] == got[0]
     assert got[0]["code"] == "evaluation_error"
     assert got[0]["message"].startswith("EvaluationError: division by zero: 1 // 0")
+    # only PySpark's errors carry a worker's exception: a value quoting the mark is no error
+    from engine.executors.spark.arrow import WORKER_ERROR
+    from planner.errors import EvaluationError
+
+    quoted = failure(EvaluationError(f"could not convert string '{WORKER_ERROR}{{\"type\": \"X\"}}'"))
+    assert quoted["message"].startswith("EvaluationError: could not convert")

@@ -236,7 +236,10 @@ def _carrying_errors(fn: Callable[[Iterator[Any]], Iterator[Any]]
 
 def worker_error(e: BaseException) -> dict[str, Any] | None:
     """The type, code and message of the worker's exception a driver's error `e` carries
-    (`_carrying_errors`), or None when it carries none."""
+    (`_carrying_errors`), or None when it carries none. Only PySpark's and Py4J's errors
+    carry one: another's text (a value the user wrote, quoted in an error) is not read."""
+    if not type(e).__module__.startswith(("pyspark", "py4j")):
+        return None
     text = str(e)
     at = text.find(WORKER_ERROR)
     if at < 0:
