@@ -167,8 +167,8 @@ SMALL_PICK = 32
 def column_picker(column: Any) -> Callable[[np.ndarray], list[Any]] | None:
     """A function of row positions (an int64 array) giving those rows' values of an Arrow
     column, each exactly what `column_values` gives at that position, without converting the
-    rest: integers, booleans, NaN-free doubles, dates and timestamps through NumPy (one
-    gather and `tolist`), strings through Arrow's `take`. None for other types, and for a
+    rest: integers, booleans, NaN-free doubles (a -0.0 as 0.0), dates and timestamps through
+    NumPy (one gather and `tolist`), strings through Arrow's `take`. None for other types, and for a
     double column holding a NaN (its canonical NaN object is `column_values`' business).
 
     Made without a copy (a hydration settles every arranged table's columns, and most are
@@ -217,6 +217,9 @@ def column_picker(column: Any) -> Callable[[np.ndarray], list[Any]] | None:
             out[group] = chunk_picker(c)(pos[group] - starts[c])
         return out.tolist()  # type: ignore[no-any-return]
 
+    if pa.types.is_float64(t):
+        # a -0.0 is 0.0, as `column_values` (`engine.canonical`) gives it
+        return lambda pos: [0.0 if v == 0.0 else v for v in pick(pos)]
     return pick
 
 

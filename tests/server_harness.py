@@ -135,8 +135,10 @@ class Server:
 
 
 def multiset(rows: list[list[Any]]) -> Counter[str]:
-    """Rows as a multiset of canonical JSON strings (order-insensitive comparison)."""
-    return Counter(json.dumps(r) for r in rows)
+    """Rows as a multiset of canonical JSON strings (order-insensitive comparison); a -0.0 as
+    0.0, which a view holds for it (`engine.canonical`, README) where DuckDB keeps the sign."""
+    return Counter(json.dumps([0.0 if v.__class__ is float and v == 0.0 else v for v in r])
+                   for r in rows)
 
 
 def views_equal_duckdb(db: Any, views: dict[str, str], step: Any = None

@@ -181,7 +181,8 @@ def test_views_wait_for_the_commit_only_where_they_must(tmp_path: Path,
         monkeypatch.setattr(publish, "rebuild", probing_rebuild)
         before = db.last_ts
         db.execute("DELETE FROM u WHERE s = 'x'")  # retries nums
-        assert events == [f"before COMMIT other={before}", "COMMIT", "rebuild"], events
+        # (then the checkpoint a view built afresh asks for, writes.py `_maybe_checkpoint`)
+        assert events[:3] == [f"before COMMIT other={before}", "COMMIT", "rebuild"], events
         assert db.views["nums"].status == "running"
         assert db.view_rows("nums", None)["rows"] == [[1]]
 
