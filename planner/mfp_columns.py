@@ -218,9 +218,27 @@ def _no_negative_zero(col: Any) -> Any:
     """A floating column with every -0.0 made 0.0 (IEEE's -0.0 + 0.0); any other as it is."""
     import pyarrow as pa
 
-    if not pa.types.is_floating(col.type):
+    if not pa.types.is_floating(col.type) or not _holds_negative_zero(col):
         return col
     return _pc().add(col, pa.scalar(0.0, col.type))
+
+
+def _holds_negative_zero(col: Any) -> bool:
+    """Whether a floating column's data holds a -0.0: read in place, so that a column
+    without one (nearly all) is passed on rather than copied. A null's slot may hold
+    anything; one holding -0.0 costs only the copy."""
+    import numpy as np
+
+    chunks = col.chunks if hasattr(col, "chunks") else [col]
+    for chunk in chunks:
+        data = chunk.buffers()[1]
+        if data is None or len(chunk) == 0:
+            continue
+        dtype = np.dtype(chunk.type.to_pandas_dtype())
+        values = np.frombuffer(data, dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
+        if bool(((values == 0) & np.signbit(values)).any()):
+            return True
+    return False
 
 
 def _pc() -> Any:

@@ -729,9 +729,15 @@ def test_null_safe_comparisons_extremes_trims_and_float_remainders_equal_the_row
     neg_zero = table.set_column(2, "f", pa.array([-0.0] + floats[1:], pa.float64()))
     inf = table.set_column(2, "f", pa.array([-math.inf] + floats[1:], pa.float64()))
     zeros = Mfp(get, (Call("least", (f, Lit(0.0, "DOUBLE")), "DOUBLE"),), (), (6,))
-    got = columns_mfp(zeros)(neg_zero)  # type: ignore[misc]
-    assert got is not None and _same(list(rows_of(got, 1)),
-                                     _reference(zeros, list(rows_of(neg_zero, 6))))  # type: ignore[arg-type]
+    # a -0.0 in a later chunk, and in a chunk sliced past its first values
+    later = pa.Table.from_batches(table.slice(0, 30).to_batches() + neg_zero.slice(0, 1).to_batches()
+                                  + table.slice(30).to_batches())
+    sliced = pa.Table.from_batches(table.slice(0, 30).to_batches() + pa.concat_tables(
+        [table.slice(0, 2), neg_zero.slice(0, 1), table.slice(30)]).combine_chunks().slice(2).to_batches())
+    for tab in (neg_zero, later, sliced):
+        got = columns_mfp(zeros)(tab)  # type: ignore[misc]
+        assert got is not None and _same(list(rows_of(got, 1)),
+                                         _reference(zeros, list(rows_of(tab, 6))))  # type: ignore[arg-type]
     for e, tab in ((Call("greatest", (f, d), "DOUBLE"), table),  # NaN and -0.0 among d
                    (Call("nullif", (f, Lit(1.0, "DOUBLE")), "DOUBLE"), nan),
                    (Call("is_distinct", (f, d), "BOOLEAN"), table),
@@ -744,6 +750,19 @@ def test_null_safe_comparisons_extremes_trims_and_float_remainders_equal_the_row
         except ValueError:  # math.fmod of an infinity
             continue
         assert want is not None, e
+
+
+def test_a_float_column_without_negative_zero_is_read_in_place() -> None:
+    """A float column is copied (-0.0 made 0.0) only when it holds a -0.0: a large input column
+    without one is passed on as it is, so reading it costs no memory."""
+    from planner.mfp_columns import _no_negative_zero
+
+    clean = pa.chunked_array([pa.array([1.0, None, 0.0]), pa.array([-0.0, 2.5]).slice(1)])
+    assert _no_negative_zero(clean) is clean
+    for col in (pa.chunked_array([pa.array([1.0]), pa.array([2.0, None, -0.0])]),
+                pa.array([0.5, -0.0], pa.float32()).slice(1)):
+        out = _no_negative_zero(col)
+        assert out is not col and not any(math.copysign(1, v) < 0 for v in out.to_pylist() if v == 0)
 
 
 @pytest.mark.parametrize("seed", range(3))
