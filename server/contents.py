@@ -147,11 +147,13 @@ def subscribe(
         if since is None or since <= now:
             msgs.append(progress_message(now))
         sub = state.hub.add(name, loop)
-        sub.position = since if since is not None and since > now else now
-        if since is not None and since > now:
-            # Issued but not yet complete for this view: wait, claiming no progress
-            # before the view reaches it (the client already has everything to `since`).
-            sub.after = since
+        # Frames at or before its position are skipped: the messages above hold everything
+        # through it. A view that a group of writes does not touch is complete through the
+        # group's last timestamp before the group's timestamps are published one by one
+        # (`writes._commit`): their progress would take the feed back. And a `since` that
+        # was issued but is not yet complete for this view waits, claiming no progress
+        # before the view reaches it (the client already has everything to `since`).
+        sub.position = sub.after = since if since is not None and since > now else now
     return sub, msgs
 
 

@@ -192,7 +192,7 @@ class Database(ServerState):
             "timestamp": self.completed_ts,
             "tables": len(self.tables),
             "views": len(views),
-            "failed_views": sorted(n for n, v in views if not v.running),
+            "failed_views": sorted(n for n, v in views if v.status == "failed"),
             "executor": self.executor.name,
             "recovery": self.recovery,
             "durable": not self.settings.memory,

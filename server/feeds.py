@@ -10,6 +10,9 @@ Invariant (no update lost or repeated): a subscription's initial frames are comp
 subscription is registered in one critical section of the server's state lock, and the writer
 publishes each timestamp under the same lock after updating view state; so the initial frames
 cover exactly the timestamps <= the current one and the queue exactly the later ones, in order.
+(A view that a group of writes does not touch is complete through the group's last timestamp
+before the group's timestamps are published: a subscription drops frames at or before its
+start, `Subscription.after`, so its progress never goes back.)
 `Hub.publish` only captures the subscribers and the raw batches under the lock; one encoder
 thread per hub serialises each frame once (not once per subscriber, never on the event loop) and
 then crosses to the event loop with `call_soon_threadsafe`. Both steps are FIFO, so order holds.
@@ -171,7 +174,8 @@ class Subscription:
     id: int = 0
     closed: bool = False
     after: int | None = None
-    """Skip frames at or before this timestamp (a client resuming ahead of the view)."""
+    """Frames at or before this timestamp are dropped as they arrive: the subscriber's first
+    messages hold everything through it (`contents.subscribe`)."""
     position: int | None = None
     """Timestamp of the last frame handed to the connection (where a resume starts)."""
     queue: deque[Frame] = field(default_factory=deque)
@@ -181,6 +185,10 @@ class Subscription:
     def _push(self, frames: list[Frame]) -> None:
         if self.closed:
             return
+        if self.after is not None:
+            frames = [f for f in frames if f.timestamp is None or f.timestamp > self.after]
+            if not frames:
+                return
         size = sum(f.nbytes for f in frames)
         if self.queue and (
             len(self.queue) + len(frames) > self.limit

@@ -11,6 +11,7 @@ that survives a SIGKILL and restart.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -22,7 +23,7 @@ from typing import Any
 import duckdb
 import httpx
 import pytest
-from server_harness import SSE, Feed, Server, multiset
+from server_harness import SSE, Feed, FeedRecorder, Server, multiset
 
 VIEWS = {
     "per_writer": "SELECT w, count(*) AS n, sum(v) AS s FROM t GROUP BY w",
@@ -750,3 +751,47 @@ def test_concurrent_plain_inserts_over_http_fail_alone_and_keep_their_timestamps
         _check_durable(s, want)
     finally:
         s.stop()
+
+
+def test_a_feed_that_starts_while_a_group_is_published_never_goes_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A view that a group of writes does not touch is complete through the group's last
+    timestamp as soon as the group commits, before the group's timestamps are published one by
+    one: a feed that starts in between began at that last timestamp, and the group's earlier
+    progress went back from it (progress 51, progress 50, 51, ...). Every feed's timestamps
+    only grow, and replayed they equal the view as of each timestamp."""
+    import server.publish as publish
+    from server.core import Database
+    from server.executors import InProcessExecutor
+    from server.settings import Settings
+
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (1); CREATE TABLE b (k INTEGER);"
+                   "CREATE VIEW va AS SELECT x FROM a;"
+                   "CREATE VIEW vb AS SELECT k, count(*) AS n FROM b GROUP BY k")
+        real = publish._install
+        recorders: list[FeedRecorder] = []
+
+        def install(state: Any, ws: Any, outcome: Any) -> None:
+            if not recorders:  # a client subscribes once the first group has committed
+                recorders.append(FeedRecorder(db, ["va", "vb"]))
+            real(state, ws, outcome)
+
+        monkeypatch.setattr(publish, "_install", install)
+        first = db.last_ts
+        _queue(db, [f"INSERT INTO b VALUES ({i % 2})" for i in range(3)])
+        _queue(db, ["INSERT INTO a VALUES (2)", "INSERT INTO b VALUES (9)"])
+        last = db.last_ts
+        assert last == first + 5
+        (rec,) = recorders
+        queues = asyncio.run_coroutine_threadsafe(rec._frames(last), rec.loop).result(30)
+        for name, (_, initial) in rec.subs.items():
+            stamps = [f.timestamp for f in [*initial, *queues[name]] if f.type == "progress"]
+            assert stamps == sorted(set(stamps)) and stamps[-1] == last, (name, stamps)
+        states = rec.states(range(first + 3, last + 1))
+        for name, seen in states.items():
+            for ts, rows in seen.items():
+                assert rows == multiset(db.view_rows(name, ts)["rows"]), (name, ts)
+    finally:
+        db.close()

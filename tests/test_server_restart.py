@@ -174,6 +174,7 @@ def test_health_answers_while_views_hydrate(tmp_path: Path) -> None:
         body = first.json()
         assert body["ready"] is False, body
         assert "sums" in body["hydrating"] or "big" in body["hydrating"], body
+        assert body["failed_views"] == [], body  # hydrating is not failed
         info = s.http.get("/views/over").json()
         assert info["status"] == "hydrating", info
         seen_503 = False

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from server_harness import Server, multiset
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -268,7 +269,11 @@ def test_join_order_follows_table_statistics(server: Server) -> None:
 
 def test_websocket_bad_parameter_is_an_error_frame(server: Server) -> None:
     server.sql("CREATE VIEW IF NOT EXISTS xv AS SELECT a FROM x")
-    for query, code in [("?since=abc", "invalid_request"), ("?snapshot=maybe", "invalid_request")]:
+    # only ASCII digits, as the SSE feed's since (int() read '٣' as 3 and ' 3', '1_0')
+    bad = ["?since=abc", "?snapshot=maybe", "?since=%D9%A3", "?since=%203", "?since=1_0",
+           "?since=" + "9" * 45]
+    for query in bad:
+        code = "invalid_request"
         with connect(f"{server.ws_url}/views/xv/changes{query}", open_timeout=10) as ws:
             msg = json.loads(ws.recv(timeout=10))
             assert msg["type"] == "error" and msg["error"]["code"] == code, msg
@@ -277,6 +282,16 @@ def test_websocket_bad_parameter_is_an_error_frame(server: Server) -> None:
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
     with connect(f"{server.ws_url}/views/xv/changes?since=0&snapshot=false") as ws:
         assert json.loads(ws.recv(timeout=10))["type"] in ("update", "progress")
+    # a since with many leading zeros is that timestamp (its first 40 characters were read:
+    # 0, and the feed repeated every update the client had)
+    server.sql("INSERT INTO x VALUES (7, 'seven')")
+    latest = server.rows("xv")["timestamp"]
+    since = "0" * 42 + str(latest)
+    with connect(f"{server.ws_url}/views/xv/changes?since={since}") as ws:
+        assert json.loads(ws.recv(timeout=10)) == {"type": "progress", "timestamp": latest}
+    for header in ("\u0663", "1_0", "x"):
+        r = httpx.get(f"{server.url}/views/xv/changes", headers={"Last-Event-ID": header.encode()})
+        assert error(r, "invalid_request")
 
 
 def test_tokens_only_in_headers(tmp_path: Path) -> None:

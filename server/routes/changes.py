@@ -70,13 +70,11 @@ async def _messages(
                         batch.append(sub.lagging_error())
                     end = True
                     break
-                ts = m.timestamp
-                if sub.after is None or ts is None or ts > sub.after:
-                    batch.append(m)
-                    size += m.nbytes
-                    if m.type == "error":
-                        end = True
-                        break
+                batch.append(m)
+                size += m.nbytes
+                if m.type == "error":
+                    end = True
+                    break
                 if size >= _BATCH_BYTES:
                     break
                 m = sub.next_nowait()
@@ -148,6 +146,18 @@ class _FeedResponse(StreamingResponse):
             self.on_close()  # also when the body never started (the client left at once)
 
 
+def _timestamp(raw: str, what: str) -> int:
+    """A timestamp written in a query parameter or header: ASCII digits only, as the SSE
+    feed's `since` is read (Python's int() would take '٣', ' 3', '1_0'); leading zeros are
+    read, and one past the timestamps is refused by `_check_since`, never cut short (that
+    would resume elsewhere)."""
+    if not (raw.isascii() and raw.isdigit()):
+        raise BadRequest(f"{what} must be a timestamp (an integer >= 0), not {raw[:40]!r}",
+                         code="invalid_request")
+    digits = raw.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 20 else _MAX_TS + 1
+
+
 def _check_since(since: int | None) -> None:
     if since is not None and not 0 <= since <= _MAX_TS:
         raise BadRequest(
@@ -171,10 +181,7 @@ async def changes_sse(
     last_event_id: str | None = Header(None),
 ) -> StreamingResponse:
     if since is None and last_event_id:
-        try:
-            since = int(last_event_id)
-        except ValueError:
-            raise BadRequest("Last-Event-ID must be a timestamp") from None
+        since = _timestamp(last_event_id, "Last-Event-ID")
     _check_since(since)
     await db.wait_ready()  # start-up recovery (see Database.wait_ready)
     # On a worker thread: it waits for the state lock and copies a snapshot under it.
@@ -221,13 +228,7 @@ def _ws_params(query: Any) -> tuple[bool, int | None]:
     since: int | None = None
     raw = query.get("since")
     if raw is not None:
-        try:
-            since = int(raw[:40])
-        except ValueError:
-            raise BadRequest(
-                f"since must be a timestamp (an integer >= 0), not {raw[:40]!r}",
-                code="invalid_request",
-            ) from None
+        since = _timestamp(raw, "since")
         _check_since(since)
     return snapshot, since
 
