@@ -19,6 +19,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 
@@ -399,12 +400,19 @@ def _subscribe(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"snapshot": "false" if args.no_snapshot else "true"}
     if args.since is not None:
         params["since"] = args.since
-    url = f"{args.url}/views/{args.view}/changes"
+    # the name as one path segment: a view's name may hold '?', '#' or '%'
+    url = f"{args.url}/views/{quote(args.view, safe='')}/changes"
     try:
         with httpx.stream("GET", url, params=params, headers=_headers(args), timeout=None) as r:
             if r.status_code >= 400:
                 r.read()
                 print(r.text, file=sys.stderr)
+                return 1
+            if not r.headers.get("content-type", "").startswith("text/event-stream"):
+                # not a feed (a proxy's page, or --url naming something else)
+                r.read()
+                print(f"diffsql: {url} did not answer with a change feed: HTTP "
+                      f"{r.status_code} {r.headers.get('content-type', '')}", file=sys.stderr)
                 return 1
             event = "message"
             for line in r.iter_lines():
@@ -425,6 +433,8 @@ def _subscribe(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "url", None):
+        args.url = args.url.rstrip("/")  # paths are appended: http://host:port/ + /sql
     handler = {"serve": _serve, "sql": _sql, "query": _sql, "subscribe": _subscribe}[
         args.command
     ]

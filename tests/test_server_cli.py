@@ -71,3 +71,36 @@ def test_sql_and_subscribe(tmp_path: Path) -> None:
         assert second == {"type": "progress", "timestamp": first["timestamp"]}
     finally:
         s.stop()
+
+
+def test_urls_with_a_trailing_slash_and_view_names_that_need_escaping(tmp_path: Path) -> None:
+    """`--url http://host:port/` works as without the slash (it asked for //sql: 404), and
+    `subscribe` sends a view's name as one path segment: 'h#1' asked for view h's metadata
+    (and printed nothing, exit 0), 'q?x' for view q."""
+    s = Server(tmp_path / "data").start()
+    try:
+        r = run_cli("sql", "--url", s.url + "/",
+                    'CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1); CREATE VIEW h AS '
+                    'SELECT a FROM t; CREATE VIEW "h#1" AS SELECT a + 1 AS b FROM t;'
+                    'CREATE VIEW "q?x" AS SELECT a + 2 AS c FROM t')
+        assert r.returncode == 0, r.stderr
+        r = run_cli("query", "--url", s.url + "/", "SELECT count(*) AS n FROM t")
+        assert r.returncode == 0 and json.loads(r.stdout)["rows"] == [[1]], r.stderr
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(REPO)) if p)
+        for view, row in (("h#1", [2]), ("q?x", [3])):
+            p = subprocess.Popen(
+                [sys.executable, "-m", "server.cli", "subscribe", view, "--url", s.url + "/"],
+                stdout=subprocess.PIPE, text=True, env=env, cwd=REPO.parent)
+            try:
+                assert p.stdout is not None
+                first = json.loads(p.stdout.readline())
+            finally:
+                p.kill()
+                p.wait(10)
+            assert first["type"] == "update" and first["updates"] == [{"row": row, "diff": 1}]
+        # a URL that answers something other than a feed is an error, not silence
+        r = run_cli("subscribe", "h", "--url", s.url + "/docs#")
+        assert r.returncode == 1 and "change feed" in r.stderr, (r.returncode, r.stderr)
+    finally:
+        s.stop()
