@@ -84,6 +84,20 @@ class Statement:
         return inside(self.line, self.column, line, column)
 
 
+# sqlglot's descriptions name its own objects: a token's repr (with a line and column within
+# the statement, not the request's) or a tree node's class
+_TOKEN_REPR = re.compile(r"<Token token_type: [\w.]+, text: (.*?), line: \d+, col: \d+, "
+                         r"start: \d+, end: \d+, comments: \[.*?\]>")
+_MISSING = re.compile(r"Required keyword: '\w+' missing for <class '[\w.]*?(\w+)'>")
+
+
+def _plain(description: str) -> str:
+    """A parse error's description in the user's terms: "Expected table name but got
+    'WHERE'", "incomplete WHERE"."""
+    description = _TOKEN_REPR.sub(lambda m: repr(m.group(1)), description)
+    return _MISSING.sub(lambda m: f"incomplete {m.group(1).upper()}", description)
+
+
 def _parse_error(err: sqlglot.errors.ParseError) -> tuple[str, int | None, int | None]:
     if err.errors:
         e = err.errors[0]
@@ -91,9 +105,58 @@ def _parse_error(err: sqlglot.errors.ParseError) -> tuple[str, int | None, int |
         col = e.get("col")
         if isinstance(col, int) and highlight:
             col = max(1, col - len(highlight) + 1)  # sqlglot reports the token's last column
-        msg = f"{e.get('description', 'syntax error')} near {highlight!r}"
+        msg = f"{_plain(e.get('description') or 'syntax error')} near {highlight!r}"
         return msg, e.get("line"), col
     return str(err), None, None
+
+
+def _token_error(sql: str) -> tuple[str, int | None, int | None]:
+    """What sqlglot could not tokenize in `sql` (its message quotes the text, cut short, with
+    no position): the string, quoted name or comment left open, as DuckDB says it, and where
+    it opens (line and column in `sql`)."""
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c == "-" and sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif c == "/" and sql.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:  # DuckDB's comments nest
+                if sql.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif sql.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            if depth:
+                return "unterminated /* comment", *position(sql, i)
+            i = j
+        elif c in "'\"":
+            escapes = c == "'" and i > 0 and sql[i - 1] in "eE" and not (
+                i > 1 and (sql[i - 2].isalnum() or sql[i - 2] == "_"))
+            j = i + 1
+            while j < n:
+                if escapes and sql[j] == "\\":
+                    j += 2
+                elif sql[j] == c:
+                    if not sql.startswith(c, j + 1):
+                        break
+                    j += 2  # a doubled quote
+                else:
+                    j += 1
+            if j >= n:
+                what = "string literal" if c == "'" else "quoted identifier"
+                return f"unterminated {what}", *position(sql, i - escapes)
+            i = j + 1
+        elif c == "$" and (m := re.match(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$", sql[i:])):
+            end = sql.find(m.group(), i + len(m.group()))
+            if end < 0:
+                return "unterminated dollar-quoted string", *position(sql, i)
+            i = end + len(m.group())
+        else:
+            i += 1
+    return "the SQL could not be read", None, None
 
 
 def split(sql: str) -> list[tuple[str, int, int]]:
@@ -105,8 +168,9 @@ def _split(sql: str) -> tuple[list[tuple[str, int, int]], list[Any]]:
     """`split`, and the tokens of the whole of `sql`."""
     try:
         tokens = _DUCKDB.tokenize(sql)
-    except sqlglot.errors.TokenError as e:
-        raise SqlError(f"cannot tokenize SQL: {e}", code="syntax_error") from None
+    except sqlglot.errors.TokenError:
+        msg, line, column = _token_error(sql)
+        raise SqlError(msg, code="syntax_error", line=line or 1, column=column or 1) from None
     except RecursionError:
         raise SqlError("the SQL is too complex to tokenize", code="too_complex") from None
     pieces: list[tuple[str, int, int]] = []
@@ -209,10 +273,10 @@ def parse_statement(
     if tokens is None:
         try:
             tokens = _DUCKDB.tokenize(text)
-        except sqlglot.errors.TokenError as e:
-            raise SqlError(
-                f"cannot tokenize SQL: {e}", code="syntax_error", line=line, column=column
-            ) from None
+        except sqlglot.errors.TokenError:
+            msg, at_line, at_column = _token_error(text)
+            ln, col = Statement("?", text, None, line, column).locate(at_line, at_column)
+            raise SqlError(msg, code="syntax_error", line=ln, column=col) from None
     check_complexity(tokens, line, column)
     for a, b in zip(tokens, tokens[1:], strict=False):
         # x'303132' is a BLOB literal to DuckDB, but sqlglot reads a name and a string

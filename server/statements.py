@@ -278,6 +278,13 @@ def _update(state: ServerState, w: Write, s: Statement, name: str, target: exp.T
     matches several, and returns it once), and it is refused unless it changed every row it
     matched."""
     ast = s.ast
+    for e in ast.expressions:
+        # `SET c = DEFAULT`: sqlglot reads the keyword as a column, which it renders quoted
+        # ("DEFAULT", a column DuckDB does not find)
+        v = e.expression if isinstance(e, exp.EQ) else None
+        if isinstance(v, exp.Column) and not v.table and not v.this.quoted and \
+                v.name.upper() == "DEFAULT":
+            v.replace(exp.Var(this="DEFAULT"))
     con = state.store.conn
     alias = quote_ident(target.alias_or_name)
     table = f"main.{quote_ident(name)}"
@@ -413,14 +420,16 @@ def _dml_table(w: Write, s: Statement, target: exp.Expression | None) -> str:
         raise SqlError("RETURNING is not supported", code="unsupported")
     if isinstance(ast, exp.Insert):
         conflict = ast.args.get("conflict")
-        if ast.args.get("alternative") or (
+        # INSERT OR IGNORE is ON CONFLICT DO NOTHING: its RETURNING gives the rows inserted
+        alternative = str(ast.args.get("alternative") or "").upper()
+        if alternative not in ("", "IGNORE") or (
             conflict is not None
             and not conflict.args.get("doing_nothing")
             and "NOTHING" not in conflict.sql("duckdb").upper()
         ):
             raise SqlError(
                 "INSERT OR REPLACE / ON CONFLICT DO UPDATE is not supported; "
-                "use UPDATE, or ON CONFLICT DO NOTHING",
+                "use UPDATE, or ON CONFLICT DO NOTHING (INSERT OR IGNORE)",
                 code="unsupported",
             )
     used = check_relations(

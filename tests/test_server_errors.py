@@ -152,6 +152,35 @@ def test_duckdb_errors_point_at_their_place(server: Server, route: str, marked: 
     assert state(server) == before
 
 
+# Text that cannot be parsed: `@` marks the place, then what the message says.
+UNPARSED = [
+    # an unterminated string, quoted name or comment: sqlglot's tokenizer says neither what
+    # nor where (its message quoted the request, cut short)
+    ("/sql", "INSERT INTO t VALUES (30, 'q', NULL);\nSELECT @'abc", "unterminated string literal"),
+    ("/query", 'SELECT id, @"nam FROM t', "unterminated quoted identifier"),
+    ("/sql", "SELECT 1; -- a 'quote\n SELECT /* a */ 2, @/* open", "unterminated /* comment"),
+    ("/query", "SELECT 'it''s', @E'a\\' FROM t", "unterminated string literal"),
+    ("/query", "SELECT @$$ a FROM t", "unterminated dollar-quoted string"),
+    ("/query", "SELECT @/* /* */ 'x", "unterminated /* comment"),  # comments nest
+    # sqlglot's descriptions name its tokens and classes
+    ("/sql", "SELECT 1;\nSELECT 2;\n   SELECT FROM @WHERE", "Expected table name but got 'WHERE'"),
+    ("/sql", "CREATE VIEW sy AS SELECT id FROM t @WHERE;", "incomplete WHERE"),
+]
+
+
+@pytest.mark.parametrize("route,marked,says", UNPARSED)
+def test_text_that_cannot_be_parsed_is_refused_at_its_place(
+        server: Server, route: str, marked: str, says: str) -> None:
+    at = marked.index("@")
+    sql = marked.replace("@", "")
+    before = state(server)
+    err = assert_error(server.http.post(route, json={"sql": sql}), 400, "syntax_error")
+    assert (err["line"], err["column"]) == (sql.count("\n", 0, at) + 1,
+                                           at - (sql.rfind("\n", 0, at) + 1) + 1), err
+    assert says in err["message"] and "<" not in err["message"], err
+    assert state(server) == before
+
+
 @pytest.mark.parametrize(
     "sql",
     [

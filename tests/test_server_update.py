@@ -155,3 +155,36 @@ def test_restart_after_update_from(tmp_path: Path) -> None:
         check(db)
     finally:
         db.close()
+
+
+def test_set_default_and_insert_or_ignore_as_duckdb(tmp_path: Path) -> None:
+    """`UPDATE ... SET c = DEFAULT` (sqlglot reads the keyword as a column, rendered back as
+    "DEFAULT": DuckDB found no such column) and `INSERT OR IGNORE` (DuckDB's spelling of ON
+    CONFLICT DO NOTHING; it was refused as an upsert) change the table as DuckDB does, and
+    the views follow."""
+    import duckdb
+
+    oracle = duckdb.connect()
+    db = Database(Settings(data_dir=tmp_path / "data"), InProcessExecutor())
+    view = "SELECT c, count(*) AS n, sum(k) AS s FROM r GROUP BY c"
+    try:
+        for sql in ("CREATE TABLE r (k INTEGER PRIMARY KEY, c VARCHAR, d INTEGER)",
+                    "INSERT INTO r VALUES (1, 'x', 1), (2, 'y', 2), (3, 'x', 3)",
+                    f"CREATE VIEW v AS {view}",
+                    "UPDATE r SET c = DEFAULT WHERE k = 1",
+                    "UPDATE r SET d = DEFAULT, c = 'z'",
+                    "INSERT OR IGNORE INTO r VALUES (1, 'w', 0), (4, 'w', 4), (4, 'u', 5)",
+                    "insert or ignore into r select k + 2, 'q', 0 from r"):
+            if not sql.startswith("CREATE VIEW"):
+                oracle.execute(sql)
+            db.execute(sql)
+            want = Counter(oracle.execute("SELECT * FROM r").fetchall())
+            assert rows_of(db, "SELECT * FROM r") == want, sql
+            if "v" in db.views:
+                got = Counter(tuple(x) for x in db.view_rows("v", None)["rows"])
+                assert got == Counter(oracle.execute(view).fetchall()), sql
+        with pytest.raises(SqlError) as refused:
+            db.execute("INSERT OR REPLACE INTO r VALUES (1, 'w', 0)")
+        assert refused.value.code == "unsupported"
+    finally:
+        db.close()
