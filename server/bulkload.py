@@ -134,7 +134,8 @@ def _inside(path: str, root: str) -> bool:
 def resolve_paths(root: Path, text: str) -> list[str]:
     """The files `text` names under the import directory `root` (already resolved), sorted.
 
-    `text` may be a glob pattern (`*`, `?`, `[...]`) matching files in one directory level.
+    `text` may be a glob pattern (`*`, `?`, `[...]`, and `**` for any depth of directories)
+    matching files.
     Raises 403 `forbidden_path` for anything outside `root` and 400 `file_not_found` /
     `not_a_file` for paths inside it that are missing or are not regular files."""
     base = str(root)
@@ -150,7 +151,11 @@ def resolve_paths(root: Path, text: str) -> list[str]:
         if not _inside(joined, base):  # never list directories outside the import directory
             raise outside
         # The import directory's own path is literal, even if it contains glob characters.
-        matches = sorted(glob.glob(os.path.join(glob.escape(base), os.path.relpath(joined, base))))
+        # As DuckDB's globs: `**` crosses any number of directories, and a pattern matches
+        # files only (a directory it matches is not read)
+        matches = sorted(m for m in glob.glob(
+            os.path.join(glob.escape(base), os.path.relpath(joined, base)), recursive=True)
+            if not os.path.isdir(m))
         if not matches:
             raise SqlError(f"no file matches {text!r} in the import directory",
                            code="file_not_found")

@@ -410,6 +410,15 @@ def test_bad_copies_are_rejected_and_change_nothing(server: Server, tmp_path: Pa
     assert multiset(s.query("SELECT * FROM t")["rows"]) == multiset(
         [[1, "x", None], [2, "y", "2024-01-01"], [10, "q", None], [11, "r", None]])
     assert multiset(s.rows("v")["rows"]) == multiset([["x", 1], ["y", 1], ["q", 1], ["r", 1]])
+    # As DuckDB's: `**` crosses directories, and a pattern reads the files it matches, not
+    # the directories (`parts/**` matched `parts/deep`: not_a_file; DuckDB reads all three)
+    (imp / "parts" / "deep" / "er").mkdir(parents=True)
+    (imp / "parts" / "deep" / "er" / "3.csv").write_text("b,a\ns,12\n")
+    for pattern in ("parts/**", "parts/**/*.csv"):
+        res = s.sql(f"DELETE FROM t WHERE a >= 10; COPY t (b, a) FROM '{pattern}' (FORMAT csv, HEADER)")
+        assert res[1]["rowcount"] == 3, pattern
+        assert multiset(s.query("SELECT a, b FROM t WHERE a >= 10")["rows"]) == multiset(
+            [[10, "q"], [11, "r"], [12, "s"]]), pattern
 
 
 def test_restart_keeps_loaded_rows_and_views(tmp_path: Path) -> None:
