@@ -565,8 +565,10 @@ class Store:
         where = {c: i for i, c in enumerate(columns)}
         select = []
         for c in rec.columns:
-            src = f"f{where[c['name']]}" if c["name"] in where else "NULL"
+            src = quote_ident(c["name"]) if c["name"] in where else "NULL"
             select.append(f"CAST({src} AS {c['type']}) AS {quote_ident(c['name'])}")
+        # each source column named as the column it loads, which DuckDB's cast errors name
+        data = data.rename_columns(list(columns))
         self.conn.register(_SOURCE, data)
         try:
             cast = self.conn.sql(f"SELECT {', '.join(select)} FROM temp.{_SOURCE}")
