@@ -359,20 +359,30 @@ def _rebuild(leaves: list[Rel], preds: list[Pred], outs: list[Scalar],
         pos[(start, c)] = k
     done = {start}
     pending = list(residual)
+    # (leaf, column)s the keys of the joins so far make equal (union-find): with the implied
+    # edges, an edge between two of them is implied by those keys, and needs no key of its own
+    # (a key per edge is always correct; fewer keys make smaller arrangements)
+    parent: dict[tuple[int, int], tuple[int, int]] = {}
+
+    def find(x: tuple[int, int]) -> tuple[int, int]:
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
     for nxt in order[1:]:
         keys = []
-        equated: dict[int, int] = {}  # nxt's column -> the joined leaf first equated with it
         for a, ca, b, cb in edges:
             if a in done and b == nxt:
-                left, right, other = pos[(a, ca)], lpos[b][cb], a
+                left, right = pos[(a, ca)], lpos[b][cb]
             elif b in done and a == nxt:
-                left, right, other = pos[(b, cb)], lpos[a][ca], b
+                left, right = pos[(b, cb)], lpos[a][ca]
             else:
                 continue
-            if informed and equated.setdefault(right, other) != other:
-                # Two joined leaves equated with one column of nxt are equal already: with
-                # the implied edges, the second of them joined on an edge to the first.
-                continue
+            if informed:
+                ra, rb = find((a, ca)), find((b, cb))
+                if ra == rb:
+                    continue
+                parent[ra] = rb
             keys.append((left, right))
         width = cur.arity
         cur = Join(cur, inputs[nxt], tuple(keys))

@@ -258,6 +258,12 @@ TRANSITIVE = [
     "SELECT j1.c, j2.c, j3.c FROM j1, j2, j3 WHERE j1.a = j2.a AND j2.a = j3.a",
     "SELECT j1.c, j4.c FROM j1, j2, j3, j4 WHERE j1.a = j2.a AND j3.b = j2.a AND j3.c = j4.c "
     "AND j4.a = 1",
+    # two columns of one table in a class: joined to the class through one of them (an
+    # implied edge), the other still needs its key (it was taken as equal already)
+    "SELECT j1.c, j2.c, j3.c FROM j1 JOIN j2 ON j1.a = j2.a JOIN j3 ON j2.a = j3.a "
+    "AND j2.a = j3.b",
+    "SELECT j1.c, j2.b, j3.c, j4.a FROM j1, j2, j3, j4 WHERE j1.a = j2.b AND j2.b = j3.a "
+    "AND j3.a = j4.b AND j2.b = j4.c AND j1.b = j1.a",
 ]
 
 
