@@ -131,7 +131,9 @@ def _hydrate_new_views(state: ServerState, w: Write) -> None:
             raise
         except Exception as e:  # noqa: BLE001 - engine failure: reject the view
             view.release()
-            raise _cannot_compute(name, e) from None
+            err = _cannot_compute(name, e)
+            err.line, err.column = w.created_at.get(name, (None, None))
+            raise err from None
         w.hydrated[name] = view
         if name not in read_by_new and all(d in w.tables for d in rec.dependencies):
             w.reusable.add(name)

@@ -209,6 +209,7 @@ def create_view(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     state.store.create_view(rec)
     w.views[name] = rec
     w.new_views[name] = compiled
+    w.created_at[name] = (s.line, s.column)
     return {"statement": "CREATE VIEW", "name": name, "created": True}
 
 

@@ -37,6 +37,8 @@ class Write:
     history_since: int
     deltas: dict[str, Counter[Row]] = field(default_factory=lambda: defaultdict(Counter))
     new_views: dict[str, Any] = field(default_factory=dict)  # name -> compiled
+    # name -> (line, column) of the statement creating it, for an error computing it
+    created_at: dict[str, tuple[int, int]] = field(default_factory=dict)
     hydrated: dict[str, MaintainedView] = field(default_factory=dict)
     dropped_views: list[str] = field(default_factory=list)
     dropped_tables: list[str] = field(default_factory=list)

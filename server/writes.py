@@ -53,7 +53,7 @@ from server import heap
 from server.catalog import explain
 from server.committer import Committing
 from server.deadline import Deadline
-from server.errors import Timeout, from_duckdb
+from server.errors import ApiError, Timeout, from_duckdb
 from server.failures import error_json
 from server.hydration import hydrate_new_views
 from server.publish import mark_complete, publish, untouched
@@ -159,17 +159,23 @@ def _statements(
     results: list[dict[str, Any]] = []
     for s in stmts:
         deadline.check()
-        if s.kind == "SELECT":
-            # Inside the transaction: it sees this request's own writes, and an
-            # error in it rolls back the whole request.
-            results.append(select_in_write(state, w, s))
-        elif s.kind == "EXPLAIN":
-            stats = TableStatistics.of(state.store.conn, w.tables, state.distinct_cache)
-            results.append(explain(s, w.tables, w.views, state.settings.iteration_limit, stats))
-        else:
-            results.append(apply(state, w, s))
-            w.trial = {}
-            w.snapshots = {}
+        try:
+            if s.kind == "SELECT":
+                # Inside the transaction: it sees this request's own writes, and an
+                # error in it rolls back the whole request.
+                results.append(select_in_write(state, w, s))
+            elif s.kind == "EXPLAIN":
+                stats = TableStatistics.of(state.store.conn, w.tables, state.distinct_cache)
+                results.append(explain(s, w.tables, w.views, state.settings.iteration_limit,
+                                       stats))
+            else:
+                results.append(apply(state, w, s))
+                w.trial = {}
+                w.snapshots = {}
+        except ApiError as e:
+            if e.line is None:  # no place of its own: the statement that failed
+                e.line, e.column = s.line, s.column
+            raise
     deadline.check()
     return results
 

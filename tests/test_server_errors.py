@@ -291,3 +291,25 @@ def test_token_required_everywhere(tmp_path: Any) -> None:
         assert_error(r, 401, "unauthorized")
     finally:
         s.stop()
+
+
+def test_a_view_that_cannot_be_computed_is_refused_at_its_statement(server: Server) -> None:
+    """`view_error` (a view whose evaluation fails: created so, or read by a SELECT of a write
+    that makes it fail) points at the statement that failed, as every error without a place
+    of its own does (it had no line or column)."""
+    server.sql("CREATE VIEW vf AS SELECT CAST(id * 100000 AS INTEGER) * id AS x FROM t")
+    try:
+        for marked in ("INSERT INTO t VALUES (40, 'p', NULL);\n  @CREATE VIEW v0 AS "
+                       "SELECT CAST(id * 100000000000 AS INTEGER) AS x FROM t",
+                       "INSERT INTO t VALUES (100000, 'big', NULL);\n\t@SELECT count(*) FROM vf",
+                       "SELECT 1; @CREATE VIEW v1 AS WITH RECURSIVE r(x) AS (SELECT 1 UNION "
+                       "SELECT x + 1 FROM r) SELECT x FROM r"):
+            at = marked.index("@")
+            sql = marked.replace("@", "")
+            before = state(server)
+            err = assert_error(server.http.post("/sql", json={"sql": sql}), 400, "view_error")
+            assert (err["line"], err["column"]) == (sql.count("\n", 0, at) + 1,
+                                                   at - (sql.rfind("\n", 0, at) + 1) + 1), err
+            assert state(server) == before
+    finally:
+        server.sql("DROP VIEW vf")
