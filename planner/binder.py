@@ -193,6 +193,10 @@ class AggInfo:
     pre: ExprCtx
     groups: list[BB]
     agg_cols: dict[int, BB]  # id(sqlglot agg node) -> bound output column
+    # the SQL text of each group expression that holds a subquery: such an expression is
+    # bound once, as a group (binding it adds its decorrelated join), and the same text
+    # in the select list, HAVING or ORDER BY is that group's column, as in DuckDB
+    subquery_texts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -709,8 +713,26 @@ class Binder:
                 continue
             r2, s2 = self.bind_table(extra, outer)
             rel, scope = Join(rel, r2, ()), scope + s2
-        for j in sel.args.get("joins") or []:
-            rel, scope = self.bind_join(rel, scope, j, outer)
+        joins = sel.args.get("joins") or []
+        i = 0
+        while i < len(joins):
+            end = i + 1
+            while end < len(joins) and not _comma(joins[end]):
+                end += 1
+            if _comma(joins[i]) and any((x.args.get("side") or "").upper() in ("RIGHT", "FULL")
+                                        for x in joins[i + 1:end]):
+                # JOIN binds tighter than the comma: `a, b RIGHT JOIN c ON ...` is
+                # a, (b RIGHT JOIN c ON ...), whose unmatched c rows meet every row of a. (An
+                # inner or LEFT join gives the same rows either way, and its ON may read the
+                # items before the comma, as DuckDB allows.)
+                r2, s2 = self.bind_table(joins[i].this, outer)
+                for x in joins[i + 1:end]:
+                    r2, s2 = self.bind_join(r2, s2, x, outer)
+                rel, scope = Join(rel, r2, ()), scope + s2
+                i = end
+                continue
+            rel, scope = self.bind_join(rel, scope, joins[i], outer)
+            i += 1
         return rel, scope
 
     def bind_join(self, left: Rel, lscope: list[SCol], j: exp.Join,
@@ -1254,6 +1276,7 @@ class Binder:
                   items: list[tuple[exp.Expression, str | None]], aliases: dict[str, Any],
                   outer: Params | None) -> ExprCtx:
         groups: list[BB] = []
+        subquery_texts: dict[str, int] = {}
         for g in group.expressions if group is not None else []:
             target = g
             if _position(g):  # GROUP BY 2; GROUP BY 2.0 is a constant, as in DuckDB
@@ -1268,6 +1291,8 @@ class Binder:
                 target = aliases[g.name.translate(FOLD)]
             _reject_aggs(self, target, "GROUP BY")
             self.reject_hoisted(ctx, target, "GROUP BY")
+            if _holds_subquery(target):
+                subquery_texts.setdefault(target.sql("duckdb"), len(groups))
             groups.append(ctx.bind(target))
         aggs: list[Agg] = []
         args: list[Scalar] = []
@@ -1295,7 +1320,7 @@ class Binder:
         if group is None:
             red = self.global_default(red, aggs)
         post_scope = ExprCtx(self, red, [], outer)
-        post_scope.agg = AggInfo(ctx, groups, agg_cols)
+        post_scope.agg = AggInfo(ctx, groups, agg_cols, subquery_texts)
         post_scope.aliases = ctx.aliases
         return post_scope
 
@@ -1614,6 +1639,10 @@ class ExprCtx:
             return info.agg_cols[id(e)]
         if isinstance(e, (exp.Literal, exp.Null, exp.Boolean)):
             return self.bind_node(e)
+        if info.subquery_texts and _holds_subquery(e):
+            i = info.subquery_texts.get(e.sql("duckdb"))
+            if i is not None:
+                return Col(i), info.groups[i][1]
         if not isinstance(e, (exp.Subquery, exp.Exists)) and not (
                 isinstance(e, exp.In) and e.args.get("query")):
             got = info.pre.try_bind(e)
@@ -2559,6 +2588,17 @@ def _typed_name(sql: str, start: int) -> tuple[str, int] | None:
         if m2:
             return m2.group(0), at
     return word, at
+
+
+def _holds_subquery(e: exp.Expression) -> bool:
+    return e.find(exp.Subquery, exp.Exists) is not None or any(
+        x.args.get("query") is not None for x in e.find_all(exp.In))
+
+
+def _comma(j: exp.Join) -> bool:
+    """Whether a join of sqlglot's is a comma in FROM (`FROM a, b`): a join with nothing but
+    its table."""
+    return not any(v for k, v in j.args.items() if k != "this")
 
 
 def _lateral_table_function(t: exp.Expression) -> exp.Expression | None:

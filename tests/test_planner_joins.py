@@ -87,6 +87,11 @@ VIEWS = [
     "WHERE j5.b = j6.a AND j5.a = j1.c)",
     # the same table twice
     "SELECT x.a, y.c, j3.c FROM j1 x, j1 y, j3 WHERE x.b = y.a AND y.b = j3.a AND x.c = 2",
+    # JOIN binds tighter than the comma: a, (b RIGHT JOIN c), whose unmatched c rows meet
+    # every row of a (they were a row with a's columns NULL)
+    "SELECT j1.c, j2.c, j3.c FROM j1, j2 RIGHT JOIN j3 ON j2.a = j3.a WHERE j1.a < 3",
+    "SELECT j1.a, j2.b, j3.b, j4.c FROM j1 JOIN j4 ON j1.b = j4.a, j2 FULL JOIN j3 "
+    "ON j2.b = j3.a AND j3.c > 2 WHERE j1.c = 1",
 ]
 
 

@@ -69,6 +69,14 @@ VIEWS = [
     # DECIMAL typing through COALESCE, CASE, arithmetic
     "SELECT id, coalesce(m, 0), CASE WHEN a > 1 THEN 1 ELSE 2.5 END, m * a, m + 1.005,"
     " round(m, 1), floor(m), greatest(m, a) FROM u",
+    # a GROUP BY expression holding a subquery, named again in the select list (as text or
+    # by position) and HAVING (refused as a grouping_error), and JOIN binding tighter than
+    # the comma (a, (u RIGHT JOIN e))
+    "SELECT a IN (SELECT a FROM u) AS hit, count(*) AS n, sum(c) FROM t"
+    " GROUP BY a IN (SELECT a FROM u)",
+    "SELECT (SELECT max(u.m) FROM u WHERE u.a = t.a) AS top, count(*) FROM t GROUP BY 1"
+    " HAVING count(*) > 1",
+    "SELECT t.id, u.id, e.dst FROM t, u RIGHT JOIN e ON u.a = e.src WHERE t.a = 1",
     # uncorrelated IN / ANY / ALL (an equi-join for the hits, NULLs on either side) and WHERE
     # conjuncts without subqueries planned first (comma joins with a subquery conjunct)
     "SELECT id FROM t WHERE a IN (SELECT a FROM u)",
