@@ -997,6 +997,15 @@ class Binder:
                      A(sel, "where")]:
             if part is None:
                 continue
+            for f in part.find_all(exp.Filter):
+                name, at = self.typed_name(f.this)
+                start = at.meta.get("start")
+                # at the word FILTER after the aggregate (sqlglot keeps no node for it)
+                k = self.sql.lower().find("filter", start) if isinstance(start, int) else -1
+                raise self.err("unsupported", f"an aggregate's FILTER (WHERE ...) is not "
+                               f"supported ({name}(...) FILTER): put the condition inside it, "
+                               "as in sum(CASE WHEN ... THEN x END)",
+                               _At(k) if k >= 0 else f.expression)
             for w in part.find_all(exp.Window):
                 if isinstance(w.parent, exp.Window):
                     continue
@@ -1096,11 +1105,18 @@ class Binder:
                 if isinstance(g, (exp.GroupingSets, exp.Cube, exp.Rollup)):
                     name, at = self.typed_name(g)
                     raise self.err("unsupported", f"{name} is not supported", at)
+                if isinstance(g, exp.Tuple) and not g.expressions:
+                    raise self.err("unsupported", "GROUP BY () is not supported: without GROUP "
+                                   "BY, the aggregates are over all rows, as one group", group)
             if group is not None and group.args.get("all"):
                 raise self.err("unsupported", "GROUP BY ALL is not supported", group)
             ctx = self.aggregate(ctx, group, agg_nodes, items, aliases, outer)
             if having is not None:
-                s, t = ctx.bind(having.this)
+                ctx.having = True
+                try:
+                    s, t = ctx.bind(having.this)
+                finally:
+                    ctx.having = False
                 pred = _to_bool(self, s, t, having.this)
                 n = ctx.rel.arity
                 ctx = ExprCtx(self, Mfp(ctx.rel, (), (pred,), tuple(range(n))), ctx.scope,
@@ -1292,7 +1308,7 @@ class Binder:
             _reject_aggs(self, target, "GROUP BY")
             self.reject_hoisted(ctx, target, "GROUP BY")
             if _holds_subquery(target):
-                subquery_texts.setdefault(target.sql("duckdb"), len(groups))
+                subquery_texts.setdefault(_text(target), len(groups))
             groups.append(ctx.bind(target))
         aggs: list[Agg] = []
         args: list[Scalar] = []
@@ -1356,6 +1372,8 @@ class Binder:
         if fname == "count":
             return "count", s, dist, "BIGINT", None
         f = family(t)
+        if fname == "sum" and f == "bool":  # DuckDB 2 counts the true values
+            return "sum", s, dist, "HUGEINT", None
         if fname in ("sum", "avg"):
             if not is_numeric(t):
                 raise self.err("type_error", f"{fname.upper()}({t}) is not defined: the argument"
@@ -1546,6 +1564,7 @@ class ExprCtx:
         self.semijoin: exp.Expression | None = None
         self.aliases: dict[str, exp.Expression] = {}
         self.expanding: set[str] = set()  # aliases being bound (an alias never uses itself)
+        self.having = False  # binding HAVING (`bind_post`)
 
     # -- names
 
@@ -1640,7 +1659,7 @@ class ExprCtx:
         if isinstance(e, (exp.Literal, exp.Null, exp.Boolean)):
             return self.bind_node(e)
         if info.subquery_texts and _holds_subquery(e):
-            i = info.subquery_texts.get(e.sql("duckdb"))
+            i = info.subquery_texts.get(_text(e))
             if i is not None:
                 return Col(i), info.groups[i][1]
         if not isinstance(e, (exp.Subquery, exp.Exists)) and not (
@@ -1654,7 +1673,10 @@ class ExprCtx:
                 if isinstance(s, (OuterRef, Lit)):
                     return got
         if isinstance(e, exp.Column):
-            if info.pre.lookup(e) is None:
+            if info.pre.lookup(e) is None or self.having:
+                # in HAVING a column of the input wins over an alias only when it is grouped
+                # (above): as in DuckDB, `SELECT b, sum(a) AS a ... GROUP BY b HAVING a > 0`
+                # reads the alias (in the select list the column wins, and is refused)
                 got = self.alias(e)
                 if got is not None:
                     return got
@@ -2588,6 +2610,27 @@ def _typed_name(sql: str, start: int) -> tuple[str, int] | None:
         if m2:
             return m2.group(0), at
     return word, at
+
+
+# Parentheses around these change nothing (sqlglot prints an operator's operands as parsed,
+# so only parentheses around a term that is whole by itself can go)
+_WHOLE = (exp.Subquery, exp.Exists, exp.In, exp.Column, exp.Literal, exp.Paren)
+
+
+def _text(e: exp.Expression) -> str:
+    """An expression's text without redundant parentheses: `((SELECT ...))`, `(x IN (SELECT
+    ...))` and `x IN (SELECT ...)` are one group expression, as in DuckDB."""
+    def bare(n: exp.Expression) -> exp.Expression:
+        # sqlglot reads `((SELECT ...))` as a subquery of a subquery
+        while (isinstance(n, exp.Paren) and isinstance(n.this, _WHOLE)) or (
+                isinstance(n, exp.Subquery) and isinstance(n.this, (exp.Subquery, exp.Paren))
+                and not n.alias):
+            n = n.this
+        return n
+
+    while isinstance(e, exp.Paren):
+        e = e.this
+    return e.transform(bare).sql("duckdb")
 
 
 def _holds_subquery(e: exp.Expression) -> bool:

@@ -54,6 +54,12 @@ REFUSALS = [
      "GROUPING SETS is not supported", 1, 36),
     ("SELECT a, count(*) FROM t GROUP BY CUBE (a)", "unsupported", "CUBE is not supported",
      1, 36),
+    # (they named count, or BY, as the construct not supported)
+    ("SELECT id,\n  sum(a)  filter (where a > 0) FROM t GROUP BY id", "unsupported",
+     "an aggregate's FILTER (WHERE ...) is not supported (sum(...) FILTER): put the condition "
+     "inside it, as in sum(CASE WHEN ... THEN x END)", 2, 11),
+    ("SELECT count(*) FROM t GROUP BY ()", "unsupported", "GROUP BY () is not supported: "
+     "without GROUP BY, the aggregates are over all rows, as one group", 1, 33),
     ("SELECT a, count(*) FROM t GROUP BY rollup (a)", "unsupported", "rollup is not supported",
      1, 36),
     ("SELECT regexp_matches(b, 'a') FROM t", "unsupported",

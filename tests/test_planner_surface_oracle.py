@@ -77,6 +77,14 @@ VIEWS = [
     "SELECT (SELECT max(u.m) FROM u WHERE u.a = t.a) AS top, count(*) FROM t GROUP BY 1"
     " HAVING count(*) > 1",
     "SELECT t.id, u.id, e.dst FROM t, u RIGHT JOIN e ON u.a = e.src WHERE t.a = 1",
+    # the same group expression in parentheses (sqlglot reads ((SELECT ...)) as a subquery
+    # of a subquery); HAVING reads an alias where the column of its name is not grouped;
+    # SUM of a BOOLEAN counts the true values (a HUGEINT), as in DuckDB 2
+    "SELECT ((SELECT max(u.m) FROM u WHERE u.a = t.a)) AS top, count(*) FROM t"
+    " GROUP BY (SELECT max(u.m) FROM u WHERE u.a = t.a) HAVING ((SELECT max(u.m) FROM u"
+    " WHERE u.a = t.a)) IS NOT NULL OR count(*) > 1",
+    "SELECT b, sum(a) AS a, sum(flag) AS f, sum(DISTINCT flag) FROM t GROUP BY b"
+    " HAVING a > 0 OR f > 1",
     # uncorrelated IN / ANY / ALL (an equi-join for the hits, NULLs on either side) and WHERE
     # conjuncts without subqueries planned first (comma joins with a subquery conjunct)
     "SELECT id FROM t WHERE a IN (SELECT a FROM u)",
