@@ -1144,6 +1144,11 @@ class Binder:
         keys: list[SortKey] = []
         hidden: list[Scalar] = []
         if order is not None and (limit is not None or offset):
+            item_texts: dict[str, int] = {}
+            for k, (e, _nm) in enumerate(items):
+                inner = e.this if isinstance(e, exp.Alias) else e
+                if _holds_subquery(inner):
+                    item_texts.setdefault(_text(inner), k)
             for o in order.expressions:
                 e = o.this
                 idx: int | None = None
@@ -1155,6 +1160,10 @@ class Binder:
                 elif isinstance(e, exp.Column) and not e.table and e.name.translate(FOLD) in names and \
                         e.name.translate(FOLD) in aliases:
                     idx = names.index(e.name.translate(FOLD))
+                elif _holds_subquery(e) and _text(e) in item_texts:
+                    # Bound a second time, a subquery is a second decorrelated join, which
+                    # never equals the output's: the same subquery is matched by its text.
+                    idx = item_texts[_text(e)]
                 else:
                     s, _t = ctx.bind(e)
                     for i, (os_, _) in enumerate(outs):
@@ -1163,22 +1172,29 @@ class Binder:
                             break
                     if idx is None:
                         if distinct is not None:
-                            raise self.err("unsupported", "ORDER BY of a SELECT DISTINCT must "
-                                           "use output columns", e)
+                            # After DISTINCT only the output columns are left: the key must
+                            # be computed from them (`ORDER BY a + b` of `DISTINCT a, b`).
+                            # DuckDB also takes a key that is not (`DISTINCT a ... ORDER BY
+                            # b`), sorting each row by an arbitrary one of its b values.
+                            s = _over_outputs(s, [os_ for os_, _ in outs])
+                            if s is None:
+                                raise self.err("unsupported", "ORDER BY of a SELECT DISTINCT "
+                                               "must be computed from its output columns", e)
                         hidden.append(s)
                         idx = len(outs) + len(hidden) - 1
                 keys.append(SortKey(idx, bool(o.args.get("desc")),
                                     bool(o.args.get("nulls_first"))))
-        n = ctx.rel.arity
-        exprs = [s for s, _ in outs] + hidden
-        out: Rel = _project_exprs(ctx.rel, exprs)
         if distinct is not None:
-            out = _distinct(out)
+            # the hidden keys read the distinct rows' columns (`_over_outputs`)
+            out: Rel = _distinct(_project_exprs(ctx.rel, [s for s, _ in outs]))
+            if hidden:
+                out = Mfp(out, tuple(hidden), (), tuple(range(len(outs) + len(hidden))))
+        else:
+            out = _project_exprs(ctx.rel, [s for s, _ in outs] + hidden)
         if limit is not None or offset:
             out = TopK(out, (), tuple(keys), limit, offset)
         if hidden:
             out = Mfp(out, (), (), tuple(range(len(outs))))
-        del n
         # a global aggregate, a FROM-less SELECT or LIMIT 0/1 yields at most one row
         one = (group is None and bool(agg_nodes)) or A(sel, "from") is None or (
             limit is not None and limit <= 1)
@@ -2363,6 +2379,23 @@ def _project_exprs(rel: Rel, exprs: list[Scalar]) -> Rel:
     if not maps and proj == list(range(n)):
         return rel
     return Mfp(rel, tuple(maps), (), tuple(proj))
+
+
+def _over_outputs(e: Scalar, outs: list[Scalar]) -> Scalar | None:
+    """`e`, an expression over a query block's input, rewritten over its output columns
+    `outs` (each part of it equal to output i read as column i), or None if it reads an
+    input column no output gives."""
+    for i, o in enumerate(outs):
+        if o == e:
+            return Col(i)
+    if isinstance(e, Col):
+        return None
+    if isinstance(e, Call):
+        args = [_over_outputs(a, outs) for a in e.args]
+        if any(a is None for a in args):
+            return None
+        return Call(e.func, tuple(args), e.type, e.label)  # type: ignore[arg-type]
+    return e
 
 
 def _distinct(r: Rel) -> Rel:
