@@ -108,7 +108,10 @@ def subscribe(
         if not v.running:
             raise Conflict(f"view {name!r} has failed: {v.error}", code="view_failed")
         now = v.complete_ts
-        issued = max(state.last_ts, state.committed_ts)
+        # (`complete_ts` too: a write's COMMIT marks the views it leaves alone complete
+        # through its timestamp just before the clock moves to it, and a feed may have sent
+        # that progress already)
+        issued = max(state.last_ts, state.committed_ts, now)
         if since is not None and since > issued:
             # Never issued: a client bug. Waiting could claim progress nothing backs.
             raise BadRequest(

@@ -29,7 +29,7 @@ from typing import Any
 
 from planner.naming import FOLD
 from server import catalog, contents, queries, recovery, writes
-from server.errors import NotFound, SqlError
+from server.errors import ApiError, NotFound, SqlError
 from server.executors import Executor
 from server.feeds import Message, Subscription
 from server.settings import Settings
@@ -131,7 +131,13 @@ class Database(ServerState):
         with self.state_lock:
             if name not in self.views:
                 raise NotFound(f"unknown view {name!r}", code="unknown_view")
-        out = writes.write(self, [parse_statement(f"DROP VIEW {quote_ident(name)}")])
+        try:
+            out = writes.write(self, [parse_statement(f"DROP VIEW {quote_ident(name)}")])
+        except ApiError as e:
+            if e.code != "unknown_view":
+                raise
+            # dropped by another request since the check above: as if it had come first
+            raise NotFound(f"unknown view {name!r}", code="unknown_view") from None
         res = out["results"][0]
         if out["failed_views"]:
             res["failed_views"] = out["failed_views"]
