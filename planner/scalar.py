@@ -289,6 +289,24 @@ def parse_date_text(text: str, timestamp: bool) -> datetime.datetime:
     return day.replace(hour=h, minute=mi, second=sec, microsecond=micros)
 
 
+# What DuckDB trims around a number's text: ASCII's spaces only. (Python's int(), float(),
+# Decimal() and str.strip() also take other scripts' spaces and the controls 0x1c-0x1f.)
+_NUMBER_SPACE = " \t\n\v\f\r"
+_NEGATIVE_ZERO_INT = re.compile(r"[ \t\n\v\f\r]*-0+", re.ASCII)  # (DuckDB: no space after)
+
+
+def _number_text(v: str, target: str) -> str:
+    """The text of a number to CAST to `target`, as DuckDB reads it: trimmed of ASCII spaces
+    only, ASCII throughout. An unsigned target takes no minus sign but on a plain zero
+    (`'-0'`: DuckDB refuses `'-0.4'` and `'-1e-400'`, which round to 0)."""
+    txt = v.strip(_NUMBER_SPACE)
+    if not txt.isascii() or (txt and (txt[0].isspace() or txt[-1].isspace())) or (
+            norm_type(target).startswith("U") and txt.startswith("-")
+            and not _NEGATIVE_ZERO_INT.fullmatch(v)):
+        raise _CastFailed(f"could not convert string {v!r} to {norm_type(target)}")
+    return txt
+
+
 _RADIX_INT = re.compile(r"0([xXbB])([0-9a-fA-F]+)", re.ASCII)
 # an underscore not between two digits, which DuckDB refuses in a number (and Decimal reads)
 _STRAY_UNDERSCORE = re.compile(r"(?<![0-9])_|_(?![0-9])")
@@ -312,9 +330,9 @@ def _convert(v: Any, target: str) -> Any:
         elif isinstance(v, decimal.Decimal):
             out = int(_round_half_away(v))
         elif isinstance(v, str):
-            txt = v.strip()
-            if not txt.isascii() or _STRAY_UNDERSCORE.search(txt):
-                # (Python's int() reads every script's digits, DuckDB only ASCII's)
+            # (Python's int() reads every script's digits, DuckDB only ASCII's)
+            txt = _number_text(v, target)
+            if _STRAY_UNDERSCORE.search(txt):
                 raise _CastFailed(f"could not convert string {v!r} to {norm_type(target)}")
             radix = _RADIX_INT.fullmatch(v)
             try:
@@ -332,9 +350,7 @@ def _convert(v: Any, target: str) -> Any:
     if f == "float":
         if isinstance(v, (datetime.date, datetime.datetime)):
             raise _CastFailed(f"cannot cast a date to {norm_type(target)}")
-        if isinstance(v, str) and not v.isascii():
-            raise _CastFailed(f"could not convert string {v!r} to {norm_type(target)}")
-        x = float(v.strip()) if isinstance(v, str) else float(v)
+        x = float(_number_text(v, target)) if isinstance(v, str) else float(v)
         if norm_type(target) == "REAL":
             # DuckDB's FLOAT is single precision: the value rounded to the nearest one, and
             # a finite value past its range refused
@@ -352,9 +368,9 @@ def _convert(v: Any, target: str) -> Any:
         elif isinstance(v, bool):
             d = decimal.Decimal(int(v))
         elif isinstance(v, str):
-            if not v.isascii() or _STRAY_UNDERSCORE.search(v):
+            if _STRAY_UNDERSCORE.search(v):
                 raise _CastFailed(f"could not convert string {v!r} to {norm_type(target)}")
-            d = decimal.Decimal(v.strip())
+            d = decimal.Decimal(_number_text(v, target))
         else:
             d = decimal.Decimal(v)
         p, sc = decimal_ps(target)
@@ -367,7 +383,7 @@ def _convert(v: Any, target: str) -> Any:
         return r
     if f == "bool":
         if isinstance(v, str):
-            txt = v.strip().lower()
+            txt = v.lower()  # (DuckDB trims no spaces here)
             if txt in ("true", "t", "1", "yes", "y"):
                 return True
             if txt in ("false", "f", "0", "no", "n"):

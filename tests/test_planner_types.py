@@ -396,11 +396,17 @@ _DATE_STRINGS = [
 _NUMBER_STRINGS = [
     "1_000", " 12 ", "+12", "1e3", "1.5", "2.5", "-2.5", "0x1f", "0X1F", "0o17", "0b101", "١٢",
     "12abc", "", "-0x10", "0x", ".5", "5.", "1,000", "0x7fffffff", "0x80000000", "1__0", "_1",
-    "1_", "٣.٥", "1e-1", " 0x10 "]
+    "1_", "٣.٥", "1e-1", " 0x10 ",
+    # spaces DuckDB does not trim (Python's strip, int(), float() and Decimal() do)
+    "\u00a042", "42\u2003", "\x85 42", "\x1c42", "42\x1f", "\x1d1.5", "\v42\f", "\r\n42\t",
+    # an unsigned type takes a minus sign only on a plain zero
+    "-0", "-00", "-0.0", "-0.4", "-1e-400", "+0.4", " -0", "-0 ", "-1",
+    "true", " true", "TRUE", "t", "Yes", "n", "\x1ctrue", "true ", "1", "1.0", "off"]
 
 
 @pytest.mark.parametrize("target", ["DATE", "TIMESTAMP", "INTEGER", "BIGINT", "DOUBLE",
-                                    "DECIMAL(10,2)"])
+                                    "DECIMAL(10,2)", "REAL", "UINTEGER", "UTINYINT",
+                                    "BOOLEAN"])
 def test_text_casts_read_what_duckdb_reads(target: str) -> None:
     """TRY_CAST of text to a date, a timestamp or a number accepts what DuckDB accepts and
     gives its value (Python's fromisoformat refused '2021-1-5' and read '20210105', kept a zone
