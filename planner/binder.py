@@ -464,8 +464,19 @@ class Binder:
         lim, off = A(node, "limit"), A(node, "offset")
         limit = offset = None
         if lim is not None:
-            v = lim.expression if lim.expression is not None else lim.this
-            limit = self._count_literal(v, "LIMIT", lim)
+            options = lim.args.get("limit_options")
+            if options is not None and options.args.get("percent"):
+                raise self.err("unsupported", "LIMIT ... PERCENT is not supported", lim)
+            if options is not None and options.args.get("with_ties"):
+                raise self.err("unsupported", "WITH TIES is not supported", lim)
+            if isinstance(lim, exp.Fetch):  # FETCH FIRST n ROWS ONLY: LIMIT n (n: 1)
+                v = lim.args.get("count") or exp.Literal.number(1)
+            else:
+                v = lim.expression if lim.expression is not None else lim.this
+            # LIMIT ALL and LIMIT NULL: no limit, as in DuckDB
+            if not (isinstance(v, exp.Null) or (isinstance(v, exp.Var)
+                                                and v.name.upper() == "ALL")):
+                limit = self._count_literal(v, "LIMIT", lim)
         if off is not None:
             v = off.expression if off.expression is not None else off.this
             offset = self._count_literal(v, "OFFSET", off)

@@ -66,6 +66,13 @@ REFUSALS = [
      "function or construct regexp_matches is not supported", 1, 8),
     ("SELECT sha256(b) FROM t", "unsupported",
      "function or construct sha256 is not supported", 1, 8),
+    # (it was LIMIT 20: every row of a small table)
+    ("SELECT id FROM t ORDER BY id\nLIMIT 20 PERCENT", "unsupported",
+     "LIMIT ... PERCENT is not supported", 2, 7),
+    ("SELECT id FROM t ORDER BY id LIMIT 20%", "unsupported",
+     "LIMIT ... PERCENT is not supported", 1, 36),
+    ("SELECT id FROM t ORDER BY id\nFETCH FIRST 2 ROWS WITH TIES", "unsupported",
+     "WITH TIES is not supported", 2, 13),
     # (DuckDB sorts each distinct a by an arbitrary one of its c values)
     ("SELECT DISTINCT a FROM t\nORDER BY a, c + 1 LIMIT 3", "unsupported",
      "ORDER BY of a SELECT DISTINCT must be computed from its output columns", 2, 13),

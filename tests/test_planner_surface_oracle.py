@@ -110,6 +110,10 @@ VIEWS = [
     "SELECT DISTINCT a % 3 AS r, (SELECT max(u.m) FROM u WHERE u.a = t.a) AS top FROM t"
     " ORDER BY ((SELECT max(u.m) FROM u WHERE u.a = t.a)) DESC NULLS LAST, -r NULLS LAST"
     " LIMIT 3",
+    # FETCH FIRST/NEXT n ROWS ONLY is LIMIT n; LIMIT ALL and LIMIT NULL are no limit
+    "SELECT id, a FROM t ORDER BY id DESC OFFSET 2 ROWS FETCH NEXT 3 ROWS ONLY",
+    "SELECT id FROM t WHERE a IN (SELECT a FROM u ORDER BY id LIMIT ALL) OR id IN (SELECT id"
+    " FROM u ORDER BY id LIMIT NULL OFFSET 1)",
 ]
 
 
@@ -139,7 +143,7 @@ def test_incremental_matches_duckdb_after_every_batch(group: int, mode: str,
 
 
 BATCHED = [VIEWS[0], VIEWS[3], VIEWS[5], VIEWS[9], VIEWS[10], VIEWS[14], VIEWS[16], VIEWS[18],
-           VIEWS[20], VIEWS[23], VIEWS[24], VIEWS[26], VIEWS[30], *VIEWS[-11:]]
+           VIEWS[20], VIEWS[23], VIEWS[24], VIEWS[26], VIEWS[30], *VIEWS[-13:]]
 
 
 @pytest.mark.parametrize("sql", BATCHED)
