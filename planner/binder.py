@@ -1978,6 +1978,13 @@ class ExprCtx:
             raise self.b.err("type_error", f"cannot apply {sym} to {x[1]} and {y[1]}", node)
         if not (is_numeric(x[1]) and is_numeric(y[1])):
             raise self.b.err("type_error", f"cannot apply {sym} to {x[1]} and {y[1]}", node)
+        if func in ("div", "intdiv") and unify([x[1], y[1]]) == "REAL":
+            # DuckDB divides FLOATs as FLOATs (`//` of floats is `/`): the operands made FLOAT
+            # (each rounded to single precision), the double quotient rounded to one, which
+            # is the single-precision quotient (a double holds more than twice its digits)
+            q = self.call(func, [(_cast(x[0], x[1], "REAL"), "DOUBLE"),
+                                 (_cast(y[0], y[1], "REAL"), "DOUBLE")], "DOUBLE")
+            return Call("cast", (q[0],), "REAL"), "REAL"
         if func == "div":
             return self.call("div", [(_cast(x[0], x[1], "DOUBLE"), "DOUBLE"),
                                      (_cast(y[0], y[1], "DOUBLE"), "DOUBLE")], "DOUBLE")
@@ -2090,7 +2097,7 @@ class ExprCtx:
             for a in args:
                 flat += a if isinstance(a, list) else [a]
             args = flat
-        alias = {"strlen": "length", "char_length": "length", "character_length": "length",
+        alias = {"char_length": "length", "character_length": "length",
                  "len": "length", "substring": "substr", "ceiling": "ceil", "pow": "power",
                  "ifnull": "coalesce", "nvl": "coalesce", "datediff": "date_diff",
                  "date_part": "extract", "datepart": "extract", "timestamptrunc": "date_trunc",
@@ -2238,7 +2245,7 @@ class ExprCtx:
             fn = by_class[type(e)]
         else:
             fn = {"ord": "unicode", "suffix": "ends_with", "prefix": "starts_with",
-                  "strip_accents": "strip_accents", "lcase": "lower",
+                  "strip_accents": "strip_accents", "lcase": "lower", "strlen": "strlen",
                   "ucase": "upper"}.get(name, "")
         if not fn:
             return None

@@ -150,11 +150,13 @@ def _supported(e: Scalar) -> bool:
         return len(e.args) == 2 and norm_type(e.type) in INT_RANGE
     if f in ("starts_with", "ends_with", "contains"):
         return len(e.args) == 2 and isinstance(e.args[1], Lit)
-    if f == "substr":  # from a literal position 1 on, for a literal length if any
+    if f == "substr":  # from a literal position 1 on, for a literal length if any (past
+        # DuckDB's largest, an error: by the rows)
         bounds = e.args[1:]
         return 1 <= len(bounds) <= 2 and all(
             isinstance(a, Lit) and a.value.__class__ is int for a in bounds) and \
-            bounds[0].value >= 1 and bounds[-1].value >= 0  # type: ignore[union-attr]
+            bounds[0].value >= 1 and bounds[-1].value >= 0 and \
+            all(a.value <= 4_294_967_295 for a in bounds)  # type: ignore[union-attr]
     if f == "replace":
         return len(e.args) == 3 and all(isinstance(a, Lit) and a.value.__class__ is str
                                         for a in e.args[1:]) and e.args[1].value != ""  # type: ignore[union-attr]

@@ -551,7 +551,24 @@ def _ilike(s: str, p: str) -> bool:
     return _like(sql_lower(s), sql_lower(p))
 
 
+# DuckDB's largest substring offset and length (its errors past them)
+_SUBSTR_MAX = 4_294_967_295
+
+
+def _substr_range(start: int | None, length: int | None) -> None:
+    if start is not None and start > _SUBSTR_MAX:
+        raise EvaluationError(f"Substring offset outside of supported range (> {_SUBSTR_MAX})")
+    if length is not None and length > _SUBSTR_MAX:
+        raise EvaluationError(f"Substring length outside of supported range (> {_SUBSTR_MAX})")
+
+
+def _left(s: str, n: int) -> str:
+    _substr_range(None, n)
+    return s[:n] if n >= 0 else s[:max(0, len(s) + n)]
+
+
 def _substr(s: str, start: int, length: int | None = None) -> str:
+    _substr_range(start, length)
     n = len(s)
     begin = start - 1 if start > 0 else (-1 if start == 0 else n + start)
     end = n if length is None else begin + length
@@ -1021,7 +1038,7 @@ STRING_SIGNATURES: dict[str, tuple[str, str]] = {
     "ascii": ("s", "INTEGER"), "unicode": ("s", "INTEGER"), "chr": ("i", "VARCHAR"), "split_part": ("ssi", "VARCHAR"),
     "concat_ws": ("s", "VARCHAR"), "ends_with": ("ss", "BOOLEAN"),
     "starts_with": ("ss", "BOOLEAN"), "md5": ("s", "VARCHAR"), "translate": ("sss", "VARCHAR"),
-    "bit_length": ("s", "BIGINT"), "strip_accents": ("s", "VARCHAR"),
+    "bit_length": ("s", "BIGINT"), "strlen": ("s", "BIGINT"), "strip_accents": ("s", "VARCHAR"),
     "lower": ("s", "VARCHAR"), "upper": ("s", "VARCHAR"),
 }
 
@@ -1134,7 +1151,7 @@ FUNCS: dict[str, Callable[..., Any]] = {
     # every character)
     "replace": _nullsafe(lambda s, a, b: s.replace(a, b) if a else s),
     "reverse": _nullsafe(lambda s: _reverse(s)),
-    "left": _nullsafe(lambda s, n: s[:n] if n >= 0 else s[:max(0, len(s) + n)]),
+    "left": _nullsafe(_left),
     "right": _nullsafe(lambda s, n: (s[-n:] if n > 0 else "") if n >= 0 else s[-n:]),
     "strpos": _nullsafe(lambda s, sub: s.find(sub) + 1),
     "starts_with": _nullsafe(lambda s, p: s.startswith(p)),
@@ -1151,6 +1168,7 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "md5": _nullsafe(lambda s: hashlib.md5(s.encode()).hexdigest()),
     "translate": _nullsafe(_translate),
     "bit_length": _nullsafe(lambda s: 8 * len(s.encode())),
+    "strlen": _nullsafe(lambda s: len(s.encode())),  # bytes (LENGTH counts characters)
     "strip_accents": _nullsafe(_strip_accents),
     "abs": _nullsafe(_abs),
     "round": _nullsafe(_no_neg_zero(_round)),

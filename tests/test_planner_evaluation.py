@@ -244,6 +244,12 @@ def test_single_row_subqueries_need_no_check() -> None:
     ("SELECT mod(a, 0) FROM w", "Division by zero", "division by zero"),
     ("SELECT c // 0 FROM w", "Division by zero", "c // 0"),
     ("SELECT id // a FROM w", "Division by zero", "id // a"),
+    # DuckDB's substrings end at offsets and lengths of 2**32 - 1 (they were '' and the
+    # whole string)
+    ("SELECT substr(s, id * 4294967296) FROM w", "Substring offset outside", "offset"),
+    ("SELECT substr(s, 1, id * 4294967296) FROM w", "Substring length outside", "length"),
+    ("SELECT substr(s, 1, 4294967296) FROM w", "Substring length outside", "length"),
+    ("SELECT left(s, id * 4294967296) FROM w", "Substring length outside", "length"),
 ])
 def test_runtime_errors_raise_like_duckdb(sql: str, duck_error: str, text: str) -> None:
     _assert_raises_like_duckdb(sql, {"w": W_ROWS}, duck_error, text)

@@ -55,6 +55,12 @@ EXPRS = [
     "d + 0.001", "d + 1.5", "d * 1.5", "d * 0.001", "d * m * m", "f + d", "i + 0.5",
     "i * 2.5", "s + 1", "s * i", "i + b", "i // 2", "i % 2", "i / 2", "-i", "-s", "mod(d, i)",
     "mod(i, 2)", "f * i", "f % 2", "1.5 + 2", "1.5 * 2.25", "-(1.5)",
+    # a FLOAT divided is a FLOAT, in single precision (they were DOUBLEs)
+    "CAST(f AS REAL) / 3", "CAST(i AS REAL) / 3", "i / CAST(3 AS REAL)", "CAST(f AS REAL) // 2",
+    "CAST(CAST(i AS REAL) / 3 AS VARCHAR)", "CAST(s AS REAL) / CAST(i AS REAL)",
+    "d / CAST(0.3 AS REAL)", "16777217 / CAST(3 AS REAL)", "CAST(i AS REAL) / 3.0::DOUBLE",
+    # strlen counts bytes (it was length, characters)
+    "strlen(v || 'Straße😀')", "strlen(v)",
     # math functions
     "abs(d)", "abs(s)", "abs(f)", "abs(z)", "sign(d)", "sign(i)", "sign(f)", "round(d)",
     "round(d, 1)", "round(d, 2)", "round(d, 5)", "round(d, -1)", "round(z, 2)", "round(i)",
