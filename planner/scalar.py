@@ -295,6 +295,23 @@ _NUMBER_SPACE = " \t\n\v\f\r"
 _NEGATIVE_ZERO_INT = re.compile(r"[ \t\n\v\f\r]*-0+", re.ASCII)  # (DuckDB: no space after)
 
 
+def _double_to_decimal(v: float, scale: int) -> decimal.Decimal:
+    """A DOUBLE on its way to a DECIMAL of `scale`, as DuckDB casts it: `v * 10**scale` in
+    double precision, rounded half away from zero. So 9.995 (a double a hair below it) is
+    9.99 at scale 2, and 2.675 (below it too) is 2.68, as 2.675 * 100 is 267.5 in doubles;
+    the shortest text of the double, rounded, gave 10.00 and 2.68. A scaled value past 2**53,
+    whose units a double no longer holds, keeps that text (DuckDB's digits there are its own)."""
+    if not math.isfinite(v):
+        return decimal.Decimal(repr(v))
+    x = v * float(f"1e{scale}")  # (the double nearest 10**scale, as DuckDB's table holds)
+    if not math.isfinite(x) or abs(x) >= 2.0**53:
+        return decimal.Decimal(repr(v))
+    r = math.trunc(x)
+    if abs(x - r) >= 0.5:
+        r += 1 if x > 0 else -1
+    return decimal.Decimal(r).scaleb(-scale)
+
+
 def _number_text(v: str, target: str) -> str:
     """The text of a number to CAST to `target`, as DuckDB reads it: trimmed of ASCII spaces
     only, ASCII throughout. An unsigned target takes no minus sign but on a plain zero
@@ -364,7 +381,7 @@ def _convert(v: Any, target: str) -> Any:
         return x
     if f == "decimal":
         if isinstance(v, float):
-            d = decimal.Decimal(repr(v))
+            d = _double_to_decimal(v, decimal_ps(target)[1])
         elif isinstance(v, bool):
             d = decimal.Decimal(int(v))
         elif isinstance(v, str):

@@ -126,8 +126,10 @@ def _hydrate_new_views(state: ServerState, w: Write) -> None:
         try:
             # later statements of the request read it as trial contents (`post_contents`)
             w.trial[name] = hydrate_one(state, w, view, w.trial)
-        except ApiError:
+        except ApiError as e:
             view.release()
+            if e.line is None:  # (a failed view it reads: 409) at its CREATE VIEW
+                e.line, e.column = w.created_at.get(name, (None, None))
             raise
         except Exception as e:  # noqa: BLE001 - engine failure: reject the view
             view.release()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+import random
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -437,3 +438,24 @@ def test_a_set_operation_with_a_varchar_branch_is_varchar(
                 f"SELECT {other} FROM t EXCEPT SELECT v FROM t",
                 f"SELECT 'x' INTERSECT ALL SELECT {other} FROM t"):
         _equals_duckdb(con, sql)
+
+
+@pytest.mark.parametrize("scale", [0, 1, 2, 3, 6])
+def test_a_double_cast_to_decimal_rounds_as_duckdb(scale: int) -> None:
+    """CAST(DOUBLE AS DECIMAL): DuckDB scales the double in double precision and rounds half
+    away from zero: 9.995 is 9.99 and 2.675 is 2.68 at scale 2 (the double's shortest text,
+    rounded, gave 10.00; its exact value would give 2.67)."""
+    from planner.scalar import cast_value
+
+    rng = random.Random(scale)
+    xs = [9.995, 0.285, 1.005, 2.675, 0.125, -2.675, -0.125, 4.9975 * 2, 0.49999999999999994,
+          2.5, -2.5, 123456.785, 1.0000000000000002, -0.0]
+    xs += [round(rng.uniform(-1000, 1000), rng.randint(0, 7)) for _ in range(3000)]
+    xs += [rng.uniform(-10, 10) for _ in range(3000)]
+    con = duckdb.connect()
+    target = f"DECIMAL(18,{scale})"
+    got = con.execute(f"SELECT x, CAST(x AS {target}) FROM (SELECT unnest(?) AS x)",
+                      [xs]).fetchall()
+    wrong = [(x, cast_value(x, target), want) for x, want in got
+             if cast_value(x, target) != want]
+    assert not wrong, wrong[:5]

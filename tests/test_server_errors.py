@@ -313,3 +313,23 @@ def test_a_view_that_cannot_be_computed_is_refused_at_its_statement(server: Serv
             assert state(server) == before
     finally:
         server.sql("DROP VIEW vf")
+
+
+def test_a_new_view_over_a_failed_view_is_refused_at_its_statement(server: Server) -> None:
+    """A view that reads a failed view is refused (409 `view_failed`) at its CREATE VIEW, in a
+    script and by POST /views (it had no line or column)."""
+    server.sql("CREATE VIEW vbad AS SELECT CAST(id * 100000 AS INTEGER) * id AS x FROM t")
+    try:
+        out = server.http.post("/sql", json={"sql": "INSERT INTO t VALUES (100001, 'big', NULL)"})
+        assert [f["name"] for f in out.json()["failed_views"]] == ["vbad"], out.text
+        sql = "INSERT INTO t VALUES (41, 'q', NULL);\n  CREATE VIEW vover AS SELECT x FROM vbad"
+        before = state(server)
+        err = assert_error(server.http.post("/sql", json={"sql": sql}), 409, "view_failed")
+        assert (err["line"], err["column"]) == (2, 3), err
+        assert state(server) == before
+        err = assert_error(server.http.post(
+            "/views", json={"sql": "CREATE VIEW vover AS SELECT x FROM vbad"}), 409,
+            "view_failed")
+        assert (err["line"], err["column"]) == (1, 1), err
+    finally:
+        server.sql("DELETE FROM t WHERE id = 100001; DROP VIEW vbad")
