@@ -1721,6 +1721,8 @@ class ExprCtx:
             return self.column(e)
         if isinstance(e, exp.Paren):
             return self.bind(e.this)
+        if isinstance(e, exp.RawString):  # a dollar-quoted string: $$text$$, $tag$text$tag$
+            return Lit(e.this, "VARCHAR"), "VARCHAR"
         if isinstance(e, exp.Literal):
             if e.is_string:
                 return Lit(e.this, "VARCHAR"), "VARCHAR"
