@@ -1070,7 +1070,7 @@ class Binder:
                 ctx.aliases = sel_aliases
         # expand * and t.* first: aggregation and ORDER BY see the expanded list
         items: list[tuple[exp.Expression, str | None]] = []
-        star_labels: dict[int, str] = {}  # an item of a * and its column's label
+        star_labels: dict[int, str] = {}  # an item of a * (or a bare column) and its label
         for e in sel.expressions:
             if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this,
                                                                                    exp.Star)):
@@ -1091,6 +1091,18 @@ class Binder:
                     star_labels[len(items) - 1] = c.label or c.name
             else:
                 items.append((e, None))
+                # a column named by itself keeps its source's name as DuckDB shows it (`SELECT
+                # q FROM v` of a view's column "Q" is "Q"), as a * over it does
+                inner = e
+                while isinstance(inner, exp.Paren):
+                    inner = inner.this
+                if isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
+                    name = inner.name.translate(FOLD)
+                    qual = inner.table.translate(FOLD) if inner.table else None
+                    hits = [c for c in scope if c.name == name and (
+                        c.qual == qual if qual is not None else not c.hidden)]
+                    if len(hits) == 1 and hits[0].label:
+                        star_labels[len(items) - 1] = hits[0].label
         order = A(sel, "order")
         having = A(sel, "having")
         group = A(sel, "group")

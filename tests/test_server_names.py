@@ -133,3 +133,35 @@ def test_views_stored_with_older_column_names_take_the_current_ones(tmp_path: Pa
             (text,) = store.execute("SELECT columns FROM diffsql.views WHERE name = ?",
                                     [name]).fetchone()
             assert [c["name"] for c in json.loads(text)] == want[name], name
+
+
+VIEWS_OVER_ALIASES = [
+    'SELECT "Q" FROM a1', "SELECT q FROM a1", "SELECT Q, z FROM a1", "SELECT x.q FROM a1 x",
+    "SELECT q FROM (SELECT * FROM a1)", "SELECT (q) FROM a1", "SELECT q, count(*) FROM a1 GROUP BY q",
+    "SELECT b, a1.q + 1 FROM a1", "SELECT q FROM a1 JOIN t ON t.a = a1.q", "SELECT * FROM a1",
+]
+
+
+def test_a_column_named_by_itself_keeps_its_sources_name(tmp_path: Path) -> None:
+    """`SELECT q FROM a1`, where view a1's column is "Q" (an alias keeps its case), is "Q" in
+    DuckDB, as `SELECT * FROM a1` is (it was "q"); also after a restart."""
+    con = duckdb.connect()
+    db = Database(Settings(data_dir=tmp_path / "data"), InProcessExecutor())
+    try:
+        for sql in ("CREATE TABLE t (a INTEGER, b INTEGER)",
+                    'CREATE VIEW a1 AS SELECT a AS "Q", a AS "Z", b FROM t',
+                    "INSERT INTO t VALUES (1, 2)"):
+            db.execute(sql)
+            con.execute(sql)
+        for i, sql in enumerate(VIEWS_OVER_ALIASES):
+            db.execute(f"CREATE VIEW w{i} AS {sql}")
+    finally:
+        db.close()
+    db = Database(Settings(data_dir=tmp_path / "data"), InProcessExecutor())
+    try:
+        for i, sql in enumerate(VIEWS_OVER_ALIASES):
+            want = [d[0] for d in con.execute(sql).description]
+            assert [c["name"] for c in db.view_info(f"w{i}")["columns"]] == want, sql
+            assert db.query(sql)["columns"] == want, sql
+    finally:
+        db.close()
