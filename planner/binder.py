@@ -993,6 +993,11 @@ class Binder:
         its position for the error."""
         start = _first_pos(node)
         got = _typed_name(self.sql, start) if start is not None else None
+        op = next((name for cls, name in _OPERATORS.items() if isinstance(node, cls)), None)
+        if op is not None and not (got is not None and got[0].lower().startswith("regexp_")):
+            # an operator (not a function's spelling of it, `regexp_matches(...)`): the text
+            # at its start is its left operand's
+            return op, node
         if got is None:
             if isinstance(node, exp.Anonymous):
                 return str(node.this), node
@@ -2680,6 +2685,13 @@ def _typed_name(sql: str, start: int) -> tuple[str, int] | None:
 # Parentheses around these change nothing (sqlglot prints an operator's operands as parsed,
 # so only parentheses around a term that is whole by itself can go)
 _WHOLE = (exp.Subquery, exp.Exists, exp.In, exp.Column, exp.Literal, exp.Paren)
+
+
+# Constructs written as an operator after their first operand, by the name to refuse them with
+_OPERATORS: dict[type[exp.Expression], str] = {
+    exp.Glob: "GLOB", exp.SimilarTo: "SIMILAR TO", exp.Collate: "COLLATE",
+    exp.RegexpLike: "regular expression matching (~, REGEXP)", exp.Bracket: "[] (an index or slice)",
+}
 
 
 def _text(e: exp.Expression) -> str:

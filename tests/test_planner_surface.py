@@ -66,6 +66,17 @@ REFUSALS = [
      "function or construct regexp_matches is not supported", 1, 8),
     ("SELECT sha256(b) FROM t", "unsupported",
      "function or construct sha256 is not supported", 1, 8),
+    # operators are named, not their left operand (they said "construct b")
+    ("SELECT b[2:3] FROM t", "unsupported",
+     "function or construct [] (an index or slice) is not supported", 1, 8),
+    ("SELECT b GLOB 'x*' FROM t", "unsupported", "function or construct GLOB is not supported",
+     1, 8),
+    ("SELECT (b) SIMILAR TO 'x' FROM t", "unsupported",
+     "function or construct SIMILAR TO is not supported", 1, 8),
+    ("SELECT id FROM t ORDER BY b COLLATE nocase LIMIT 1", "unsupported",
+     "function or construct COLLATE is not supported", 1, 27),
+    ("SELECT upper(b) ~ 'x' FROM t", "unsupported", "function or construct regular "
+     "expression matching (~, REGEXP) is not supported", 1, 8),
     # (it was LIMIT 20: every row of a small table)
     ("SELECT id FROM t ORDER BY id\nLIMIT 20 PERCENT", "unsupported",
      "LIMIT ... PERCENT is not supported", 2, 7),
