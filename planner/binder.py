@@ -479,7 +479,8 @@ class Binder:
                 limit = self._count_literal(v, "LIMIT", lim)
         if off is not None:
             v = off.expression if off.expression is not None else off.this
-            offset = self._count_literal(v, "OFFSET", off)
+            if not isinstance(v, exp.Null):  # OFFSET NULL: none, as in DuckDB
+                offset = self._count_literal(v, "OFFSET", off)
         return limit, offset or 0
 
     def _count_literal(self, v: exp.Expression, clause: str, at: exp.Expression) -> int:
@@ -2003,7 +2004,7 @@ class ExprCtx:
             # is the single-precision quotient (a double holds more than twice its digits)
             q = self.call(func, [(_cast(x[0], x[1], "REAL"), "DOUBLE"),
                                  (_cast(y[0], y[1], "REAL"), "DOUBLE")], "DOUBLE")
-            return Call("cast", (q[0],), "REAL"), "REAL"
+            return Call("to_single", (q[0],), "REAL"), "REAL"  # (past FLOAT's range: inf)
         if func == "div":
             return self.call("div", [(_cast(x[0], x[1], "DOUBLE"), "DOUBLE"),
                                      (_cast(y[0], y[1], "DOUBLE"), "DOUBLE")], "DOUBLE")

@@ -299,17 +299,26 @@ def _double_to_decimal(v: float, scale: int) -> decimal.Decimal:
     """A DOUBLE on its way to a DECIMAL of `scale`, as DuckDB casts it: `v * 10**scale` in
     double precision, rounded half away from zero. So 9.995 (a double a hair below it) is
     9.99 at scale 2, and 2.675 (below it too) is 2.68, as 2.675 * 100 is 267.5 in doubles;
-    the shortest text of the double, rounded, gave 10.00 and 2.68. A scaled value past 2**53,
-    whose units a double no longer holds, keeps that text (DuckDB's digits there are its own)."""
+    the shortest text of the double, rounded, gave 10.00 and 2.68. Past 2**53 the product is
+    a whole number, kept as it is (1e15 + 0.5 at scale 2 is ...000.48)."""
     if not math.isfinite(v):
         return decimal.Decimal(repr(v))
     x = v * float(f"1e{scale}")  # (the double nearest 10**scale, as DuckDB's table holds)
-    if not math.isfinite(x) or abs(x) >= 2.0**53:
+    if not math.isfinite(x):
         return decimal.Decimal(repr(v))
-    r = math.trunc(x)
+    r = math.trunc(x)  # (past 2**53 a double is a whole number: x itself)
     if abs(x - r) >= 0.5:
         r += 1 if x > 0 else -1
     return decimal.Decimal(r).scaleb(-scale)
+
+
+def _to_single(x: float) -> float:
+    """A double rounded to single precision, as a FLOAT result of DuckDB's arithmetic is: a
+    value past FLOAT's range is infinite (where a CAST refuses it)."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        return float(np.float32(x))
 
 
 def _number_text(v: str, target: str) -> str:
@@ -324,7 +333,7 @@ def _number_text(v: str, target: str) -> str:
     return txt
 
 
-_RADIX_INT = re.compile(r"0([xXbB])([0-9a-fA-F]+)", re.ASCII)
+_RADIX_INT = re.compile(r"0([xXbB])([0-9a-fA-F]+(?:_[0-9a-fA-F]+)*)", re.ASCII)
 # an underscore not between two digits, which DuckDB refuses in a number (and Decimal reads)
 _STRAY_UNDERSCORE = re.compile(r"(?<![0-9])_|_(?![0-9])")
 
@@ -351,7 +360,8 @@ def _convert(v: Any, target: str) -> Any:
             txt = _number_text(v, target)
             if _STRAY_UNDERSCORE.search(txt):
                 raise _CastFailed(f"could not convert string {v!r} to {norm_type(target)}")
-            radix = _RADIX_INT.fullmatch(v)
+            # (DuckDB reads ' 0x10' but not '0x10 ')
+            radix = _RADIX_INT.fullmatch(v.lstrip(_NUMBER_SPACE))
             try:
                 out = int(txt)
             except ValueError:
@@ -568,19 +578,24 @@ def _ilike(s: str, p: str) -> bool:
     return _like(sql_lower(s), sql_lower(p))
 
 
-# DuckDB's largest substring offset and length (its errors past them)
+# DuckDB's largest substring offset and length, and their lowest for SUBSTR (its errors
+# past them; LEFT's and RIGHT's negative lengths have no bound)
 _SUBSTR_MAX = 4_294_967_295
+_SUBSTR_MIN = -4_294_967_296
 
 
-def _substr_range(start: int | None, length: int | None) -> None:
-    if start is not None and start > _SUBSTR_MAX:
-        raise EvaluationError(f"Substring offset outside of supported range (> {_SUBSTR_MAX})")
-    if length is not None and length > _SUBSTR_MAX:
-        raise EvaluationError(f"Substring length outside of supported range (> {_SUBSTR_MAX})")
+def _substr_range(start: int | None, length: int | None, lowest: bool = True) -> None:
+    for what, v in (("offset", start), ("length", length)):
+        if v is not None and v > _SUBSTR_MAX:
+            raise EvaluationError(f"Substring {what} outside of supported range "
+                                  f"(> {_SUBSTR_MAX})")
+        if lowest and v is not None and v < _SUBSTR_MIN:
+            raise EvaluationError(f"Substring {what} outside of supported range "
+                                  f"(< {_SUBSTR_MIN})")
 
 
 def _left(s: str, n: int) -> str:
-    _substr_range(None, n)
+    _substr_range(None, n, lowest=False)
     return s[:n] if n >= 0 else s[:max(0, len(s) + n)]
 
 
@@ -1186,6 +1201,7 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "translate": _nullsafe(_translate),
     "bit_length": _nullsafe(lambda s: 8 * len(s.encode())),
     "strlen": _nullsafe(lambda s: len(s.encode())),  # bytes (LENGTH counts characters)
+    "to_single": _nullsafe(_to_single),
     "strip_accents": _nullsafe(_strip_accents),
     "abs": _nullsafe(_abs),
     "round": _nullsafe(_no_neg_zero(_round)),

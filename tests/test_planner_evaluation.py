@@ -250,6 +250,8 @@ def test_single_row_subqueries_need_no_check() -> None:
     ("SELECT substr(s, 1, id * 4294967296) FROM w", "Substring length outside", "length"),
     ("SELECT substr(s, 1, 4294967296) FROM w", "Substring length outside", "length"),
     ("SELECT left(s, id * 4294967296) FROM w", "Substring length outside", "length"),
+    ("SELECT substr(s, -id * 4294967297) FROM w", "Substring offset outside", "offset"),
+    ("SELECT substr(s, 2, -id * 4294967297) FROM w", "Substring length outside", "length"),
 ])
 def test_runtime_errors_raise_like_duckdb(sql: str, duck_error: str, text: str) -> None:
     _assert_raises_like_duckdb(sql, {"w": W_ROWS}, duck_error, text)

@@ -112,8 +112,8 @@ VIEWS = [
     " LIMIT 3",
     # FETCH FIRST/NEXT n ROWS ONLY is LIMIT n; LIMIT ALL and LIMIT NULL are no limit
     "SELECT id, a FROM t ORDER BY id DESC OFFSET 2 ROWS FETCH NEXT 3 ROWS ONLY",
-    "SELECT id FROM t WHERE a IN (SELECT a FROM u ORDER BY id LIMIT ALL) OR id IN (SELECT id"
-    " FROM u ORDER BY id LIMIT NULL OFFSET 1)",
+    "SELECT id FROM t WHERE a IN (SELECT a FROM u ORDER BY id LIMIT ALL OFFSET NULL) OR id IN"
+    " (SELECT id FROM u ORDER BY id LIMIT NULL OFFSET 1)",
     # dollar-quoted strings (they were refused as "function or construct SELECT")
     "SELECT id, $$a'b$$ AS q, $t$x;$t$ || b FROM t WHERE b <> $$zz$$",
 ]
