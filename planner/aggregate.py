@@ -130,11 +130,25 @@ def _finish_statistic(a: Agg, n: int, nonfinite: int, sx: Fraction, sy: Fraction
     if a.func == "corr":
         if cxx == 0 or cyy == 0:
             return math.nan
-        return float(cxy) / math.sqrt(float(cxx)) / math.sqrt(float(cyy))
+        try:
+            return float(cxy) / math.sqrt(float(cxx)) / math.sqrt(float(cyy))
+        except OverflowError:  # sums past the doubles: the ratio, exact, then its root
+            r = math.sqrt(float(cxy * cxy / (cxx * cyy)))
+            return r if cxy >= 0 else -r
     if a.func.startswith("covar"):
-        return float(cxy / div)
+        return _double(cxy / div)
     var = cxx / div
-    return math.sqrt(var) if a.func.startswith("stddev") else float(var)
+    # (a variance past the doubles is infinite, and so is its root, as DuckDB's)
+    return math.sqrt(_double(var)) if a.func.startswith("stddev") else _double(var)
+
+
+def _double(x: Fraction) -> float:
+    """`x` as a double: past their range an infinity, as DuckDB's statistics give (float()
+    raises OverflowError there, which failed the view)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
 
 
 def _finish_sum(a: Agg, total: Any) -> Any:

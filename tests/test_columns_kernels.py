@@ -569,16 +569,20 @@ def test_round_over_columns_equals_the_rows(seed: int) -> None:
 
 
 def test_substrings_past_int64_and_inputs_of_no_columns() -> None:
-    """SUBSTR bounds past any string (a BIGINT's largest length from a start past 1, which
-    overflowed Arrow's int64 bounds) equal the rows; an input of no columns declines."""
+    """SUBSTR bounds past any string, up to DuckDB's largest (2**32 - 1: a length from a start
+    past 1 once overflowed Arrow's int64 bounds) equal the rows; past it the rows raise
+    DuckDB's error and the columns decline; an input of no columns declines."""
     table = pa.table({"s": ["hello", "", None, "héllo wörld"]})
     rows = list(rows_of(table, 1))
-    big = 2 ** 63 - 1
-    for bounds in ((2, big), (big,), (big, big), (1, big), (3, 2 ** 62)):
+    big = 2 ** 32 - 1
+    for bounds in ((2, big), (big,), (big, big), (1, big), (3, 2 ** 31)):
         e = Call("substr", (Col(0), *(Lit(b, "BIGINT") for b in bounds)), "VARCHAR")
         m = Mfp(Get("t", 1), (e,), (), (1,))
         got = columns_mfp(m)(table)  # type: ignore[misc]
         assert got is not None and _same(list(rows_of(got, 1)), _reference(m, rows)), bounds  # type: ignore[arg-type]
+    for bounds in ((2, 2 ** 63 - 1), (2 ** 32,)):
+        e = Call("substr", (Col(0), *(Lit(b, "BIGINT") for b in bounds)), "VARCHAR")
+        assert columns_mfp(Mfp(Get("t", 1), (e,), (), (1,))) is None, bounds
     assert columns_mfp(Mfp(Get("t", 0), (Lit(1, "INTEGER"),), (), (0,))) is None
 
 

@@ -594,3 +594,20 @@ def test_decimal_results_past_their_type_raise_as_duckdb() -> None:
             compile_view(sql, cat).evaluate(data)
     for sql in ("SELECT -h, abs(h), e + e, d * 2, d % 3, d * 1.5 FROM t",):
         assert compile_view(sql, cat).evaluate(data) == Counter(con.execute(sql).fetchall())
+
+
+def test_statistics_past_the_doubles_are_infinite_as_duckdb() -> None:
+    """A variance (or covariance) past the doubles' range is infinite, as DuckDB's, and so is
+    its root; a correlation of such sums is their exact ratio (float() of the exact sums
+    raised OverflowError, which failed the view)."""
+    import duckdb
+
+    rows = [(1, 1e300), (2, -1e300), (3, 1e200)]
+    q = "SELECT var_pop(x), var_samp(x), stddev_samp(x), stddev_pop(x), covar_samp(x, k) FROM r"
+    con = duckdb.connect()
+    con.execute("CREATE TABLE r (k INTEGER, x DOUBLE)")
+    con.executemany("INSERT INTO r VALUES (?, ?)", rows)
+    cat = Catalog(tables={"r": TableSchema("r", [Column("k", "INTEGER"), Column("x", "DOUBLE")])})
+    assert list(compile_view(q, cat).evaluate({"r": Counter(rows)})) == con.execute(q).fetchall()
+    (got,), = compile_view("SELECT corr(x, k) FROM r", cat).evaluate({"r": Counter(rows)})
+    assert abs(got + 0.5) < 1e-9  # (DuckDB's own sums drift: it says -0.0)
