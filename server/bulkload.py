@@ -205,8 +205,10 @@ def read_file(spec: CopySpec, path: str, root: Path) -> Any:
     try:
         if spec.format == "parquet":
             # One file, as DuckDB's COPY reads it: no partition columns from the path, and
-            # no dataset layer (whose first use imports pandas: half a second).
-            table = pq.ParquetFile(path).read()
+            # no dataset layer (whose first use imports pandas: half a second). INT96
+            # timestamps (Spark's, Hive's) read at microseconds, as DuckDB reads them: read at
+            # pyarrow's default nanoseconds, a year outside 1677-2262 wraps to a wrong one.
+            table = pq.ParquetFile(path, coerce_int96_timestamp_unit="us").read()
         elif os.path.getsize(path) == 0:
             table = pa.table({})
         else:

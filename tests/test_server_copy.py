@@ -495,3 +495,26 @@ def test_cli_sql_runs_copy(server: Server) -> None:
                                                   "timestamp": 1}
     r = run_cli("sql", "--url", server.url, "COPY e FROM '/etc/hosts'")
     assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "forbidden_path"
+
+
+def test_int96_timestamps_load_as_duckdb_reads_them(server: Server) -> None:
+    """Spark and Hive write timestamps as Parquet INT96; DuckDB reads them at microseconds, so
+    years outside the nanoseconds' 1677-2262 load as written (not wrapped to another year)."""
+    s, imp = server, server.data_dir / "import"
+    stamps = [datetime.datetime(3000, 1, 1), datetime.datetime(1, 1, 1, 0, 0, 0, 1),
+              datetime.datetime(9999, 12, 31, 23, 59, 59, 999999),
+              datetime.datetime(1500, 6, 7, 8, 9, 10, 11), datetime.datetime(2024, 5, 6, 7, 8, 9),
+              None]
+    pq.write_table(pa.table({"id": pa.array(range(len(stamps)), pa.int32()),
+                             "ts": pa.array(stamps, pa.timestamp("us"))}),
+                   imp / "int96.parquet", use_deprecated_int96_timestamps=True)
+    assert str(pq.ParquetFile(imp / "int96.parquet").schema.column(1).physical_type) == "INT96"
+    view = "SELECT extract(year FROM ts) AS y, count(*) AS n FROM spark GROUP BY 1"
+    s.sql(f"CREATE TABLE spark (id INTEGER, ts TIMESTAMP); CREATE VIEW years AS {view}")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE spark (id INTEGER, ts TIMESTAMP)")
+    copy_both(s, con, ["COPY spark FROM 'int96.parquet' (FORMAT parquet)"])
+    got = s.query("SELECT * FROM spark")["rows"]
+    assert multiset(got) == oracle_rows(con, "SELECT * FROM spark")
+    assert [0, "3000-01-01T00:00:00"] in got, got
+    assert multiset(s.rows("years")["rows"]) == oracle_rows(con, view)
