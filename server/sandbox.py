@@ -21,6 +21,7 @@ The durable database is never reachable from a user's query.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -241,8 +242,20 @@ def load_relation(con: duckdb.DuckDBPyConnection, name: str, rel: Relation,
     if not rel.rows:
         return
     params = [[row[i] for row in rel.rows] for i in range(len(rel.columns))]
-    unnests = ", ".join(f"UNNEST(${i + 1}::{t}[])" for i, (_, t) in enumerate(rel.columns))
-    con.execute(f"INSERT INTO {source} SELECT {unnests}", params)
+    unnests = []
+    for i, (_, t) in enumerate(rel.columns):
+        if _SCALE_38.fullmatch(t):
+            # DuckDB binds a list of Python decimals of scale 38 as DOUBLE[] (their digits
+            # and scale make a width of 39): 0.08 would read back as 0.0800000000000000033...
+            # Their text casts exactly.
+            params[i] = [None if v is None else format(v, "f") for v in params[i]]
+            unnests.append(f"UNNEST(${i + 1}::VARCHAR[]::{t}[])")
+        else:
+            unnests.append(f"UNNEST(${i + 1}::{t}[])")
+    con.execute(f"INSERT INTO {source} SELECT {', '.join(unnests)}", params)
+
+
+_SCALE_38 = re.compile(r"DECIMAL\(\s*\d+\s*,\s*38\s*\)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

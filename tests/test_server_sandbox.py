@@ -165,6 +165,28 @@ def test_arrow_relations_are_read_in_place_and_leave_nothing_behind() -> None:
         run_query("SELECT 1", {"__diffsql_arrow_a": a}, **kw)
 
 
+def test_decimals_of_scale_38_reach_the_sandbox_exactly() -> None:
+    """Python rows of a DECIMAL(38,38) column (a small view's) are the values themselves, equal
+    to the same values given as Arrow (a table's), so a join of the two finds them: DuckDB binds
+    a list of scale-38 decimals as DOUBLE[], which read 0.08 as 0.08000000000000000339..."""
+    import pyarrow as pa
+
+    kw: dict = {"timeout": 5, "memory_limit": "256MB", "max_rows": 10}
+    t = "DECIMAL(38,38)"
+    values = [decimal.Decimal(v) for v in
+              ("0.08", "-0.99999999999999999999999999999999999999", "0E-38", "1E-38")]
+    view = Relation([("v", t), ("i", "INTEGER")], [(v, i) for i, v in enumerate(values)]
+                    + [(None, 9)])
+    table = Relation([("w", t)], (), pa.table({"w": pa.array(values, pa.decimal128(38, 38))}))
+    got = run_query("SELECT v, i FROM view ORDER BY i", {"view": view}, **kw)
+    assert got.rows == [(v, i) for i, v in enumerate(values)] + [(None, 9)]
+    joined = run_query("SELECT count(*) FROM view JOIN t ON v = w", {"view": view, "t": table},
+                       **kw)
+    assert joined.rows == [(len(values),)]
+    mixed = Relation([("v", "DECIMAL(38,37)")], [(decimal.Decimal("0.08"),)])
+    assert run_query("SELECT v FROM m", {"m": mixed}, **kw).rows == [(decimal.Decimal("0.08"),)]
+
+
 def test_statement_splitting_keeps_positions() -> None:
     sql = "CREATE TABLE t (a INTEGER);\n  INSERT INTO t VALUES (';');  -- c\nSELECT 1;;"
     assert [(p[1], p[2]) for p in split(sql)] == [(1, 1), (2, 3), (3, 1)]
