@@ -473,12 +473,13 @@ class Binder:
                 v = lim.args.get("count") or exp.Literal.number(1)
             else:
                 v = lim.expression if lim.expression is not None else lim.this
+            v = _bare_count(v)
             # LIMIT ALL and LIMIT NULL: no limit, as in DuckDB
             if not (isinstance(v, exp.Null) or (isinstance(v, exp.Var)
                                                 and v.name.upper() == "ALL")):
                 limit = self._count_literal(v, "LIMIT", lim)
         if off is not None:
-            v = off.expression if off.expression is not None else off.this
+            v = _bare_count(off.expression if off.expression is not None else off.this)
             if not isinstance(v, exp.Null):  # OFFSET NULL: none, as in DuckDB
                 offset = self._count_literal(v, "OFFSET", off)
         return limit, offset or 0
@@ -2124,6 +2125,9 @@ class ExprCtx:
                  "datetrunc": "date_trunc", "timestamp_trunc": "date_trunc",
                  "instr": "strpos", "position": "strpos", "strposition": "strpos", "stringtostr": "concat",
                  "timetounix": "epoch", "dayofweekiso": "isodow"}
+        if isinstance(e, exp.StrPosition) and b.typed_name(e)[0].lower() == "locate":
+            # sqlglot reads MySQL's locate(needle, haystack) as strpos; DuckDB has no locate
+            raise b.err("unsupported", "function or construct locate is not supported", e)
         name = alias.get(name, name)
         if isinstance(e, (exp.Lower, exp.Upper, exp.Reverse)) or name in ("lower", "upper",
                                                                             "reverse"):
@@ -2692,7 +2696,20 @@ _WHOLE = (exp.Subquery, exp.Exists, exp.In, exp.Column, exp.Literal, exp.Paren)
 _OPERATORS: dict[type[exp.Expression], str] = {
     exp.Glob: "GLOB", exp.SimilarTo: "SIMILAR TO", exp.Collate: "COLLATE",
     exp.RegexpLike: "regular expression matching (~, REGEXP)", exp.Bracket: "[] (an index or slice)",
+    exp.BitwiseAnd: "&", exp.BitwiseOr: "|", exp.BitwiseXor: "xor", exp.BitwiseNot: "~",
+    exp.BitwiseLeftShift: "<<", exp.BitwiseRightShift: ">>", exp.ArrayContainsAll: "@>",
+    exp.ArrayContainedBy: "<@",
 }
+
+
+def _bare_count(v: exp.Expression) -> exp.Expression:
+    """A LIMIT's or OFFSET's value without parentheses, and a cast NULL as NULL (`LIMIT
+    (NULL)`, `LIMIT CAST(NULL AS INT)`: no limit, as in DuckDB)."""
+    while isinstance(v, exp.Paren):
+        v = v.this
+    if isinstance(v, exp.Cast) and isinstance(_bare_count(v.this), exp.Null):
+        return exp.Null()
+    return v
 
 
 def _text(e: exp.Expression) -> str:

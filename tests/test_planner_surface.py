@@ -77,6 +77,15 @@ REFUSALS = [
      "function or construct COLLATE is not supported", 1, 27),
     ("SELECT upper(b) ~ 'x' FROM t", "unsupported", "function or construct regular "
      "expression matching (~, REGEXP) is not supported", 1, 8),
+    ("SELECT b, id << 1 FROM t", "unsupported", "function or construct << is not supported",
+     1, 11),
+    ("SELECT id & 1 FROM t", "unsupported", "function or construct & is not supported", 1, 8),
+    ("SELECT ~ id FROM t", "unsupported", "function or construct ~ is not supported", 1, 8),
+    ("SELECT [b] @> ['x'] FROM t", "unsupported",
+     "function or construct @> is not supported", 1, 8),
+    # (it was strpos with its arguments swapped: DuckDB has no locate)
+    ("SELECT id, LOCATE('a', b) FROM t", "unsupported",
+     "function or construct locate is not supported", 1, 12),
     # (it was LIMIT 20: every row of a small table)
     ("SELECT id FROM t ORDER BY id\nLIMIT 20 PERCENT", "unsupported",
      "LIMIT ... PERCENT is not supported", 2, 7),

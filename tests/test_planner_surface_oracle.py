@@ -114,6 +114,9 @@ VIEWS = [
     "SELECT id, a FROM t ORDER BY id DESC OFFSET 2 ROWS FETCH NEXT 3 ROWS ONLY",
     "SELECT id FROM t WHERE a IN (SELECT a FROM u ORDER BY id LIMIT ALL OFFSET NULL) OR id IN"
     " (SELECT id FROM u ORDER BY id LIMIT NULL OFFSET 1)",
+    # in parentheses, and a cast NULL (they were "must be an integer literal")
+    "SELECT id FROM t WHERE a IN (SELECT a FROM u ORDER BY id LIMIT (NULL) OFFSET CAST(NULL AS"
+    " INT)) OR id IN (SELECT id FROM u ORDER BY id LIMIT (2) OFFSET ((1)))",
     # dollar-quoted strings (they were refused as "function or construct SELECT")
     "SELECT id, $$a'b$$ AS q, $t$x;$t$ || b FROM t WHERE b <> $$zz$$",
 ]
