@@ -381,10 +381,7 @@ def _convert(v: Any, target: str) -> Any:
         if norm_type(target) == "REAL":
             # DuckDB's FLOAT is single precision: the value rounded to the nearest one, and
             # a finite value past its range refused
-            import numpy as np
-
-            with np.errstate(all="ignore"):
-                single = float(np.float32(x))
+            single = _to_single(x)
             if math.isinf(single) and math.isfinite(x):
                 raise _CastFailed(f"value {to_str(v)} is out of range for REAL")
             return single
