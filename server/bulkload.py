@@ -24,6 +24,7 @@ from typing import Any
 from sqlglot import exp
 
 from server.errors import ApiError, SqlError
+from server.values import interval_text
 
 FORMATS = ("parquet", "csv")
 _GLOB_CHARS = set("*?[")
@@ -196,6 +197,33 @@ def _leading_empty_lines(path: str) -> int:
     return n
 
 
+def _as_duckdb_reads(table: Any, schema: Any) -> Any:
+    """A Parquet file's Arrow table with the columns DuckDB reads otherwise than pyarrow (and
+    its Arrow scan does not take) converted: a float16 column to float32 (DuckDB's FLOAT), an
+    INTERVAL (pyarrow's 12 raw bytes: months, days and milliseconds) to DuckDB's text of it."""
+    import struct
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    intervals = {c.path for c in (schema.column(i) for i in range(len(schema)))
+                 if str(c.logical_type) == "Interval"}
+    for i, field in enumerate(table.schema):
+        column = None
+        if pa.types.is_float16(field.type):
+            column = pc.cast(table.column(i), pa.float32())
+        elif field.name in intervals and pa.types.is_fixed_size_binary(field.type):
+            def text(b: bytes | None) -> str | None:
+                if b is None:
+                    return None
+                months, days, millis = struct.unpack("<iii", b)
+                return interval_text(months, days, millis * 1000)
+            column = pa.array([text(b) for b in table.column(i).to_pylist()], pa.string())
+        if column is not None:
+            table = table.set_column(i, field.name, column)
+    return table
+
+
 def read_file(spec: CopySpec, path: str, root: Path) -> Any:
     """One file as an Arrow table, its columns named f0..fn-1 (see the module docstring)."""
     import pyarrow as pa
@@ -208,7 +236,8 @@ def read_file(spec: CopySpec, path: str, root: Path) -> Any:
             # no dataset layer (whose first use imports pandas: half a second). INT96
             # timestamps (Spark's, Hive's) read at microseconds, as DuckDB reads them: read at
             # pyarrow's default nanoseconds, a year outside 1677-2262 wraps to a wrong one.
-            table = pq.ParquetFile(path, coerce_int96_timestamp_unit="us").read()
+            parquet = pq.ParquetFile(path, coerce_int96_timestamp_unit="us")
+            table = _as_duckdb_reads(parquet.read(), parquet.schema)
         elif os.path.getsize(path) == 0:
             table = pa.table({})
         else:

@@ -518,3 +518,35 @@ def test_int96_timestamps_load_as_duckdb_reads_them(server: Server) -> None:
     assert multiset(got) == oracle_rows(con, "SELECT * FROM spark")
     assert [0, "3000-01-01T00:00:00"] in got, got
     assert multiset(s.rows("years")["rows"]) == oracle_rows(con, view)
+
+
+def test_float16_and_interval_parquet_columns_load_as_duckdb_reads_them(server: Server) -> None:
+    """A float16 column (pyarrow reads it; DuckDB's Arrow scan does not take it) loads as DuckDB
+    reads it, FLOAT; a Parquet INTERVAL (pyarrow: 12 raw bytes) into VARCHAR is DuckDB's text
+    of it, not the bytes."""
+    import numpy as np
+
+    s, imp = server, server.data_dir / "import"
+    halves = np.array([1.5, -2.25, np.inf, -np.inf, np.nan, 65504, 6e-8, -0.0], np.float16)
+    pq.write_table(pa.table({"h": pa.array(halves, mask=np.arange(len(halves)) == 1)}),
+                   imp / "half.parquet")
+    maker = duckdb.connect()
+    maker.execute(
+        f"COPY (SELECT * FROM (VALUES (1, INTERVAL '3 days'), (2, INTERVAL '1 month 1.5 seconds'),"
+        " (3, INTERVAL '14 months 5 hours 0.123 seconds'), (4, INTERVAL '0 days'), (5, NULL),"
+        " (6, INTERVAL '40 days 25 hours')) v(id, iv)) "
+        f"TO '{imp / 'iv.parquet'}' (FORMAT parquet)")
+    s.sql("CREATE TABLE half (h REAL); CREATE TABLE half_d (h DOUBLE); "
+          "CREATE TABLE iv (id INTEGER, iv VARCHAR); "
+          "CREATE VIEW signs AS SELECT sign(h) AS s, count(*) AS n FROM half GROUP BY 1")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE half (h REAL); CREATE TABLE half_d (h DOUBLE); "
+                "CREATE TABLE iv (id INTEGER, iv VARCHAR)")
+    copy_both(s, con, ["COPY half FROM 'half.parquet'", "COPY half_d FROM 'half.parquet'",
+                       "COPY iv FROM 'iv.parquet' (FORMAT parquet)"])
+    for t in ("half", "half_d", "iv"):
+        got = s.query(f"SELECT * FROM {t}")["rows"]
+        assert multiset(got) == oracle_rows(con, f"SELECT * FROM {t}"), t
+    assert [2, "1 month 00:00:01.5"] in s.query("SELECT * FROM iv")["rows"]
+    assert multiset(s.rows("signs")["rows"]) == oracle_rows(
+        con, "SELECT sign(h) AS s, count(*) AS n FROM half GROUP BY 1")
