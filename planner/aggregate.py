@@ -23,6 +23,7 @@ import functools
 import math
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from fractions import Fraction
 from itertools import repeat
 from operator import countOf, itemgetter, ne
@@ -70,7 +71,7 @@ def reduce_group(aggs: tuple[Agg, ...], rows: Iterable[tuple[tuple[Any, ...], in
         elif a.func == "sum":
             out.append(_finish_sum(a, _sum(vals)))
         elif a.func == "avg":
-            out.append(_finish_avg(_sum(vals), sum(c for _, c in vals)))
+            out.append(_finish_avg(a, _sum(vals), sum(c for _, c in vals)))
         elif a.func == "min":
             out.append(min((v for v, _ in vals), key=sort_key))
         elif a.func == "max":
@@ -169,8 +170,49 @@ def _finish_sum(a: Agg, total: Any) -> Any:
     return total
 
 
-def _finish_avg(total: Any, n: int) -> float:
+def _finish_avg(a: Agg, total: Any, n: int) -> float:
+    """AVG's result from its exact total and count. Of a DECIMAL, as DuckDB rounds it: an
+    ungrouped AVG is the total's double over the count (`avg(x)` of 1.12, 1.12, 1.12 is
+    1.1199999999999999); a grouped or DISTINCT one is its hash aggregate's finalize, the
+    unscaled sum over `count * 10**scale` in extended precision (1.12)."""
+    if a.decimal is not None and (a.grouped or a.distinct):
+        width, scale = a.decimal
+        unscaled = int(DECIMAL_CONTEXT.scaleb(decimal.Decimal(total), scale))
+        return decimal_average(unscaled, n, width, scale)
     return float(total) / n if not isinstance(total, int) else total / n
+
+
+_U64 = 2**64 - 1
+
+
+def _hugeint_to(x: int, real: Any) -> Any:
+    """DuckDB's cast of a HUGEINT to a floating type `real`: its high 64 bits times 2**64 - 1
+    (not 2**64: exact in 80-bit long double, where it differs) plus its low 64 bits."""
+    upper, lower = x >> 64, x & _U64
+    if upper == -1:
+        return -real(_U64 - lower) - real(1)
+    return real(lower) + real(upper) * real(_U64)
+
+
+def decimal_average(unscaled: int, n: int, width: int, scale: int) -> float:
+    """DuckDB's grouped AVG of a DECIMAL(width, scale) from the sum of its unscaled values and
+    their count (`AverageDecimalBindData`): the divisor `n * 10**scale` with 10**scale as its
+    double; a width up to 4 (SMALLINT storage) sums in BIGINT and divides in double, a wider one
+    sums in HUGEINT and divides in long double (80-bit on x86-64, NumPy's `longdouble`)."""
+    ten = _hugeint_to(10**scale, float)
+    if width <= 4:
+        return float(unscaled) / (float(n) * ten)
+    wide = np.longdouble
+    return float(_hugeint_to(unscaled, wide) / (wide(n) * wide(ten)))
+
+
+def as_grouped(group: tuple[int, ...], aggs: tuple[Agg, ...]) -> tuple[Agg, ...]:
+    """The aggregates of a Reduce by `group`, each AVG of a DECIMAL marked grouped when the
+    Reduce has keys (after decorrelation: a correlated subquery's AVG is grouped by its outer
+    columns, as DuckDB's plan of it is)."""
+    if not group or not any(a.decimal is not None for a in aggs):
+        return aggs
+    return tuple(replace(a, grouped=True) if a.decimal is not None else a for a in aggs)
 
 
 def _sum(vals: list[tuple[Any, int]]) -> Any:
@@ -705,7 +747,7 @@ class AggregateState:
                 elif f == "sum":
                     out.append(_finish_sum(a, acc.total()))
                 elif f == "avg":
-                    out.append(_finish_avg(acc.total(), acc.n))
+                    out.append(_finish_avg(a, acc.total(), acc.n))
                 else:
                     raise AssertionError(f)
         return [(canonical(tuple(out)), 1)], read

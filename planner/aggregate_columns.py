@@ -578,7 +578,7 @@ class BuiltGroups:
             col = [_finish_sum(a, t) if p else None
                    for t, p in zip(totals, present, strict=True)]
         else:  # avg
-            col = [_finish_avg(t, c) if c else None
+            col = [_finish_avg(a, t, c) if c else None
                    for t, c in zip(totals, n.tolist(), strict=True)]
         return canonical_column(col)
 

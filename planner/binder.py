@@ -65,6 +65,7 @@ from planner.scalar import (
     DIFF_PARTS,
     DOUBLE_PARTS,
     FUNCS,
+    INT_RANK,
     MAX_DECIMAL_WIDTH,
     NULL_TOLERANT,
     STRING_SIGNATURES,
@@ -78,6 +79,7 @@ from planner.scalar import (
     decimal_type,
     family,
     fitting_int_type,
+    fraction_to_str,
     int_fits,
     is_numeric,
     norm_type,
@@ -1361,7 +1363,7 @@ class Binder:
         agg_cols: dict[int, BB] = {}
         seen: dict[tuple[str, Scalar | None, bool, Scalar | None], int] = {}
         for node in agg_nodes:
-            func, arg, dist, t, arg2 = self.bind_agg(ctx, node)
+            func, arg, dist, t, arg2, dec = self.bind_agg(ctx, node)
             key = (func, arg, dist, arg2)
             if key not in seen:
                 cols: list[int | None] = []
@@ -1373,7 +1375,7 @@ class Binder:
                         args.append(x)
                     cols.append(len(groups) + args.index(x))
                 seen[key] = len(aggs)
-                aggs.append(Agg(func, cols[0], dist, t, _sql(node), cols[1]))
+                aggs.append(Agg(func, cols[0], dist, t, _sql(node), cols[1], dec))
             agg_cols[id(node)] = (Col(len(groups) + seen[key]), t)
         n = ctx.rel.arity
         mapped = [s for s, _ in groups] + args
@@ -1396,8 +1398,9 @@ class Binder:
             Negate(Mfp(g, lits, (), tuple(range(k, 2 * k)))))))
 
     def bind_agg(self, ctx: ExprCtx, node: exp.Expression) -> tuple[
-            str, Scalar | None, bool, str, Scalar | None]:
-        """(function, argument, DISTINCT, result type, second argument) of an aggregate."""
+            str, Scalar | None, bool, str, Scalar | None, tuple[int, int] | None]:
+        """(function, argument, DISTINCT, result type, second argument, and for AVG of a
+        DECIMAL its (width, scale)) of an aggregate."""
         fname = node.key.translate(FOLD)
         if type(node) in STAT_AGGS:
             return self.bind_stat_agg(ctx, node)
@@ -1410,31 +1413,31 @@ class Binder:
                                "argument", node)
             this = this.expressions[0]
         if fname == "count" and (this is None or isinstance(this, exp.Star)):
-            return "count_star", None, False, "BIGINT", None
+            return "count_star", None, False, "BIGINT", None, None
         if node.expressions and fname != "count":
             raise self.err("unsupported", f"{fname.upper()} with several arguments", node)
         _reject_aggs(self, this, f"{fname.upper()} argument", nested=True)
         s, t = ctx.bind(this)
         if fname == "count":
-            return "count", s, dist, "BIGINT", None
+            return "count", s, dist, "BIGINT", None, None
         f = family(t)
         if fname == "sum" and f == "bool":  # DuckDB 2 counts the true values
-            return "sum", s, dist, "HUGEINT", None
+            return "sum", s, dist, "HUGEINT", None, None
         if fname in ("sum", "avg"):
             if not is_numeric(t):
                 raise self.err("type_error", f"{fname.upper()}({t}) is not defined: the argument"
                                " must be numeric", node)
             if fname == "avg":
-                return "avg", s, dist, "DOUBLE", None
+                return "avg", s, dist, "DOUBLE", None, decimal_ps(t) if f == "decimal" else None
             if f == "int" or f == "null":
-                return "sum", s, dist, "HUGEINT", None
+                return "sum", s, dist, "HUGEINT", None, None
             if f == "decimal":
-                return "sum", s, dist, "DECIMAL(38,%d)" % _scale(t), None
-            return "sum", s, dist, "DOUBLE", None
-        return fname, s, dist, ("INTEGER" if t == "NULL" else t), None
+                return "sum", s, dist, "DECIMAL(38,%d)" % _scale(t), None, None
+            return "sum", s, dist, "DOUBLE", None, None
+        return fname, s, dist, ("INTEGER" if t == "NULL" else t), None, None
 
     def bind_stat_agg(self, ctx: ExprCtx, node: exp.Expression) -> tuple[
-            str, Scalar | None, bool, str, Scalar | None]:
+            str, Scalar | None, bool, str, Scalar | None, None]:
         """var_pop, var_samp, stddev_pop, stddev_samp (one argument), covar_pop, covar_samp,
         corr (two): DOUBLE results over the numeric argument(s), as in DuckDB."""
         func = STAT_AGGS[type(node)]
@@ -1458,7 +1461,7 @@ class Binder:
                 raise self.err("type_error", f"{name}({t}) is not defined: the argument must "
                                "be numeric", x)
             out.append(_cast(s, t, "DOUBLE") if family(t) == "float" else s)
-        return func, out[0], dist, "DOUBLE", (out[1] if two else None)
+        return func, out[0], dist, "DOUBLE", (out[1] if two else None), None
 
     # ------------------------------------------------------------ subqueries
 
@@ -1859,7 +1862,13 @@ class ExprCtx:
                 # DuckDB: x IN () is FALSE, but NULL when x is NULL (as for any comparison)
                 return Call("case", (Call("is_null", (x[0],), "BOOLEAN"), null("BOOLEAN"),
                                      FALSE), "BOOLEAN"), "BOOLEAN"
-            eqs = [self.compare_bound("eq", x, self.bind(v), v) for v in e.expressions]
+            # x and the list are of one type, as DuckDB's IN casts them: a text in the list
+            # next to x's DATE and another item's TIMESTAMP is a TIMESTAMP
+            items = [self.bind(v) for v in e.expressions]
+            types = [x[1]] + [t for _, t in items]
+            x = self.literal_to(x, types, e.this)
+            eqs = [self.compare_bound("eq", x, self.literal_to(item, types, v), v)
+                   for item, v in zip(items, e.expressions, strict=True)]
             if len(eqs) == 1:
                 return eqs[0]
             return self.call("or", eqs, "BOOLEAN")
@@ -1926,11 +1935,15 @@ class ExprCtx:
         return self.call(func, [(_cast(s, t, u), u) for s, t in vals], u)
 
     def literal_to(self, v: BB, others: list[str], node: exp.Expression | None = None) -> BB:
-        """A string literal next to a non-string value takes that value's type (DuckDB's
-        STRING_LITERAL is implicitly castable)."""
+        """A string literal next to non-string values takes their common type (DuckDB's
+        STRING_LITERAL is implicitly castable, and a function's or list's arguments are cast to
+        one type: `coalesce(d, '2000-01-01 10:00', ts)` reads the text as a TIMESTAMP)."""
         s, t = v
         if isinstance(s, Lit) and isinstance(s.value, str):
-            target = next((o for o in others if family(o) not in ("str", "null")), None)
+            typed = [o for o in others if family(o) not in ("str", "null")]
+            # (values of no common type: the first one's, and the caller's unification
+            # refuses them)
+            target = (unify(typed) or typed[0]) if typed else None
             if target is not None:
                 cv = cast_value(s.value, target)
                 if cv is None:
@@ -1999,12 +2012,13 @@ class ExprCtx:
             raise self.b.err("type_error", f"cannot apply {sym} to {x[1]} and {y[1]}", node)
         if not (is_numeric(x[1]) and is_numeric(y[1])):
             raise self.b.err("type_error", f"cannot apply {sym} to {x[1]} and {y[1]}", node)
-        if func in ("div", "intdiv") and unify([x[1], y[1]]) == "REAL":
-            # DuckDB divides FLOATs as FLOATs (`//` of floats is `/`): the operands made FLOAT
-            # (each rounded to single precision), the double quotient rounded to one, which
-            # is the single-precision quotient (a double holds more than twice its digits)
+        if unify([x[1], y[1]]) == "REAL":
+            # DuckDB computes on FLOATs as FLOATs (`//` of floats is `/`): the operands made
+            # FLOAT (each rounded to single precision: `r % 0.3` by 0.30000001192...), the
+            # double result rounded to one, which is the single-precision result (a double
+            # holds more than twice its digits; `%` is exact): `r + 1` of 16777216 is 16777216
             q = self.call(func, [(_cast(x[0], x[1], "REAL"), "DOUBLE"),
-                                 (_cast(y[0], y[1], "REAL"), "DOUBLE")], "DOUBLE")
+                                 (_cast(y[0], y[1], "REAL"), "DOUBLE")], "DOUBLE", label)
             return Call("to_single", (q[0],), "REAL"), "REAL"  # (past FLOAT's range: inf)
         if func == "div":
             return self.call("div", [(_cast(x[0], x[1], "DOUBLE"), "DOUBLE"),
@@ -2017,11 +2031,22 @@ class ExprCtx:
             (lit, _), (_, other) = (x, y) if lits[0] else (y, x)
             if isinstance(lit, Lit) and isinstance(lit.value, int) and family(other) == "int":
                 u = fitting_int_type(lit.value, other)
+        elif family(u) == "int" and fx == fy == "int" and norm_type(x[1]).startswith(
+                "U") != norm_type(y[1]).startswith("U") and INT_RANK[norm_type(u)] < 4 and \
+                norm_type(u) not in (norm_type(x[1]), norm_type(y[1])):
+            # a signed and an unsigned integer the signed type cannot hold (TINYINT and
+            # UTINYINT, SMALLINT and USMALLINT): DuckDB's arithmetic on them is in BIGINT
+            u = "BIGINT"
         if family(u) == "decimal" and func in ("add", "sub", "mul", "mod") and "null" not in (
                 fx, fy):
             # DuckDB's decimal arithmetic types; Python's Decimal gives these operations the
             # same scale (the larger one, or the sum for *), so values need no rescaling
-            u = decimal_result(func, x[1], y[1])
+            r = decimal_result(func, x[1], y[1])
+            if r is None and func == "mul":
+                raise self.b.err("type_error", f"{x[1]} * {y[1]} needs a scale past 38 digits "
+                                 "(DuckDB refuses it): cast an operand to DOUBLE or to a DECIMAL "
+                                 "of a lower scale", node)
+            u = r or "DOUBLE"  # (% past 38 digits: in DOUBLE, as DuckDB)
         if family(u) == "float":
             x, y = (_cast(x[0], x[1], "DOUBLE"), "DOUBLE"), (_cast(y[0], y[1], "DOUBLE"), "DOUBLE")
         if func == "intdiv" and family(u) != "int":
@@ -2088,7 +2113,7 @@ class ExprCtx:
                 raise self.b.err("type_error", f"{target} is not a DECIMAL type: its width is "
                                  f"1 to {MAX_DECIMAL_WIDTH} and its scale at most its width",
                                  to)
-        if family(target) == "str" and norm_type(t) == "REAL":
+        if family(target) == "str" and (norm_type(t) == "REAL" or _fraction(t)):
             return _real_text(s, t)
         if isinstance(s, Lit):
             if isinstance(e, exp.TryCast):
@@ -2213,6 +2238,7 @@ class ExprCtx:
             if isinstance(e, exp.Extract):
                 part, target = e.this.name, e.expression
             elif name == "extract":
+                self.constant_part(e, args[0])
                 part, target = _unit(args[0]), args[1]
             else:
                 part, target = name, args[0]
@@ -2225,6 +2251,7 @@ class ExprCtx:
             return self.call("extract", [(Lit(canonical, "VARCHAR"), "VARCHAR"), x],
                              "DOUBLE" if canonical in DOUBLE_PARTS else "BIGINT")
         if name == "date_trunc":
+            self.constant_part(e, args[0] if isinstance(e, exp.Anonymous) else None)
             if isinstance(e, exp.Anonymous):
                 unit, target = _unit(args[0]), args[1]
             else:
@@ -2238,6 +2265,7 @@ class ExprCtx:
             return self.call("date_trunc", [(Lit(trunc, "VARCHAR"), "VARCHAR"), x],
                              "TIMESTAMP")
         if name == "date_diff":
+            self.constant_part(e, None if isinstance(e, exp.DateDiff) else args[0])
             if isinstance(e, exp.DateDiff):
                 unit, start, end = _unit(e.args.get("unit")) or "day", e.expression, e.this
             else:
@@ -2245,7 +2273,8 @@ class ExprCtx:
             if unit.translate(FOLD) not in DIFF_PARTS:
                 raise b.err("unsupported", f"date_diff does not know the date part '{unit}'", e)
             xs = [self.bind(start), self.bind(end)]
-            xs = [self.literal_to(v, ["DATE"], e) for v in xs]
+            # a text takes the other argument's type (DuckDB's overloads: DATE, TIMESTAMP)
+            xs = [self.literal_to(v, [w[1] for w in xs] + ["DATE"], e) for v in xs]
             for v in xs:
                 if family(v[1]) not in ("date", "timestamp", "null"):
                     raise b.err("type_error", f"date_diff needs dates, got {v[1]}", e)
@@ -2256,6 +2285,28 @@ class ExprCtx:
             return got
         what, at = b.typed_name(e)
         raise b.err("unsupported", f"function or construct {what} is not supported", at)
+
+    def constant_part(self, e: exp.Expression, part: exp.Expression | None) -> None:
+        """Refuse a date part that is not a string constant (`date_trunc(m, x)` of a column m,
+        or a bare word): DuckDB reads a column's value there, and a word that names no column
+        is its error. `part` is the argument's node, or None where sqlglot made it a word
+        whether it was quoted or not (`date_trunc`, `datediff`): the text tells then."""
+        b = self.b
+        typed, node = b.typed_name(e)
+        if part is not None:
+            if isinstance(part, exp.RawString) or isinstance(part, exp.Literal) and part.is_string:
+                return
+            at: exp.Expression = part
+        else:
+            start = node.meta.get("start")
+            if not isinstance(start, int):
+                return
+            m = re.compile(r"\s*\(\s*").match(b.sql, start + len(typed))
+            if m is None or b.sql[m.end():m.end() + 1] in ("'", "$"):
+                return
+            at = _At(m.end())
+        raise b.err("unsupported", f"the date part of {typed} must be a string constant, as in "
+                    f"{typed}('month', ...)", at)
 
     def string_function(self, e: exp.Expression, name: str) -> BB | None:
         """DuckDB's further string functions (planner.scalar.STRING_FUNCS), or None."""
@@ -2360,12 +2411,25 @@ _TEXT_OF_ARGS = frozenset({"concat", "dpipe", "concat_ws"})
 
 def _real_text(s: Scalar, t: str) -> BB:
     """A REAL `s` as DuckDB prints it (`scalar.real_to_str`: 0.1, where the double it is held
-    in prints 0.10000000149011612); any other `s` as it is."""
-    if norm_type(t) != "REAL":
+    in prints 0.10000000149011612), and a DECIMAL(p,p) (`scalar.fraction_to_str`: '.25',
+    without the zero the value's own text has); any other `s` as it is."""
+    if norm_type(t) == "REAL":
+        text, func = real_to_str, "real_text"
+    elif _fraction(t):
+        text, func = fraction_to_str, "fraction_text"
+    else:
         return s, t
     if isinstance(s, Lit):
-        return Lit(None if s.value is None else real_to_str(s.value), "VARCHAR"), "VARCHAR"
-    return Call("real_text", (s,), "VARCHAR"), "VARCHAR"
+        return Lit(None if s.value is None else text(s.value), "VARCHAR"), "VARCHAR"
+    return Call(func, (s,), "VARCHAR"), "VARCHAR"
+
+
+def _fraction(t: str) -> bool:
+    """Whether `t` is a DECIMAL of no integer digits, DECIMAL(p,p)."""
+    if family(t) != "decimal":
+        return False
+    p, sc = decimal_ps(t)
+    return p == sc
 
 
 def _cast(s: Scalar, t: str, u: str, exact: bool = True) -> Scalar:
@@ -2395,7 +2459,7 @@ def _narrow(s: Scalar, t: str, u: str) -> Scalar:
     type)."""
     if family(t) == "null" or norm_type(t) == norm_type(u) or unify([t, u]) == norm_type(u):
         return _cast(s, t, u)
-    if family(u) == "str" and norm_type(t) == "REAL":
+    if family(u) == "str" and (norm_type(t) == "REAL" or _fraction(t)):
         return _real_text(s, t)[0]
     return Call("cast", (s,), u)
 

@@ -12,9 +12,10 @@ the D columns come first and are matched null-safely (a NULL parameter is a valu
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from planner.errors import PlanError
 from planner.ir import (
-    Agg,
     ArrangeBy,
     Col,
     Constant,
@@ -86,8 +87,8 @@ def apply(r: Rel, d: Rel, m: int, applied: frozenset[str] = frozenset()) -> Rel:
         return Mfp(j, (), (), proj)
     if isinstance(r, Reduce):
         return Reduce(apply(r.input, d, m, applied), head + tuple(g + m for g in r.group),
-                      tuple(Agg(a.func, None if a.arg is None else a.arg + m, a.distinct, a.type,
-                                a.label, None if a.arg2 is None else a.arg2 + m)
+                      tuple(replace(a, arg=None if a.arg is None else a.arg + m,
+                                    arg2=None if a.arg2 is None else a.arg2 + m)
                             for a in r.aggs))
     if isinstance(r, TopK):
         return TopK(apply(r.input, d, m, applied), head + tuple(g + m for g in r.group),

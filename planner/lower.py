@@ -28,7 +28,13 @@ from typing import Any
 
 from engine.canonical import canonical
 from engine.collection import half_join
-from planner.aggregate import IncrementalAggregates, IncrementalTopK, reduce_group, topk_rows
+from planner.aggregate import (
+    IncrementalAggregates,
+    IncrementalTopK,
+    as_grouped,
+    reduce_group,
+    topk_rows,
+)
 from planner.errors import PlanError
 from planner.ir import (
     ArrangeBy,
@@ -303,7 +309,7 @@ class Lowerer:
                 if r.group != tuple(range(r.input.arity)):
                     c = c.map(projection(r.group) if self.fuse else _getter(r.group))
                 return c.distinct()
-            aggs = r.aggs
+            aggs = as_grouped(r.group, r.aggs)
             keyed = self.lower_keyed(r.input, r.group, scope, env, env_key)
             if use_reduce_total(scope):
                 red = keyed.reduce_total(IncrementalAggregates(aggs), "reduce")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from planner.aggregate import reduce_group, topk_rows
+from planner.aggregate import as_grouped, reduce_group, topk_rows
 from planner.errors import PlanError
 from planner.ir import (
     ArrangeBy,
@@ -101,7 +101,7 @@ def _eval(r: Rel, sources: dict[str, Bag], env: dict[str, Bag]) -> Bag:
         for key, rows in groups.items():
             if sum(c for _, c in rows) <= 0:
                 continue
-            out[key + reduce_group(r.aggs, rows)] = 1
+            out[key + reduce_group(as_grouped(r.group, r.aggs), rows)] = 1
         return out
     if isinstance(r, TopK):
         inp = _eval(r.input, sources, env)

@@ -112,19 +112,25 @@ def decimal_type(p: int, s: int) -> str:
     return f"DECIMAL({min(p, MAX_DECIMAL_WIDTH)},{s})"
 
 
-def decimal_result(func: str, a: str, b: str) -> str:
+def decimal_result(func: str, a: str, b: str) -> str | None:
     """DuckDB's result type of ``a func b`` where one operand is a DECIMAL and the other a
-    DECIMAL or an integer: + and - widen by one digit, * adds precisions and scales (capped at
-    18 digits when both inputs fit in 64 bits, as DuckDB's checked int64 multiply does), %
-    keeps the wider integer part."""
+    DECIMAL or an integer, or None where DuckDB has no DECIMAL for it: + and - widen by one
+    digit; * adds precisions and scales, capped at 18 digits when both inputs fit in 64 bits
+    and the scale is below 18 (DuckDB's checked int64 multiply), None past a scale of 38 (its
+    error); % keeps the wider integer part and the larger scale, None past 38 digits (DuckDB
+    computes it in DOUBLE then)."""
     (p1, s1), (p2, s2) = decimal_ps(a), decimal_ps(b)
     if func == "mul":
-        p = p1 + p2
-        if p > 18 and p1 <= 18 and p2 <= 18:
+        p, s = p1 + p2, s1 + s2
+        if s > MAX_DECIMAL_WIDTH:
+            return None
+        if p > 18 and p1 <= 18 and p2 <= 18 and s < 18:
             p = 18
-        return decimal_type(p, s1 + s2)
+        return decimal_type(p, s)
     s = max(s1, s2)
     p = max(p1 - s1, p2 - s2) + s
+    if func == "mod" and p > MAX_DECIMAL_WIDTH:
+        return None
     return decimal_type(p + 1 if func in ("add", "sub") else p, s)
 
 
@@ -146,7 +152,12 @@ def unify(types: list[str]) -> str | None:
     if fams <= {"int", "decimal"}:
         pss = [decimal_ps(t) for t in ts]
         s = max(s for _, s in pss)
-        return decimal_type(max(p - sc for p, sc in pss) + s, s)
+        whole = max(p - sc for p, sc in pss)
+        if "int" not in fams:
+            # past 38 digits DuckDB keeps DECIMALs' integer digits and drops scale (and an
+            # integer's scale: HUGEINT with DECIMAL(4,1) is DECIMAL(38,1))
+            s = min(s, max(0, MAX_DECIMAL_WIDTH - whole))
+        return decimal_type(whole + s, s)
     if fams <= {"int", "decimal", "float"}:
         # REAL stays REAL next to integers and decimals (DuckDB's FLOAT), DOUBLE otherwise
         return "DOUBLE" if "DOUBLE" in ts else "REAL"
@@ -218,6 +229,14 @@ def decimal_to_str(v: decimal.Decimal) -> str:
     if not v and v.is_signed():
         v = v.copy_abs()
     return format(v, "f")
+
+
+def fraction_to_str(v: decimal.Decimal) -> str:
+    """A DECIMAL(p,p) (a fraction: no integer digits) as DuckDB prints it, without the zero
+    before the point: '.2500', '-.5', '.0000'."""
+    text = decimal_to_str(v)
+    return "-" + text[2:] if text.startswith("-0.") else text[1:] if text.startswith(
+        "0.") else text
 
 
 def timestamp_to_str(v: datetime.datetime) -> str:
@@ -404,7 +423,8 @@ def _convert(v: Any, target: str) -> Any:
             what = f"string {v!r}" if isinstance(v, str) else to_str(v)
             raise _CastFailed(f"could not convert {what} to {norm_type(target)}: the value "
                               "is out of range")
-        return r
+        # a DECIMAL is an integer of its scale: no negative zero (-0.001 at scale 0 is 0)
+        return r.copy_abs() if not r else r
     if f == "bool":
         if isinstance(v, str):
             txt = v.lower()  # (DuckDB trims no spaces here)
@@ -1145,6 +1165,7 @@ FUNCS: dict[str, Callable[..., Any]] = {
     "mul": _nullsafe(_no_neg_zero(_mul)),
     "div": _nullsafe(_div),
     "real_text": _nullsafe(real_to_str),
+    "fraction_text": _nullsafe(fraction_to_str),
     "intdiv": _nullsafe(_intdiv),
     "mod": _nullsafe(_no_neg_zero(_mod)),
     "neg": _nullsafe(_no_neg_zero(_neg)),

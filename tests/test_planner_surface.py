@@ -83,6 +83,16 @@ REFUSALS = [
     ("SELECT ~ id FROM t", "unsupported", "function or construct ~ is not supported", 1, 8),
     ("SELECT [b] @> ['x'] FROM t", "unsupported",
      "function or construct @> is not supported", 1, 8),
+    # (they read the column's name as the part: DuckDB reads its value, and refuses a word
+    # that names no column)
+    ("SELECT date_trunc(b, d) FROM t", "unsupported", "the date part of date_trunc must be a "
+     "string constant, as in date_trunc('month', ...)", 1, 19),
+    ("SELECT date_part(t.b, d) FROM t", "unsupported", "the date part of date_part must be a "
+     "string constant, as in date_part('month', ...)", 1, 18),
+    ("SELECT id,\n  datediff(day, d, d) FROM t", "unsupported", "the date part of datediff "
+     "must be a string constant, as in datediff('month', ...)", 2, 12),
+    ("SELECT date_diff(b, d, d) FROM t", "unsupported", "the date part of date_diff must be a "
+     "string constant, as in date_diff('month', ...)", 1, 18),
     # (it was strpos with its arguments swapped: DuckDB has no locate)
     ("SELECT id, LOCATE('a', b) FROM t", "unsupported",
      "function or construct locate is not supported", 1, 12),

@@ -117,6 +117,37 @@ VIEWS = [
     # in parentheses, and a cast NULL (they were "must be an integer literal")
     "SELECT id FROM t WHERE a IN (SELECT a FROM u ORDER BY id LIMIT (NULL) OFFSET CAST(NULL AS"
     " INT)) OR id IN (SELECT id FROM u ORDER BY id LIMIT (2) OFFSET ((1)))",
+    # a text among DATEs and TIMESTAMPs (or INTEGERs and DOUBLEs) takes their common type, as
+    # DuckDB casts a function's arguments and an IN list (it took the first one's: DATE)
+    "SELECT id, coalesce(d, '2000-01-01 10:00:00', d + INTERVAL 5 HOUR) AS x,"
+    " greatest(d, '2023-12-01 10:00:00', d + INTERVAL 1 HOUR) AS g,"
+    " least(d, d + INTERVAL 1 HOUR, '2023-12-01 01:00:00') AS l, coalesce(a, '1.5', c) AS n,"
+    " CASE WHEN a > 0 THEN d WHEN a < 0 THEN '2023-12-01 10:00:00' ELSE d + INTERVAL 2 HOUR END"
+    " AS k FROM t",
+    "SELECT id, d IN ('2023-12-01 05:00:00', d + INTERVAL 5 HOUR) AS i1,"
+    " d IN ('2024-02-29 00:00:00', d + INTERVAL 1 HOUR) AS i2,"
+    " date_diff('hour', '2023-12-01 10:00:00', d + INTERVAL 7 HOUR) AS dd,"
+    " date_diff('hour', d + INTERVAL 7 HOUR, '2023-12-01 10:00:00') AS dd2 FROM t",
+    # REAL arithmetic is single precision, its operands made REAL first (it was double)
+    "SELECT id, CAST(a AS REAL) + 16777216 AS s, CAST(a AS REAL) * 16777217 AS m,"
+    " (CAST(a AS REAL) + 16777216) % 0.3 AS r, CAST(CAST(c AS REAL) - 0.1 AS VARCHAR) AS d,"
+    " CAST(CAST(c AS REAL) * 3 + CAST(a AS REAL) AS VARCHAR) AS e FROM t"
+    " WHERE CAST(a AS REAL) + 16777216 <> 16777217",
+    # a DECIMAL(p,p) prints without the zero before its point ('-.2500'), as DuckDB's
+    "SELECT id, CAST(CAST(m / 1000000 AS DECIMAL(6,6)) AS VARCHAR) AS f,"
+    " CAST(m / 1000000 AS DECIMAL(18,18)) || '' AS g,"
+    " CAST(CAST(m / 1000000 AS DECIMAL(7,6)) AS VARCHAR) AS h FROM u",
+    "SELECT CAST(m / 1000000 AS DECIMAL(6,6)) AS x FROM u UNION ALL SELECT s FROM u",
+    # DuckDB's DECIMAL types: a product capped at 18 digits only below a scale of 18 (it was
+    # DECIMAL(18,18), which overflowed), unified DECIMALs past 38 digits dropping scale (1.5
+    # was kept at DECIMAL(38,1)), % past 38 digits in DOUBLE; a signed and an unsigned
+    # integer the signed one cannot hold are computed in BIGINT (it was INTEGER: overflow)
+    "SELECT id, CAST(m / 100 AS DECIMAL(18,18)) * a AS p1,"
+    " CAST(m / 100 AS DECIMAL(18,18)) * CAST(m / 100 AS DECIMAL(18,18)) AS p2,"
+    " CASE WHEN a > 3 THEN CAST(m AS DECIMAL(38,0)) ELSE 1.5 END AS c1,"
+    " coalesce(CAST(m AS DECIMAL(38,0)), CAST(m / 100 AS DECIMAL(18,18))) AS c2,"
+    " CAST(a AS HUGEINT) % 0.7 AS md,"
+    " (CAST(32000 + a AS SMALLINT) * CAST(60000 + a AS USMALLINT)) * 2 AS big FROM u",
     # dollar-quoted strings (they were refused as "function or construct SELECT")
     "SELECT id, $$a'b$$ AS q, $t$x;$t$ || b FROM t WHERE b <> $$zz$$",
 ]

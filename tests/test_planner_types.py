@@ -62,6 +62,27 @@ EXPRS = [
     "d / CAST(0.3 AS REAL)", "16777217 / CAST(3 AS REAL)", "CAST(i AS REAL) / 3.0::DOUBLE",
     # past FLOAT's range: infinite, as DuckDB's (a CAST would refuse it)
     "CAST(3.4e38 AS REAL) / CAST(0.1 AS REAL)", "CAST(-3e38 AS REAL) // CAST(i AS REAL)",
+    # DuckDB's DECIMAL types: products past 18 digits at a scale of 18 or more (they were
+    # capped at 18, and overflowed), DECIMALs unified past 38 digits dropping scale, % past
+    # 38 digits in DOUBLE
+    "CAST(m / 100 AS DECIMAL(18,18)) * i", "CAST(m / 100 AS DECIMAL(17,17)) * 0.5",
+    "CAST(m / 100 AS DECIMAL(18,18)) * CAST(m / 100 AS DECIMAL(18,18))",
+    "CAST(i AS HUGEINT) % 0.7", "z % CAST(d / 100 + 1 AS DECIMAL(38,37))", "CAST(z AS DECIMAL(38,0))",
+    "CAST(z AS DECIMAL(7,0))", "CAST(-0.001 AS DECIMAL(38,0))", "CAST(CAST(z AS DOUBLE) AS DECIMAL(20,0))",
+    "CASE WHEN i > 1 THEN CAST(z AS DECIMAL(38,0)) ELSE 1.5 END",
+    "coalesce(CAST(z AS DECIMAL(38,0)), CAST(m / 100 AS DECIMAL(18,18)))",
+    "coalesce(CAST(i AS HUGEINT), CAST(m AS DECIMAL(4,2)))",
+    # a signed and an unsigned integer: BIGINT unless the signed type holds the other's
+    "CAST(s AS TINYINT) * CAST(i + 10 AS USMALLINT)", "CAST(s AS SMALLINT) + CAST(i + 10 AS"
+    " UTINYINT)", "CAST(i + 10 AS UTINYINT) - CAST(s AS TINYINT)",
+    # FLOAT arithmetic in single precision, its operands FLOATs (it was in double)
+    "CAST(i AS REAL) + 16777216", "(CAST(i AS REAL) + 16777216) % 0.3",
+    "CAST(f AS REAL) - 0.1", "CAST(f AS REAL) * 3 + CAST(i AS REAL)",
+    # a DECIMAL(p,p) prints no zero before its point
+    "CAST(CAST(m / 100 AS DECIMAL(4,4)) AS VARCHAR)", "CAST(m / 100 AS DECIMAL(18,18)) || ''",
+    # a text among other types takes their common type
+    "coalesce(dt, '2000-01-01 10:00:00', ts)", "dt IN ('2024-02-29 05:00:00', ts)",
+    "date_diff('hour', '2000-01-01 10:00:00', ts)", "coalesce(i, '1.5', f)",
     # strlen counts bytes (it was length, characters)
     "strlen(v || 'Straße😀')", "strlen(v)",
     # math functions
