@@ -397,35 +397,44 @@ class Binder:
         if node.args.get("by_name"):
             # (read as a positional one, it matched columns of other names)
             raise self.err("unsupported", f"{node.key.upper()} BY NAME is not supported", node)
-        left = self.bind_query(node.this, outer)
-        right = self.bind_query(node.expression, outer)
-        if len(left.types) != len(right.types):
-            raise self.err("type_error", f"{node.key.upper()} branches have {len(left.types)} "
-                           f"and {len(right.types)} columns", node)
-        # a bare NULL column takes the other branch's type
-        lt = ["NULL" if i in left.nulls else t for i, t in enumerate(left.types)]
-        rt = ["NULL" if i in right.nulls else t for i, t in enumerate(right.types)]
+        distinct = node.args.get("distinct", True) is not False
+        fixed = self.setop_types.get(id(node))
+        # A chain of UNIONs (UNION ALL: all of them) is one set operation, as DuckDB binds
+        # it: each branch cast once to the type of all of them (`d UNION ALL ts UNION ALL
+        # 'z'` prints d as '2000-01-01', not by way of a TIMESTAMP); a parenthesised branch
+        # is a branch of its own.
+        branches = _union_chain(node, distinct) if isinstance(node, exp.Union) and \
+            fixed is None else [node.this, node.expression]
+        bound = [self.bind_query(q, outer) for q in branches]
+        if len({len(b.types) for b in bound}) > 1:
+            raise self.err("type_error", f"{node.key.upper()} branches have "
+                           f"{' and '.join(str(len(b.types)) for b in bound)} columns", node)
+        # a bare NULL column takes the other branches' type
+        ts = [["NULL" if i in b.nulls else t for i, t in enumerate(b.types)] for b in bound]
         types = []
-        for i, (a, b) in enumerate(zip(lt, rt, strict=True)):
-            u = unify([a, b])
-            if u is None and "str" in (family(a), family(b)):
+        for i, column in enumerate(zip(*ts, strict=True)):
+            u = unify(list(column))
+            if u is None and "str" in {family(a) for a in column}:
                 u = "VARCHAR"  # DuckDB's set operations print the other branch's values
             if u is None:
                 raise self.err("type_error", f"{node.key.upper()} column {i + 1} has types "
-                               f"{a} and {b}", node)
+                               f"{' and '.join(column)}", node)
             types.append(u)
         nulls = frozenset(i for i, u in enumerate(types) if u == "NULL")
         types = ["INTEGER" if u == "NULL" else u for u in types]
-        fixed = self.setop_types.get(id(node))
         if fixed is not None:  # a recursive CTE's branches, as its anchor types them
             types, nulls = list(fixed), frozenset()
-        lr = _narrow_rel(left.rel, lt, types)
-        rr = _narrow_rel(right.rel, rt, types)
-        distinct = node.args.get("distinct", True) is not False
+        rels = [_narrow_rel(b.rel, t, types) for b, t in zip(bound, ts, strict=True)]
+        left = bound[0]
+        if len(rels) > 2:
+            out: Rel = Union(tuple(rels))
+            return Bound(_distinct(out) if distinct else out, left.names, types,
+                         labels=left.labels, nulls=nulls)
+        lr, rr = rels
         if distinct and not isinstance(node, exp.Union):
             lr, rr = _distinct(lr), _distinct(rr)
         if isinstance(node, exp.Union):
-            out: Rel = Union((lr, rr))
+            out = Union((lr, rr))
             if distinct:
                 out = _distinct(out)
         elif isinstance(node, exp.Except):
@@ -1945,7 +1954,10 @@ class ExprCtx:
             # refuses them)
             target = (unify(typed) or typed[0]) if typed else None
             if target is not None:
-                cv = cast_value(s.value, target)
+                try:
+                    cv = cast_value(s.value, target)
+                except EvaluationError as e:  # a date DuckDB reads past years 1 to 9999
+                    raise self.b.err("value_out_of_range", e.detail, node) from None
                 if cv is None:
                     raise self.b.err("type_error", f"cannot convert '{s.value}' to {target}",
                                      node)
@@ -2116,14 +2128,15 @@ class ExprCtx:
         if family(target) == "str" and (norm_type(t) == "REAL" or _fraction(t)):
             return _real_text(s, t)
         if isinstance(s, Lit):
-            if isinstance(e, exp.TryCast):
-                return Lit(cast_value(s.value, target), target), target
             try:
+                if isinstance(e, exp.TryCast):
+                    return Lit(cast_value(s.value, target), target), target
                 return Lit(cast_checked(s.value, target), target), target
             except EvaluationError:
                 # DuckDB raises only when the CAST is evaluated: CASE WHEN false THEN
                 # CAST('%' AS INTEGER) END is NULL, so the failure waits for evaluation too
-                return Call("cast", (s,), target, _sql(e)), target
+                return Call("try_cast" if isinstance(e, exp.TryCast) else "cast", (s,), target,
+                            _sql(e)), target
         if norm_type(t) == target:
             return s, t
         return Call("try_cast" if isinstance(e, exp.TryCast) else "cast", (s,), target,
@@ -2764,6 +2777,21 @@ _OPERATORS: dict[type[exp.Expression], str] = {
     exp.BitwiseLeftShift: "<<", exp.BitwiseRightShift: ">>", exp.ArrayContainsAll: "@>",
     exp.ArrayContainedBy: "<@",
 }
+
+
+def _union_chain(node: exp.Expression, distinct: bool) -> list[exp.Expression]:
+    """The branches of a chain of UNIONs of one kind (all ALL, or all DISTINCT) from `node`,
+    left to right: `a UNION ALL b UNION ALL c` is Union(Union(a, b), c); a parenthesised
+    chain (a Subquery) or a UNION of the other kind is one branch."""
+    out = []
+    for side in (node.this, node.expression):
+        if isinstance(side, exp.Union) and (side.args.get("distinct", True) is not False) == \
+                distinct and not side.args.get("by_name") and not any(
+                side.args.get(k) for k in ("order", "limit", "offset")):
+            out += _union_chain(side, distinct)
+        else:
+            out.append(side)
+    return out
 
 
 def _bare_count(v: exp.Expression) -> exp.Expression:

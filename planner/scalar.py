@@ -270,29 +270,52 @@ class _CastFailed(ValueError):
 # or a 'T' (minutes required, seconds and a fraction optional), then an offset or a zone name
 # (which a TIMESTAMP ignores: it keeps the wall time), a zone name after a space. A DATE
 # ignores the time of day and may end in spaces; a TIMESTAMP may end in spaces only after a
-# time. Leading whitespace is allowed, trailing only spaces.
+# time. Leading and trailing whitespace is allowed (ASCII's: space, tab, newline, CR, VT, FF;
+# after a time without a zone only from a space on). An offset is +hh, +hhmm, +hh:mm or
+# +hh:mm:ss, or +h after a space.
 _DATE_TEXT = re.compile(r"\s*([0-9]+)([-/ \\])([0-9]{1,2})\2([0-9]{1,2})", re.ASCII)
 _TIME_TEXT = re.compile(
     r"(?:\s+|T)([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\.([0-9]*))?)?"
-    r"(?: *(?:Z|[+-][0-9]{2}(?::?[0-9]{2})?)| +[A-Za-z_][A-Za-z_/+-]*)? *", re.ASCII)
+    r"(?:(?: *(?:Z|[+-][0-9]{2}(?::?[0-9]{2}(?::?[0-9]{2})?)?)| +[+-][0-9]"
+    r"| +[A-Za-z_][A-Za-z_/+-]*)\s*| \s*)?", re.ASCII)
+# Texts DuckDB reads as a date this server cannot hold (its DATE and TIMESTAMP are years 1 to
+# 9999): a year past 9999 or of 0, a negative one, BC, the infinities
+_BEYOND_DATES = re.compile(r"\s*(?:-?infinity|-\s*[0-9]+[-/ \\].*|[0-9]+[-/ \\].*\(BC\)\s*|"
+                           r"(?:0+|[0-9]{5,})[-/ \\][0-9]{1,2}[-/ \\][0-9]{1,2}.*)",
+                           re.ASCII | re.IGNORECASE)
+
+
+class DateOutOfRange(EvaluationError):
+    """A text DuckDB casts to a DATE or TIMESTAMP outside years 1 to 9999, which a view cannot
+    hold: an error even for TRY_CAST (never a NULL in the place of DuckDB's value)."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (DateOutOfRange, (self.detail, self.expression))
 
 
 def parse_date_text(text: str, timestamp: bool) -> datetime.datetime:
     """CAST(text AS DATE or TIMESTAMP) as DuckDB parses it (`_DATE_TEXT`, `_TIME_TEXT`), as a
     datetime (a DATE's is its midnight); raises _CastFailed where DuckDB gives NULL to
-    TRY_CAST ('20210105', '2021-W01-1', '2021-01-05 10', Feb 30, 25:00)."""
-    if text.strip() == "epoch":
+    TRY_CAST ('20210105', '2021-W01-1', '2021-01-05 10', Feb 30, 25:00), and DateOutOfRange
+    where DuckDB's value is outside years 1 to 9999."""
+    if text.strip().lower() == "epoch":
         return _EPOCH
     m = _DATE_TEXT.match(text)
-    if m is None:
+    if m is None or int(m.group(1)) == 0 or int(m.group(1)) > 9999:
+        if _BEYOND_DATES.fullmatch(text):
+            raise DateOutOfRange(f"the date {text!r} is outside years 1 to 9999, which a "
+                                 "view's DATE and TIMESTAMP hold")
         raise _CastFailed(f"could not convert string {text!r} to a date")
     try:
         day = datetime.datetime(int(m.group(1)), int(m.group(3)), int(m.group(4)))
     except ValueError:
         raise _CastFailed(f"date field value out of range: {text!r}") from None
     rest = text[m.end():]
-    if not rest or (not timestamp and not rest.strip(" ")):
+    if not rest or (not timestamp and not rest.strip(_NUMBER_SPACE)):
         return day
+    if rest.strip().upper() == "(BC)":
+        raise DateOutOfRange(f"the date {text!r} is outside years 1 to 9999, which a view's "
+                             "DATE and TIMESTAMP hold")
     t = _TIME_TEXT.fullmatch(rest)
     if t is None:
         raise _CastFailed(f"could not convert string {text!r} to a timestamp")
@@ -300,6 +323,9 @@ def parse_date_text(text: str, timestamp: bool) -> datetime.datetime:
     micros = int((t.group(4) or "")[:6].ljust(6, "0"))
     if (h, mi, sec, micros) == (24, 0, 0, 0):
         # 24:00:00 is the next midnight (a DATE's time of day is ignored: its own day)
+        if timestamp and day.date() == datetime.date.max:
+            raise DateOutOfRange(f"the timestamp {text!r} is past year 9999, which a view's "
+                                 "TIMESTAMP holds")
         return day + datetime.timedelta(days=1) if timestamp else day
     if h > 23 or mi > 59 or sec > 59:
         raise _CastFailed(f"time field value out of range: {text!r}")

@@ -148,6 +148,12 @@ VIEWS = [
     " coalesce(CAST(m AS DECIMAL(38,0)), CAST(m / 100 AS DECIMAL(18,18))) AS c2,"
     " CAST(a AS HUGEINT) % 0.7 AS md,"
     " (CAST(32000 + a AS SMALLINT) * CAST(60000 + a AS USMALLINT)) * 2 AS big FROM u",
+    # a chain of UNION ALLs (or of UNIONs) casts each branch once to the type of all of them
+    # (d printed by way of a TIMESTAMP, a by way of a DOUBLE, before); a chain of both kinds
+    # is two set operations, as DuckDB binds it
+    "SELECT d FROM t UNION ALL SELECT d + INTERVAL 5 HOUR FROM t UNION ALL SELECT 'z'",
+    "SELECT a FROM t UNION SELECT c FROM t UNION SELECT b FROM t",
+    "SELECT a FROM t UNION ALL SELECT c FROM t UNION SELECT b FROM t",
     # dollar-quoted strings (they were refused as "function or construct SELECT")
     "SELECT id, $$a'b$$ AS q, $t$x;$t$ || b FROM t WHERE b <> $$zz$$",
 ]

@@ -422,7 +422,18 @@ _DATE_STRINGS = [
     "2021-01-05  10:00:00", "2021-01-05\t10:00:00", "2021-01-05 10:00:00\t", "2021-01-05 1:2",
     "2021-01-05 10:00:0", "2021-001-05", "2021-01-05 BC", "2021-01-05 10:00:00.123456789",
     "2021-01-0510:00:00", "2021-01-05t10:00:00", "2021-01-05T", "+2021-01-05",
-    "2021-01-05 10:00:00+2", "2021-01-05 10:00:00 +02:00 "]
+    "2021-01-05 10:00:00+2", "2021-01-05 10:00:00 +02:00 ",
+    # (refused: 'epoch' in any case, trailing tabs and newlines, offsets with seconds, one
+    # digit after a space)
+    "Epoch", "EPOCH", " ePoCh\t", "2021-01-05\t", "2021-01-05\n", "2021-01-05\r\n",
+    "2021-01-05\x0b", "1970-12-1\t00:0 \n", "2021-01-05 10:11:12+02:00:00",
+    "2021-01-05 10:11:12+0200", "2021-01-05 10:11:12 +2", "2021-01-05 10:11:12 +2\t",
+    "2021-01-05 10:11:12 \t", "2021-01-05 10:11:12 UTC\t", "2021-01-05 10:11:12Z\t",
+    "2021-01-05 10:11:12+02\t", "2021-01-05 10:11:12 + 2", "2021-01-05 10:11:12+02:0",
+    "2021-01-05 10:00 (BC)"]
+# Texts DuckDB reads as dates outside years 1 to 9999: an error, never a NULL for its value
+_BEYOND_DATE_STRINGS = ["10000-01-01", "0000-01-01", "0044-03-15 (BC)", "-2021-01-05",
+                        "infinity", "-infinity", " Infinity", "2021-01-05 (bc)"]
 _NUMBER_STRINGS = [
     "1_000", " 12 ", "+12", "1e3", "1.5", "2.5", "-2.5", "0x1f", "0X1F", "0o17", "0b101", "١٢",
     "12abc", "", "-0x10", "0x", ".5", "5.", "1,000", "0x7fffffff", "0x80000000", "1__0", "_1",
@@ -451,6 +462,13 @@ def test_text_casts_read_what_duckdb_reads(target: str) -> None:
         want = con.execute(f"SELECT TRY_CAST(? AS {target})", [text]).fetchone()[0]  # type: ignore[index]
         got = cast_value(text, target)
         assert (got, type(got)) == (want, type(want)), text
+    if target in ("DATE", "TIMESTAMP"):
+        stamp = "9999-12-31T24:00" if target == "TIMESTAMP" else "10000-1-1"
+        for text in [*_BEYOND_DATE_STRINGS, stamp]:
+            assert con.execute(f"SELECT TRY_CAST(? AS {target}) IS NOT NULL",
+                               [text]).fetchone() == (True,), text
+            with pytest.raises(EvaluationError, match="outside years 1 to 9999|past year"):
+                cast_value(text, target)
 
 
 @pytest.mark.parametrize("other", ["i", "d", "f", "dt", "ts", "flag", "CAST(f / 10 AS REAL)", "1.5"])
