@@ -43,7 +43,7 @@ from server.errors import (
     undecodable_duckdb_error,
 )
 from server.hydration import post_contents
-from server.queries import run_select, view_relation
+from server.queries import run_select, table_relation, view_relation
 from server.sandbox import Relation, check_relations
 from server.sqltext import Statement
 from server.state import ServerState
@@ -673,7 +673,9 @@ def select_in_write(state: ServerState, w: Write, s: Statement) -> dict[str, Any
     for u in used:
         if u in w.tables:
             cols = [(c["name"], c["type"]) for c in w.tables[u].columns]
-            rels[u] = Relation(cols, Store.read_table(state.store.conn, u))
+            # as Arrow where the types allow, as /query reads it (Python rows are canonical:
+            # they lost a -0.0's sign and a NaN's)
+            rels[u] = table_relation(state.store.conn, u, cols)
         else:
             rels[u] = view_relation(w.views[u].columns, post_contents(state, w, u, w.trial).items())
     return run_select(state, s, rels)

@@ -204,3 +204,18 @@ def test_infinite_dates_and_timestamps_read_as_duckdb_prints_them() -> None:
                                 for i in range(3000)]
     finally:
         db.close()
+
+
+def test_a_select_in_a_write_reads_a_tables_negative_zero() -> None:
+    """A SELECT inside a write request reads the tables as `/query` does: a stored -0.0 keeps
+    its sign (it read the canonical Python rows, where -0.0 is 0.0), as in DuckDB."""
+    db = Database(Settings(memory=True), InProcessExecutor())
+    try:
+        db.execute("CREATE TABLE z (i INTEGER, f DOUBLE)")
+        out = db.execute("INSERT INTO z VALUES (1, '-0.0'::DOUBLE), (2, 0.0), (3, NULL); "
+                         "SELECT i, signbit(f) AS neg FROM z ORDER BY i")
+        want = [[1, True], [2, False], [3, None]]
+        assert out["results"][1]["rows"] == want
+        assert db.query("SELECT i, signbit(f) AS neg FROM z ORDER BY i")["rows"] == want
+    finally:
+        db.close()
