@@ -89,6 +89,18 @@ def output_name(item: exp.Expression, sql: str) -> str:
     return _Printer(sql).show(item)
 
 
+_KEYWORD_PARTS = {
+    **{p: p for p in ("YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "WEEK", "QUARTER",
+                      "DECADE", "CENTURY", "MILLENNIUM")},
+    **{p: p[:-1] for p in ("YEARS", "MONTHS", "DAYS", "HOURS", "MINUTES", "SECONDS", "WEEKS",
+                           "QUARTERS", "DECADES")},
+    "CENTURIES": "CENTURY", "MILLENNIA": "MILLENNIUM",
+    **{p: "MILLISECONDS" for p in ("MILLISECOND", "MILLISECONDS")},
+    **{p: "MICROSECONDS" for p in ("MICROSECOND", "MICROSECONDS")},
+}
+_EXTRACT = re.compile(r"extract\s*\(\s*([A-Za-z_]+)\s+from\b", re.IGNORECASE)
+
+
 class _Printer:
     def __init__(self, sql: str) -> None:
         self.sql = sql
@@ -158,7 +170,7 @@ class _Printer:
             word = "TRY_CAST" if isinstance(e, exp.TryCast) else "CAST"
             return f"{word}({s(e.this)} AS {_type(e.args['to'])})"
         if isinstance(e, exp.Extract):
-            return f"date_part('{e.this.name.upper()}', {s(e.expression)})"
+            return f"date_part('{self._part(e)}', {s(e.expression)})"
         if isinstance(e, exp.Subquery):
             return f"({_sqlglot(e.this)})"
         if isinstance(e, exp.Exists):
@@ -168,6 +180,21 @@ class _Printer:
         if isinstance(e, exp.Func):
             return self._function(e)
         return _sqlglot(e)
+
+    def _part(self, e: exp.Extract) -> str:
+        """The part of `extract(part FROM x)` as DuckDB names it: SQL's keywords for parts (and
+        their plurals) in capitals, milli- and microseconds as MILLISECONDS and MICROSECONDS,
+        any other word as typed (`dow`, `DOW`, `epoch`). sqlglot keeps only the capitals, so
+        the word is read from the text, at the last `extract(` before the argument."""
+        name = e.this.name.upper()
+        if name in _KEYWORD_PARTS:
+            return _KEYWORD_PARTS[name]
+        start = next((n.meta["start"] for n in e.expression.walk()
+                      if isinstance(n.meta.get("start"), int)), None)
+        typed = list(_EXTRACT.finditer(self.sql[:start])) if start is not None else []
+        if typed and typed[-1].group(1).upper() == name:
+            return typed[-1].group(1)
+        return name
 
     def _is(self, e: exp.Is, negate: bool) -> str:
         rhs = e.expression

@@ -825,7 +825,7 @@ DATE_PARTS = {
     "isoyear": "isoyear",
     **dict.fromkeys(("decade", "dec", "decades", "decs"), "decade"),
     **dict.fromkeys(("century", "cent", "centuries", "c"), "century"),
-    **dict.fromkeys(("millennium", "mil", "millennia", "mils", "millenium"), "millennium"),
+    **dict.fromkeys(("millennium", "mil", "millennia", "mils", "millenium", "millenniums"), "millennium"),
     "era": "era",
     "epoch": "epoch",
     "julian": "julian",

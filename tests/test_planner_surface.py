@@ -134,6 +134,11 @@ SELECT_LISTS = [
     " sqrt(c), power(c, 2), sign(c), greatest(a, id), least(c, 2.0)",
     "year(d), month(d), extract(day FROM d), date_trunc('month', d), d + 1,"
     " date_diff('day', d, DATE '2024-01-01'), date_part('year', d)",
+    # a part that is not one of SQL's keywords is named as typed (they were all capitals)
+    "extract(dow FROM d), extract(DOW FROM d), extract(Year FROM d), extract(days FROM d),"
+    " extract(millisecond FROM d), extract(microseconds FROM CAST(d AS TIMESTAMP)),"
+    " extract(isodow FROM d), extract(epoch FROM d), extract(yearweek FROM d),"
+    " extract(century FROM d), extract(millenniums FROM d), date_trunc('millenniums', d)",
     "a, A, t.a, T.A, a AS x, a AS X, a AS \"Mixed Case\", t.a + 1, A + 1",
     "a <> 3, a != 3, a IS DISTINCT FROM 2, a IS NOT DISTINCT FROM 1, flag IS TRUE,"
     " flag IS NOT FALSE, NOT (a > 1), a > 1 OR flag OR b IS NULL, a - -1",

@@ -344,6 +344,7 @@ _STAMPS = [datetime.datetime(2020, 1, 31, 10, 7, 3, 567890), datetime.datetime(2
 # every spelling of every part DuckDB's extract and date_trunc take (date_trunc refuses era)
 _PART_NAMES = ["year", "yr", "months", "d", "dayofmonth", "quarters", "dow", "weekday", "isodow",
                "doy", "weeks", "w", "yearweek", "isoyear", "decade", "cent", "millennium", "era",
+               "millenniums",
                "epoch", "julian", "hr", "min", "s", "ms", "microseconds", "us"]
 
 
