@@ -360,7 +360,7 @@ def test_extract_and_date_trunc_of_every_part_equal_duckdb(part: str) -> None:
     cat = Catalog(tables={"s": TableSchema("s", [Column("ts", "TIMESTAMP"),
                                                  Column("dt", "DATE")])})
     # DuckDB truncates year 1 to a decade, century or millennium in 1 BC: out of our range
-    stamps = [v for v in _STAMPS if part not in ("decade", "cent", "millennium") or
+    stamps = [v for v in _STAMPS if part not in ("decade", "cent", "millennium", "millenniums") or
               v is None or v.year > 1]
     con.execute("DELETE FROM s WHERE year(ts) = 1 AND ?", [len(stamps) < len(_STAMPS)])
     rows = Counter((v, None if v is None else v.date()) for v in stamps)
