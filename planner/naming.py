@@ -101,6 +101,17 @@ _KEYWORD_PARTS = {
 _EXTRACT = re.compile(r"extract\s*\(\s*([A-Za-z_]+)\s+from\b", re.IGNORECASE)
 
 
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _identifier(name: str) -> str:
+    """A column's name inside an expression's name, as DuckDB prints it: double-quoted when
+    it is not a plain ASCII word or is a keyword (`(a."ñ" + 1)`, `("year" + 1)`)."""
+    if _PLAIN.fullmatch(name) and name.translate(FOLD) not in _KEYWORDS:
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
 class _Printer:
     def __init__(self, sql: str) -> None:
         self.sql = sql
@@ -116,7 +127,7 @@ class _Printer:
         if isinstance(e, exp.Paren):
             return s(e.this)
         if isinstance(e, exp.Column):
-            return ".".join(p.name for p in e.parts)
+            return ".".join(_identifier(p.name) for p in e.parts)
         if isinstance(e, exp.Literal):
             if e.is_string:
                 return "'" + e.this.replace("'", "''") + "'"

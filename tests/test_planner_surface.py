@@ -213,3 +213,21 @@ def test_non_integer_order_and_limit_literals_are_refused(sql: str) -> None:
     with pytest.raises(PlanError) as e:
         compile_view(sql, catalog())
     assert e.value.code == "unsupported"
+
+
+def test_quoted_columns_in_expression_names_equal_duckdb() -> None:
+    """A column whose name is not a plain ASCII word, or is a keyword, is double-quoted in an
+    expression's name as DuckDB prints it (`(a."ñ" + 1)`: it was `(a.ñ + 1)`); a column
+    alone keeps its name."""
+    from planner import Catalog, Column, TableSchema
+
+    cols = [("ñ", "INTEGER"), ("year", "INTEGER"), ("a b", "INTEGER"), ("Mixed", "INTEGER"),
+            ("x1", "INTEGER"), ("1x", "INTEGER")]
+    cat = Catalog(tables={"w": TableSchema("w", [Column(c, t) for c, t in cols])})
+    con = duckdb.connect()
+    con.execute("CREATE TABLE w (" + ", ".join(f'"{c}" {t}' for c, t in cols) + ")")
+    sql = ('SELECT w."ñ" + 1, "ñ" * 2, "year" + 1, "a b" - 1, "Mixed" + 1, x1 + 1, "1x" + 1,'
+           ' "ñ", "year" FROM w')
+    con.execute(f"CREATE VIEW v AS {sql}")
+    want = [r[0] for r in con.execute("DESCRIBE v").fetchall()]
+    assert [c.name for c in compile_view(sql, cat).columns] == want
