@@ -1898,8 +1898,8 @@ class ExprCtx:
             return self.case_from([( _to_bool(b, cond[0], cond[1], e.this), e.args["true"])],
                                   e.args.get("false"), e)
         if isinstance(e, exp.Coalesce):
-            vals = [self.bind(x) for x in [e.this, *e.expressions]]
-            return self.unified_call("coalesce", vals, e)
+            nodes = [e.this, *e.expressions]
+            return self.unified_call("coalesce", [self.bind(x) for x in nodes], e, nodes)
         if isinstance(e, exp.Nullif):
             a, c = self.bind(e.this), self.bind(e.expression)
             c = self.literal_to(c, [a[1]], e)
@@ -1937,9 +1937,12 @@ class ExprCtx:
                              f"{', '.join(types)}", node)
         return u
 
-    def unified_call(self, func: str, vals: list[BB], node: exp.Expression) -> BB:
+    def unified_call(self, func: str, vals: list[BB], node: exp.Expression,
+                     args: list[exp.Expression] | None = None) -> BB:
+        """`func` of `vals` (bound from `args`, when given: which are integer literals) in
+        their common type."""
         vals = [self.literal_to(v, [w[1] for w in vals], node) for v in vals]
-        vals = _fit_int_literals(vals)
+        vals = _fit_int_literals(vals, None if args is None else [_int_literal(a) for a in args])
         u = self.unify_or_fail([t for _, t in vals], node)
         return self.call(func, [(_cast(s, t, u), u) for s, t in vals], u)
 
@@ -2103,7 +2106,8 @@ class ExprCtx:
         vals = [self.bind(v) for _, v in whens]
         dv = self.bind(default) if default is not None else (null(), "NULL")
         allv = [self.literal_to(v, [w[1] for w in [*vals, dv]], node) for v in [*vals, dv]]
-        allv = _fit_int_literals(allv)
+        allv = _fit_int_literals(allv, [_int_literal(v) for _, v in whens] + [
+            _int_literal(default)])
         u = self.unify_or_fail([t for _, t in allv], node)
         args: list[BB] = []
         for (c, _), (s, t) in zip(whens, allv[:-1], strict=True):
@@ -2243,9 +2247,9 @@ class ExprCtx:
             return self.arith("mod", self.bind(args[0]), self.bind(args[1]), e,
                               (_int_literal(args[0]), _int_literal(args[1])))
         if name in ("greatest", "least"):
-            return self.unified_call(name, [self.bind(a) for a in args], e)
+            return self.unified_call(name, [self.bind(a) for a in args], e, args)
         if name == "coalesce":
-            return self.unified_call("coalesce", [self.bind(a) for a in args], e)
+            return self.unified_call("coalesce", [self.bind(a) for a in args], e, args)
         if isinstance(e, exp.Extract) or name == "extract" or name in _PART_FUNCTIONS:
             # extract(part FROM x), date_part('part', x), and a part's own function: year(x)
             if isinstance(e, exp.Extract):
@@ -2383,18 +2387,22 @@ def _int_literal(node: exp.Expression | None) -> bool:
         "-").isdigit()
 
 
-def _fit_int_literals(vals: list[BB]) -> list[BB]:
+def _fit_int_literals(vals: list[BB], lits: list[bool] | None = None) -> list[BB]:
     """DuckDB's INTEGER_LITERAL takes the type of the integer values it is unified with when
-    it fits (coalesce(smallint_col, 1) is a SMALLINT)."""
-    others = [t for s, t in vals if family(t) == "int" and not (
-        isinstance(s, Lit) and norm_type(t) == "INTEGER")]
+    it fits (coalesce(smallint_col, 1) is a SMALLINT, coalesce(uint_col, 3000000000) a
+    UINTEGER). `lits` says which values are integer literals in the text; without it, an
+    INTEGER constant is taken for one."""
+    def literal(i: int, s: Scalar, t: str) -> bool:
+        return isinstance(s, Lit) and isinstance(s.value, int) and family(t) == "int" and (
+            lits[i] if lits is not None else norm_type(t) == "INTEGER")
+
+    others = [t for i, (s, t) in enumerate(vals) if family(t) == "int" and not literal(i, s, t)]
     if not others or len(others) == len([t for _, t in vals if family(t) == "int"]):
         return vals
     target = unify_ints(others)
     return [(Lit(s.value, fitting_int_type(s.value, target)),
-             fitting_int_type(s.value, target)) if isinstance(s, Lit) and family(t) == "int"
-            and norm_type(t) == "INTEGER" and isinstance(s.value, int) else (s, t)
-            for s, t in vals]
+             fitting_int_type(s.value, target)) if literal(i, s, t) else (s, t)
+            for i, (s, t) in enumerate(vals)]
 
 
 def _unit(e: Any) -> str:

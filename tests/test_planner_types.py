@@ -75,6 +75,11 @@ EXPRS = [
     # a signed and an unsigned integer: BIGINT unless the signed type holds the other's
     "CAST(s AS TINYINT) * CAST(i + 10 AS USMALLINT)", "CAST(s AS SMALLINT) + CAST(i + 10 AS"
     " UTINYINT)", "CAST(i + 10 AS UTINYINT) - CAST(s AS TINYINT)",
+    # an integer literal takes an unsigned type it fits (they were BIGINT, HUGEINT)
+    "coalesce(CAST(i + 10 AS UINTEGER), 3000000000)",
+    "greatest(CAST(i + 10 AS UBIGINT), 10000000000000000000)",
+    "CASE WHEN i > 1 THEN CAST(i + 10 AS UINTEGER) ELSE 3000000000 END",
+    "coalesce(CAST(i + 10 AS UINTEGER), CAST(3000000000 AS BIGINT))",
     # FLOAT arithmetic in single precision, its operands FLOATs (it was in double)
     "CAST(i AS REAL) + 16777216", "(CAST(i AS REAL) + 16777216) % 0.3",
     "CAST(f AS REAL) - 0.1", "CAST(f AS REAL) * 3 + CAST(i AS REAL)",
