@@ -186,6 +186,17 @@ def _file_error(path: str, root: Path, e: Exception) -> SqlError:
     return SqlError(f"cannot read {name!r}: {message}", code="invalid_file")
 
 
+def _blank_lines(path: str) -> int | None:
+    """The number of lines of a text file whose every line is empty, else None."""
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip(b"\r\n"):
+                return None
+            n += 1
+    return n
+
+
 def _leading_empty_lines(path: str) -> int:
     """The number of empty lines a text file starts with."""
     n = 0
@@ -240,6 +251,10 @@ def read_file(spec: CopySpec, path: str, root: Path) -> Any:
             table = _as_duckdb_reads(parquet.read(), parquet.schema)
         elif os.path.getsize(path) == 0:
             table = pa.table({})
+        elif (blank := _blank_lines(path)) is not None:
+            # only empty lines: DuckDB reads one NULL per line (after the header line) into
+            # a one-column table, and refuses a wider one (pyarrow refuses the file)
+            table = pa.table({"f0": pa.nulls(max(0, blank - spec.header), pa.string())})
         else:
             read = pcsv.ReadOptions(autogenerate_column_names=True)
             parse = pcsv.ParseOptions(delimiter=spec.delimiter, newlines_in_values=True)

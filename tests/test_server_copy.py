@@ -550,3 +550,24 @@ def test_float16_and_interval_parquet_columns_load_as_duckdb_reads_them(server: 
     assert [2, "1 month 00:00:01.5"] in s.query("SELECT * FROM iv")["rows"]
     assert multiset(s.rows("signs")["rows"]) == oracle_rows(
         con, "SELECT sign(h) AS s, count(*) AS n FROM half GROUP BY 1")
+
+
+def test_a_csv_of_empty_lines_is_null_rows_as_duckdb_reads_it(server: Server) -> None:
+    """A CSV file of only empty lines loads one NULL row per line (after a header line) into a
+    one-column table, as DuckDB's COPY does (it was refused: pyarrow infers no column), and is
+    refused for a wider table, as DuckDB refuses it."""
+    s, imp = server, server.data_dir / "import"
+    (imp / "blank.csv").write_bytes(b"\n\n\n")
+    (imp / "blank_crlf.csv").write_bytes(b"\r\n\r\n")
+    s.sql("CREATE TABLE one (x INTEGER); CREATE TABLE two (x INTEGER, y INTEGER); "
+          "CREATE VIEW n AS SELECT count(*) AS rows, count(x) AS xs FROM one")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE one (x INTEGER); CREATE TABLE two (x INTEGER, y INTEGER)")
+    copy_both(s, con, ["COPY one FROM 'blank.csv'", "COPY one FROM 'blank_crlf.csv' (HEADER true)",
+                       "COPY one FROM 'blank_crlf.csv'"])
+    assert multiset(s.query("SELECT * FROM one")["rows"]) == oracle_rows(con, "SELECT * FROM one")
+    assert s.rows("n")["rows"] == [[6, 0]]
+    with pytest.raises(duckdb.Error):
+        con.execute(f"COPY two FROM '{imp / 'blank.csv'}'")
+    assert_error(s.http.post("/sql", json={"sql": "COPY two FROM 'blank.csv'"}), 400,
+                 "column_count_mismatch")
