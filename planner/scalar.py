@@ -142,7 +142,7 @@ def unify(types: list[str]) -> str | None:
         return "NULL"
     fams = {family(t) for t in ts}
     if len(fams) == 1:
-        f = fams.pop()
+        f = next(iter(fams))
         if f == "int":
             return unify_ints(ts)
         if f == "float":
@@ -153,7 +153,7 @@ def unify(types: list[str]) -> str | None:
         pss = [decimal_ps(t) for t in ts]
         s = max(s for _, s in pss)
         whole = max(p - sc for p, sc in pss)
-        if "int" not in fams:
+        if fams == {"decimal"}:
             # past 38 digits DuckDB keeps DECIMALs' integer digits and drops scale (and an
             # integer's scale: HUGEINT with DECIMAL(4,1) is DECIMAL(38,1))
             s = min(s, max(0, MAX_DECIMAL_WIDTH - whole))
