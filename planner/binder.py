@@ -1490,6 +1490,11 @@ class Binder:
         b = self.bind_query(q, params)
         lhs_t = None
         if kind == "in":
+            if isinstance(lhs, exp.Tuple):
+                # (DuckDB compares the rows, with three-valued logic)
+                raise self.err("unsupported", f"a row of values {what} a subquery ((a, b) "
+                               f"{what} (SELECT ...)) is not supported: compare with EXISTS "
+                               "and an equality per column", lhs)
             if len(b.types) != 1:
                 raise self.err("type_error", f"{what} subquery must return one column", q)
             ls, lhs_t = ctx.bind(lhs)

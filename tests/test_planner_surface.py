@@ -93,6 +93,10 @@ REFUSALS = [
      "must be a string constant, as in datediff('month', ...)", 2, 12),
     ("SELECT date_diff(b, d, d) FROM t", "unsupported", "the date part of date_diff must be a "
      "string constant, as in date_diff('month', ...)", 1, 18),
+    # (it said "IN subquery must return one column", a type error)
+    ("SELECT id FROM t WHERE (a, b) NOT IN (SELECT a, s FROM u)", "unsupported",
+     "a row of values IN a subquery ((a, b) IN (SELECT ...)) is not supported: compare with "
+     "EXISTS and an equality per column", 1, 24),
     # (it was strpos with its arguments swapped: DuckDB has no locate)
     ("SELECT id, LOCATE('a', b) FROM t", "unsupported",
      "function or construct locate is not supported", 1, 12),
