@@ -353,13 +353,16 @@ class Binder:
 
     def bind_cte_rec(self, cs: list[exp.CTE], frame: dict[str, CteInfo],
                      outer: Params | None) -> Callable[[Rel], Rel]:
-        # Column types come from each CTE's anchor (its leftmost non-recursive branch); an
-        # anchor may read another CTE of the group whose types are already known, so repeat.
+        # Column types come from each CTE's anchor (the branches before its recursive ones,
+        # typed together); an anchor may read another CTE of the group whose types are
+        # already known, so repeat.
+        group = {x.alias_or_name.translate(FOLD) for x in cs}
+        anchors = {id(c): _anchor(c.this, group) for c in cs}
         pending = list(cs)
         for _ in range(len(cs) + 1):
             still = []
             for c in pending:
-                anchor = _leftmost(c.this)
+                anchor = anchors[id(c)]
                 refs = _referenced_names(anchor, {x.alias_or_name.translate(FOLD) for x in cs})
                 if any(r not in frame for r in refs):
                     still.append(c)
@@ -381,7 +384,8 @@ class Binder:
             # DuckDB types a recursive CTE's columns by its anchor and casts the other
             # branches' rows to them (an INTEGER anchor halved stays INTEGER: 33, not 33.3)
             node = c.this
-            while isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
+            while isinstance(node, (exp.Union, exp.Intersect, exp.Except)) and \
+                    node is not anchors[id(c)]:
                 self.setop_types[id(node)] = info.types
                 node = node.this
             b = self.bind_query(c.this, outer)
@@ -692,7 +696,7 @@ class Binder:
                 vals.append(ctx.bind(x))
             vals = [ctx.literal_to(v, [w[1] for w in vals], x)
                     for v, x in zip(vals, arg.expressions, strict=True)]
-            vals = _fit_int_literals(vals)
+            vals = _fit_int_literals(vals, [_int_literal(x) for x in arg.expressions])
             u = ctx.unify_or_fail([ty for _, ty in vals], arg)
             ty = "INTEGER" if u == "NULL" else u
             rel = self.flat_map(ctx, base.arity, "unnest", [_cast(s, st, u) for s, st in vals])
@@ -1490,10 +1494,13 @@ class Binder:
         b = self.bind_query(q, params)
         lhs_t = None
         if kind == "in":
-            if isinstance(lhs, exp.Tuple):
+            row = lhs
+            while isinstance(row, exp.Paren):
+                row = row.this
+            if isinstance(row, exp.Tuple):
                 # (DuckDB compares the rows, with three-valued logic)
-                raise self.err("unsupported", f"a row of values {what} a subquery ((a, b) "
-                               f"{what} (SELECT ...)) is not supported: compare with EXISTS "
+                raise self.err("unsupported", "comparing a row of values with a subquery "
+                               "((a, b) IN (SELECT ...)) is not supported: compare with EXISTS "
                                "and an equality per column", lhs)
             if len(b.types) != 1:
                 raise self.err("type_error", f"{what} subquery must return one column", q)
@@ -1985,6 +1992,9 @@ class ExprCtx:
         fx, fy = family(x[1]), family(y[1])
         if "null" not in (fx, fy):
             u = unify([x[1], y[1]])
+            if u is None and func in ("eq", "ne", "is_distinct"):
+                x, y = _equality_operands(x, y)
+                u = unify([x[1], y[1]])
             if u is None:
                 raise self.b.err("type_error", f"cannot compare values of type {x[1]} and "
                                  f"{y[1]}", node)
@@ -2172,9 +2182,11 @@ class ExprCtx:
                  "datetrunc": "date_trunc", "timestamp_trunc": "date_trunc",
                  "instr": "strpos", "position": "strpos", "strposition": "strpos", "stringtostr": "concat",
                  "timetounix": "epoch", "dayofweekiso": "isodow"}
-        if isinstance(e, exp.StrPosition) and b.typed_name(e)[0].lower() == "locate":
-            # sqlglot reads MySQL's locate(needle, haystack) as strpos; DuckDB has no locate
-            raise b.err("unsupported", "function or construct locate is not supported", e)
+        if isinstance(e, exp.StrPosition) and b.typed_name(e)[0].lower() in ("locate",
+                                                                             "charindex"):
+            # sqlglot reads MySQL's locate and T-SQL's charindex as strpos; DuckDB has neither
+            raise b.err("unsupported", f"function or construct {b.typed_name(e)[0]} is not "
+                        "supported", e)
         name = alias.get(name, name)
         if isinstance(e, (exp.Lower, exp.Upper, exp.Reverse)) or name in ("lower", "upper",
                                                                             "reverse"):
@@ -2260,8 +2272,7 @@ class ExprCtx:
             if isinstance(e, exp.Extract):
                 part, target = e.this.name, e.expression
             elif name == "extract":
-                self.constant_part(e, args[0])
-                part, target = _unit(args[0]), args[1]
+                part, target = self.constant_part(e, args[0]), args[1]
             else:
                 part, target = name, args[0]
             canonical = DATE_PARTS.get(part.translate(FOLD))
@@ -2273,11 +2284,10 @@ class ExprCtx:
             return self.call("extract", [(Lit(canonical, "VARCHAR"), "VARCHAR"), x],
                              "DOUBLE" if canonical in DOUBLE_PARTS else "BIGINT")
         if name == "date_trunc":
-            self.constant_part(e, args[0] if isinstance(e, exp.Anonymous) else None)
             if isinstance(e, exp.Anonymous):
-                unit, target = _unit(args[0]), args[1]
+                unit, target = self.constant_part(e, args[0]), args[1]
             else:
-                unit, target = _unit(e.args.get("unit")), e.this
+                unit, target = self.constant_part(e, e.args.get("unit")), e.this
             trunc = TRUNC_PARTS.get(DATE_PARTS.get(unit.translate(FOLD), ""))
             if trunc is None:
                 raise b.err("type_error", f'date_trunc specifier "{unit}" not recognized', e)
@@ -2287,11 +2297,11 @@ class ExprCtx:
             return self.call("date_trunc", [(Lit(trunc, "VARCHAR"), "VARCHAR"), x],
                              "TIMESTAMP")
         if name == "date_diff":
-            self.constant_part(e, None if isinstance(e, exp.DateDiff) else args[0])
             if isinstance(e, exp.DateDiff):
-                unit, start, end = _unit(e.args.get("unit")) or "day", e.expression, e.this
+                unit = self.constant_part(e, e.args.get("unit")) if e.args.get("unit") else "day"
+                start, end = e.expression, e.this
             else:
-                unit, start, end = _unit(args[0]), args[1], args[2]
+                unit, start, end = self.constant_part(e, args[0]), args[1], args[2]
             if unit.translate(FOLD) not in DIFF_PARTS:
                 raise b.err("unsupported", f"date_diff does not know the date part '{unit}'", e)
             xs = [self.bind(start), self.bind(end)]
@@ -2308,27 +2318,35 @@ class ExprCtx:
         what, at = b.typed_name(e)
         raise b.err("unsupported", f"function or construct {what} is not supported", at)
 
-    def constant_part(self, e: exp.Expression, part: exp.Expression | None) -> None:
-        """Refuse a date part that is not a string constant (`date_trunc(m, x)` of a column m,
-        or a bare word): DuckDB reads a column's value there, and a word that names no column
-        is its error. `part` is the argument's node, or None where sqlglot made it a word
-        whether it was quoted or not (`date_trunc`, `datediff`): the text tells then."""
+    def constant_part(self, e: exp.Expression, part: exp.Expression | None) -> str:
+        """The date part of `e` (its node `part`), which must be a string constant: a literal,
+        in parentheses or cast to text too. A column or any other expression is refused
+        (`date_trunc(m, x)` of a column m: DuckDB reads its value, per row), as is a bare
+        word (DuckDB: no such column). sqlglot makes a word of both `'month'` and `month` in
+        `date_trunc` and `datediff`: the text says which it was."""
         b = self.b
-        typed, node = b.typed_name(e)
-        if part is not None:
-            if isinstance(part, exp.RawString) or isinstance(part, exp.Literal) and part.is_string:
-                return
-            at: exp.Expression = part
-        else:
-            start = node.meta.get("start")
+        node = part
+        while isinstance(node, exp.Paren) or isinstance(node, exp.Cast) and family(
+                norm_type(node.args["to"].sql("duckdb"))) == "str":
+            node = node.this
+        if isinstance(node, exp.Literal) and node.is_string or isinstance(
+                node, (exp.RawString, exp.ByteString)):
+            return str(node.this)
+        if isinstance(node, exp.Var) and part is node:
+            typed, at = b.typed_name(e)
+            start = at.meta.get("start")
             if not isinstance(start, int):
-                return
-            m = re.compile(r"\s*\(\s*").match(b.sql, start + len(typed))
-            if m is None or b.sql[m.end():m.end() + 1] in ("'", "$"):
-                return
-            at = _At(m.end())
+                return node.name
+            # the first thing after the call's "(", past spaces and comments
+            m = _PART_START.match(b.sql, start + len(typed))
+            if m is not None and b.sql[m.end():m.end() + 1] in ("'", "$"):
+                return node.name
+            where: exp.Expression = _At(m.end()) if m is not None else e
+        else:
+            where = part if part is not None else e
+        typed = b.typed_name(e)[0]
         raise b.err("unsupported", f"the date part of {typed} must be a string constant, as in "
-                    f"{typed}('month', ...)", at)
+                    f"{typed}('month', ...)", where)
 
     def string_function(self, e: exp.Expression, name: str) -> BB | None:
         """DuckDB's further string functions (planner.scalar.STRING_FUNCS), or None."""
@@ -2408,16 +2426,6 @@ def _fit_int_literals(vals: list[BB], lits: list[bool] | None = None) -> list[BB
     return [(Lit(s.value, fitting_int_type(s.value, target)),
              fitting_int_type(s.value, target)) if literal(i, s, t) else (s, t)
             for i, (s, t) in enumerate(vals)]
-
-
-def _unit(e: Any) -> str:
-    if e is None:
-        return ""
-    if isinstance(e, exp.Literal):
-        return str(e.this)
-    if isinstance(e, (exp.Var, exp.Identifier, exp.Column)):
-        return e.name
-    return str(e.name if hasattr(e, "name") else e)
 
 
 def _scale(t: str) -> int:
@@ -2807,6 +2815,26 @@ def _union_chain(node: exp.Expression, distinct: bool) -> list[exp.Expression]:
     return out
 
 
+def _equality_operands(x: BB, y: BB) -> tuple[BB, BB]:
+    """The operands of an (in)equality of types of no common one, as DuckDB 2 casts them: a
+    VARCHAR to the other's number, date, timestamp or BOOLEAN type (`s = i` is
+    `CAST(s AS INTEGER) = i`, an error where s holds no such value), a BOOLEAN to the other's
+    number type (`flag = 2` is false); any other pair as it is (refused by the caller, as
+    DuckDB refuses orderings of them)."""
+    fx, fy = family(x[1]), family(y[1])
+    to_text = ("int", "decimal", "float", "date", "timestamp", "bool")
+    to_bool = ("int", "decimal", "float")
+    if (fx == "str" and fy in to_text) or (fx == "bool" and fy in to_bool):
+        return (Call("cast", (x[0],), y[1]), y[1]), y
+    if (fy == "str" and fx in to_text) or (fy == "bool" and fx in to_bool):
+        return x, (Call("cast", (y[0],), x[1]), x[1])
+    return x, y
+
+
+# a call's "(" and what may stand before its first argument: spaces and comments
+_PART_START = re.compile(r"\s*\((?:\s|/\*.*?\*/|--[^\n]*\n)*", re.DOTALL)
+
+
 def _bare_count(v: exp.Expression) -> exp.Expression:
     """A LIMIT's or OFFSET's value without parentheses, and a cast NULL as NULL (`LIMIT
     (NULL)`, `LIMIT CAST(NULL AS INT)`: no limit, as in DuckDB)."""
@@ -2908,10 +2936,20 @@ def _first_pos(node: exp.Expression) -> int | None:
     return best
 
 
-def _leftmost(q: exp.Expression) -> exp.Expression:
-    while isinstance(q, (exp.Union, exp.Subquery)) and A(q, "with") is None:
+def _anchor(q: exp.Expression, group: set[str]) -> exp.Expression:
+    """The anchor of a recursive CTE's query `q`: the left side of the set operation whose
+    right side is the first to read a CTE of `group` (`a UNION ALL b UNION ALL <recursive>`:
+    `a UNION ALL b`, typed as a whole, as DuckDB types it), or the leftmost branch."""
+    while isinstance(q, exp.Subquery) and A(q, "with") is None:
         q = q.this
-    return q
+    node = q
+    while isinstance(node, (exp.Union, exp.Intersect, exp.Except)) and A(node, "with") is None:
+        if not _referenced_names(node.this, group):
+            return node.this
+        node = node.this
+        while isinstance(node, exp.Subquery) and A(node, "with") is None:
+            node = node.this
+    return node
 
 
 def _referenced_names(q: exp.Expression, names: set[str]) -> set[str]:

@@ -98,7 +98,7 @@ _KEYWORD_PARTS = {
     **{p: "MILLISECONDS" for p in ("MILLISECOND", "MILLISECONDS")},
     **{p: "MICROSECONDS" for p in ("MICROSECOND", "MICROSECONDS")},
 }
-_EXTRACT = re.compile(r"extract\s*\(\s*([A-Za-z_]+)\s+from\b", re.IGNORECASE)
+_EXTRACT = re.compile(r"extract\s*\(\s*'?([A-Za-z_]+)'?\s+from\b", re.IGNORECASE)
 
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -150,20 +150,31 @@ def unify(types: list[str]) -> str | None:
         if f != "decimal":
             return ts[0]
     if fams <= {"int", "decimal"}:
-        pss = [decimal_ps(t) for t in ts]
-        s = max(s for _, s in pss)
-        whole = max(p - sc for p, sc in pss)
-        if fams == {"decimal"}:
-            # past 38 digits DuckDB keeps DECIMALs' integer digits and drops scale (and an
-            # integer's scale: HUGEINT with DECIMAL(4,1) is DECIMAL(38,1))
-            s = min(s, max(0, MAX_DECIMAL_WIDTH - whole))
-        return decimal_type(whole + s, s)
+        # DuckDB unifies them two at a time, from the left
+        out = ts[0]
+        for t in ts[1:]:
+            out = _unify_decimal_pair(out, t)
+        return out
     if fams <= {"int", "decimal", "float"}:
         # REAL stays REAL next to integers and decimals (DuckDB's FLOAT), DOUBLE otherwise
         return "DOUBLE" if "DOUBLE" in ts else "REAL"
     if fams == {"date", "timestamp"}:
         return "TIMESTAMP"
     return None
+
+
+def _unify_decimal_pair(a: str, b: str) -> str:
+    """DuckDB's common type of two of INTEGER types and DECIMALs, one of them a DECIMAL (or
+    two integers: their own): the wider integer part and the larger scale; past 38 digits,
+    two DECIMALs keep their integer digits and drop scale, while an integer next to a DECIMAL
+    keeps the scale (HUGEINT with DECIMAL(4,1) is DECIMAL(38,1))."""
+    if family(a) == family(b) == "int":
+        return unify_ints([a, b])
+    (p1, s1), (p2, s2) = decimal_ps(a), decimal_ps(b)
+    s, whole = max(s1, s2), max(p1 - s1, p2 - s2)
+    if family(a) == family(b) == "decimal":
+        s = min(s, max(0, MAX_DECIMAL_WIDTH - whole))
+    return decimal_type(whole + s, s)
 
 
 def unify_ints(ts: list[str]) -> str:
@@ -278,11 +289,10 @@ _TIME_TEXT = re.compile(
     r"(?:\s+|T)([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\.([0-9]*))?)?"
     r"(?:(?: *(?:Z|[+-][0-9]{2}(?::?[0-9]{2}(?::?[0-9]{2})?)?)| +[+-][0-9]"
     r"| +[A-Za-z_][A-Za-z_/+-]*)\s*| \s*)?", re.ASCII)
-# Texts DuckDB reads as a date this server cannot hold (its DATE and TIMESTAMP are years 1 to
-# 9999): a year past 9999 or of 0, a negative one, BC, the infinities
-_BEYOND_DATES = re.compile(r"\s*(?:-?infinity|-\s*[0-9]+[-/ \\].*|[0-9]+[-/ \\].*\(BC\)\s*|"
-                           r"(?:0+|[0-9]{5,})[-/ \\][0-9]{1,2}[-/ \\][0-9]{1,2}.*)",
-                           re.ASCII | re.IGNORECASE)
+# A date DuckDB reads that this server cannot hold (its DATE and TIMESTAMP are years 1 to
+# 9999): one of BC (its "(BC)" straight after the date), a negative year, or the infinities.
+_BC = re.compile(r"(.*[0-9]) +\(BC\)([ \t\n\v\f\r]*)", re.ASCII | re.IGNORECASE | re.DOTALL)
+_INFINITIES = ("infinity", "-infinity")
 
 
 class DateOutOfRange(EvaluationError):
@@ -297,25 +307,61 @@ def parse_date_text(text: str, timestamp: bool) -> datetime.datetime:
     """CAST(text AS DATE or TIMESTAMP) as DuckDB parses it (`_DATE_TEXT`, `_TIME_TEXT`), as a
     datetime (a DATE's is its midnight); raises _CastFailed where DuckDB gives NULL to
     TRY_CAST ('20210105', '2021-W01-1', '2021-01-05 10', Feb 30, 25:00), and DateOutOfRange
-    where DuckDB's value is outside years 1 to 9999."""
-    if text.strip().lower() == "epoch":
+    where DuckDB's value is outside years 1 to 9999: a text that parses with its year in
+    range ('10000-01-01' as year 10000 would, '-2021-01-05', '0044-03-15 (BC)', 'infinity')."""
+    bare = text.strip(_NUMBER_SPACE).lower()
+    if bare in ("epoch", "-epoch"):
         return _EPOCH
-    m = _DATE_TEXT.match(text)
-    if m is None or int(m.group(1)) == 0 or int(m.group(1)) > 9999:
-        if _BEYOND_DATES.fullmatch(text):
+    beyond = bare in _INFINITIES
+    body = text
+    bc = _BC.fullmatch(text)
+    if bc is not None:  # (a date only: DuckDB takes no time before it, a DATE spaces after)
+        if timestamp and bc.group(2):
+            raise _CastFailed(f"could not convert string {text!r} to a timestamp")
+        body, timestamp, beyond = bc.group(1), False, True
+    lead = len(body) - len(body.lstrip(_NUMBER_SPACE))
+    if body[lead:lead + 1] == "-" and body[lead + 1:lead + 2].isdigit():
+        body, beyond = body[:lead] + body[lead + 1:], True
+    m = _DATE_TEXT.match(body)
+    if m is None:
+        if beyond and bare in _INFINITIES:
             raise DateOutOfRange(f"the date {text!r} is outside years 1 to 9999, which a "
                                  "view's DATE and TIMESTAMP hold")
         raise _CastFailed(f"could not convert string {text!r} to a date")
+    if bc is not None and body[m.end():].strip(_NUMBER_SPACE):
+        raise _CastFailed(f"could not convert string {text!r} to a date")
+    year = int(m.group(1))
+    if bc is not None and year <= 9999:
+        # year Y BC is the proleptic year 1 - Y: leap when that one is
+        stand_in = 2000 if calendar.isleap(1 - year) else 2001
+        body = body[:m.start(1)] + str(stand_in) + body[m.end(1):]
+        m = _DATE_TEXT.match(body)
+        assert m is not None
+        year = stand_in
+    if year == 0 or year > 9999:
+        # parsed as a year in range alike in being leap or not: DuckDB's value if it parses
+        beyond = True
+        stand_in = 2000 if calendar.isleap(1 - year if bc is not None else year) else 2001
+        body = body[:m.start(1)] + str(stand_in) + body[m.end(1):]
+        m = _DATE_TEXT.match(body)
+        assert m is not None
+    day = _parsed(text, body, m, timestamp)
+    if beyond:
+        raise DateOutOfRange(f"the date {text!r} is outside years 1 to 9999, which a view's "
+                             "DATE and TIMESTAMP hold")
+    return day
+
+
+def _parsed(text: str, body: str, m: re.Match[str], timestamp: bool) -> datetime.datetime:
+    """`parse_date_text` of `body` (the text, its year and era made plain), whose date `m`
+    matched."""
     try:
         day = datetime.datetime(int(m.group(1)), int(m.group(3)), int(m.group(4)))
     except ValueError:
         raise _CastFailed(f"date field value out of range: {text!r}") from None
-    rest = text[m.end():]
+    rest = body[m.end():]
     if not rest or (not timestamp and not rest.strip(_NUMBER_SPACE)):
         return day
-    if rest.strip().upper() == "(BC)":
-        raise DateOutOfRange(f"the date {text!r} is outside years 1 to 9999, which a view's "
-                             "DATE and TIMESTAMP hold")
     t = _TIME_TEXT.fullmatch(rest)
     if t is None:
         raise _CastFailed(f"could not convert string {text!r} to a timestamp")

@@ -253,8 +253,10 @@ def read_file(spec: CopySpec, path: str, root: Path) -> Any:
             table = pa.table({})
         elif (blank := _blank_lines(path)) is not None:
             # only empty lines: DuckDB reads one NULL per line (after the header line) into
-            # a one-column table, and refuses a wider one (pyarrow refuses the file)
-            table = pa.table({"f0": pa.nulls(max(0, blank - spec.header), pa.string())})
+            # a one-column table when an empty field is its NULL (the default), else no row;
+            # it refuses a wider table (pyarrow refuses the file)
+            rows = max(0, blank - spec.header) if spec.null == "" else 0
+            table = pa.table({"f0": pa.nulls(rows, pa.string())})
         else:
             read = pcsv.ReadOptions(autogenerate_column_names=True)
             parse = pcsv.ParseOptions(delimiter=spec.delimiter, newlines_in_values=True)

@@ -21,7 +21,8 @@ CASES = [
     ("SELECT sum(b) FROM t", "type_error", "SUM", 1, 8),
     ("SELECT id FROM t WHERE b", "type_error", "BOOLEAN", 1, 24),
     ("SELECT lower(a) FROM t", "type_error", "VARCHAR", 1, 14),
-    ("SELECT id FROM t WHERE b = 1", "type_error", "compare", 1, 24),
+    # (an equality of them casts the text, as DuckDB 2: an ordering stays an error)
+    ("SELECT id FROM t WHERE b < 1", "type_error", "compare", 1, 24),
     ("SELECT a FROM t UNION SELECT a, b FROM t", "type_error", "columns", None, None),
     ("SELECT a, count(*) FROM t", "grouping_error", "GROUP BY", 1, 8),
     ("SELECT id FROM t WHERE count(*) > 1", "grouping_error", "WHERE", 1, 24),

@@ -93,13 +93,20 @@ REFUSALS = [
      "must be a string constant, as in datediff('month', ...)", 2, 12),
     ("SELECT date_diff(b, d, d) FROM t", "unsupported", "the date part of date_diff must be a "
      "string constant, as in date_diff('month', ...)", 1, 18),
+    ("SELECT date_trunc('year' || b, d) FROM t", "unsupported", "the date part of date_trunc "
+     "must be a string constant, as in date_trunc('month', ...)", 1, 19),
     # (it said "IN subquery must return one column", a type error)
     ("SELECT id FROM t WHERE (a, b) NOT IN (SELECT a, s FROM u)", "unsupported",
-     "a row of values IN a subquery ((a, b) IN (SELECT ...)) is not supported: compare with "
-     "EXISTS and an equality per column", 1, 24),
+     "comparing a row of values with a subquery ((a, b) IN (SELECT ...)) is not supported: "
+     "compare with EXISTS and an equality per column", 1, 24),
+    ("SELECT id FROM t WHERE ((a, b)) = ANY (SELECT a, s FROM u)", "unsupported",
+     "comparing a row of values with a subquery ((a, b) IN (SELECT ...)) is not supported: "
+     "compare with EXISTS and an equality per column", 1, 24),
     # (it was strpos with its arguments swapped: DuckDB has no locate)
     ("SELECT id, LOCATE('a', b) FROM t", "unsupported",
-     "function or construct locate is not supported", 1, 12),
+     "function or construct LOCATE is not supported", 1, 12),
+    ("SELECT id, charindex('a', b) FROM t", "unsupported",
+     "function or construct charindex is not supported", 1, 12),
     # (it was LIMIT 20: every row of a small table)
     ("SELECT id FROM t ORDER BY id\nLIMIT 20 PERCENT", "unsupported",
      "LIMIT ... PERCENT is not supported", 2, 7),
@@ -142,7 +149,8 @@ SELECT_LISTS = [
     "extract(dow FROM d), extract(DOW FROM d), extract(Year FROM d), extract(days FROM d),"
     " extract(millisecond FROM d), extract(microseconds FROM CAST(d AS TIMESTAMP)),"
     " extract(isodow FROM d), extract(epoch FROM d), extract(yearweek FROM d),"
-    " extract(century FROM d), extract(millenniums FROM d), date_trunc('millenniums', d)",
+    " extract(century FROM d), extract(millenniums FROM d), date_trunc('millenniums', d),"
+    " extract('doy' FROM d)",
     "a, A, t.a, T.A, a AS x, a AS X, a AS \"Mixed Case\", t.a + 1, A + 1",
     "a <> 3, a != 3, a IS DISTINCT FROM 2, a IS NOT DISTINCT FROM 1, flag IS TRUE,"
     " flag IS NOT FALSE, NOT (a > 1), a > 1 OR flag OR b IS NULL, a - -1",

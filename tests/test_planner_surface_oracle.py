@@ -154,6 +154,18 @@ VIEWS = [
     "SELECT d FROM t UNION ALL SELECT d + INTERVAL 5 HOUR FROM t UNION ALL SELECT 'z'",
     "SELECT a FROM t UNION SELECT c FROM t UNION SELECT b FROM t",
     "SELECT a FROM t UNION ALL SELECT c FROM t UNION SELECT b FROM t",
+    # a date part that is a string constant in parentheses, after a comment or cast to text
+    "SELECT id, date_trunc(('month'), d) AS a, date_trunc(/* c */ 'year', d) AS b2,"
+    " date_part(CAST('day' AS VARCHAR), d) AS c2, datediff(/* x */ 'day', d, DATE '2024-01-01')"
+    " AS d2, date_trunc(e'month', d) AS e2 FROM t",
+    # a recursive CTE whose anchor is several branches is typed by all of them, as DuckDB
+    # (it was typed by the first: INTEGER, the 1.25s and the 10:00s lost)
+    "WITH RECURSIVE q(x) AS (SELECT a FROM t UNION ALL SELECT m FROM u UNION ALL"
+    " SELECT x + 1 FROM q WHERE x < 7) SELECT x FROM q",
+    "WITH RECURSIVE q(x) AS (SELECT 1 UNION SELECT m FROM u UNION SELECT x + 1 FROM q"
+    " WHERE x < 4) SELECT x FROM q",
+    "WITH RECURSIVE q(x) AS (SELECT d FROM t UNION ALL SELECT d + INTERVAL 10 HOUR FROM t"
+    " UNION ALL SELECT x + INTERVAL 1 DAY FROM q WHERE extract(day FROM x) < 3) SELECT x FROM q",
     # dollar-quoted strings (they were refused as "function or construct SELECT")
     "SELECT id, $$a'b$$ AS q, $t$x;$t$ || b FROM t WHERE b <> $$zz$$",
 ]

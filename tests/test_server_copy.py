@@ -565,6 +565,9 @@ def test_a_csv_of_empty_lines_is_null_rows_as_duckdb_reads_it(server: Server) ->
     con.execute("CREATE TABLE one (x INTEGER); CREATE TABLE two (x INTEGER, y INTEGER)")
     copy_both(s, con, ["COPY one FROM 'blank.csv'", "COPY one FROM 'blank_crlf.csv' (HEADER true)",
                        "COPY one FROM 'blank_crlf.csv'"])
+    # with another NULL string, an empty line is no row
+    copy_both(s, con, ["COPY one FROM 'blank.csv' (NULL 'x')",
+                       "COPY one FROM 'blank_crlf.csv' (NULL 'x', HEADER true)"])
     assert multiset(s.query("SELECT * FROM one")["rows"]) == oracle_rows(con, "SELECT * FROM one")
     assert s.rows("n")["rows"] == [[6, 0]]
     with pytest.raises(duckdb.Error):
