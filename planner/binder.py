@@ -1927,7 +1927,7 @@ class ExprCtx:
 
     def call(self, func: str, args: list[BB], t: str, label: str = "") -> BB:
         if func in _TEXT_OF_ARGS:
-            args = [_real_text(s, ty) for s, ty in args]
+            args = [_printed_text(s, ty) for s, ty in args]
         ss = tuple(s for s, _ in args)
         c = Call(func, ss, t, label)
         # constant folding happens here so that literal coercions are visible to type checks;
@@ -2145,7 +2145,7 @@ class ExprCtx:
                                  f"1 to {MAX_DECIMAL_WIDTH} and its scale at most its width",
                                  to)
         if family(target) == "str" and (norm_type(t) == "REAL" or _fraction(t)):
-            return _real_text(s, t)
+            return _printed_text(s, t)
         if isinstance(s, Lit):
             try:
                 if isinstance(e, exp.TryCast):
@@ -2332,8 +2332,8 @@ class ExprCtx:
         if isinstance(node, exp.Literal) and node.is_string or isinstance(
                 node, (exp.RawString, exp.ByteString)):
             return str(node.this)
+        typed, at = b.typed_name(e)
         if isinstance(node, exp.Var) and part is node:
-            typed, at = b.typed_name(e)
             start = at.meta.get("start")
             if not isinstance(start, int):
                 return node.name
@@ -2344,7 +2344,6 @@ class ExprCtx:
             where: exp.Expression = _At(m.end()) if m is not None else e
         else:
             where = part if part is not None else e
-        typed = b.typed_name(e)[0]
         raise b.err("unsupported", f"the date part of {typed} must be a string constant, as in "
                     f"{typed}('month', ...)", where)
 
@@ -2443,7 +2442,7 @@ _PART_FUNCTIONS = frozenset({
 _TEXT_OF_ARGS = frozenset({"concat", "dpipe", "concat_ws"})
 
 
-def _real_text(s: Scalar, t: str) -> BB:
+def _printed_text(s: Scalar, t: str) -> BB:
     """A REAL `s` as DuckDB prints it (`scalar.real_to_str`: 0.1, where the double it is held
     in prints 0.10000000149011612), and a DECIMAL(p,p) (`scalar.fraction_to_str`: '.25',
     without the zero the value's own text has); any other `s` as it is."""
@@ -2494,7 +2493,7 @@ def _narrow(s: Scalar, t: str, u: str) -> Scalar:
     if family(t) == "null" or norm_type(t) == norm_type(u) or unify([t, u]) == norm_type(u):
         return _cast(s, t, u)
     if family(u) == "str" and (norm_type(t) == "REAL" or _fraction(t)):
-        return _real_text(s, t)[0]
+        return _printed_text(s, t)[0]
     return Call("cast", (s,), u)
 
 
@@ -2940,16 +2939,15 @@ def _anchor(q: exp.Expression, group: set[str]) -> exp.Expression:
     """The anchor of a recursive CTE's query `q`: the left side of the set operation whose
     right side is the first to read a CTE of `group` (`a UNION ALL b UNION ALL <recursive>`:
     `a UNION ALL b`, typed as a whole, as DuckDB types it), or the leftmost branch."""
-    while isinstance(q, exp.Subquery) and A(q, "with") is None:
-        q = q.this
     node = q
-    while isinstance(node, (exp.Union, exp.Intersect, exp.Except)) and A(node, "with") is None:
+    while True:
+        while isinstance(node, exp.Subquery) and A(node, "with") is None:
+            node = node.this
+        if not isinstance(node, (exp.Union, exp.Intersect, exp.Except)) or A(node, "with") is not None:
+            return node
         if not _referenced_names(node.this, group):
             return node.this
         node = node.this
-        while isinstance(node, exp.Subquery) and A(node, "with") is None:
-            node = node.this
-    return node
 
 
 def _referenced_names(q: exp.Expression, names: set[str]) -> set[str]:

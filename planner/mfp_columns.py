@@ -15,7 +15,9 @@ strings (UTF-8 byte order is code point order, Python's), dates, timestamps, and
 a NaN-free float (the int made a double where that is exact, below 2**53: Python's exact
 comparison then gives the same answer; else Arrow refuses and the rows decide); AND, OR (Kleene
 logic, which is SQL's), NOT, IS NULL; +, -, * of ints into an integer SQL type and of floats
-into DOUBLE; +, -, * of DECIMALs (and ints) of at most 18 digits, exactly, on their
+into DOUBLE; REAL arithmetic as the binder builds it (a CAST to REAL of an int, a float64
+or a FLOAT (float32) column, and `to_single` of its double result: single precision); +, -, *
+of DECIMALs (and ints) of at most 18 digits, exactly, on their
 unscaled int64 values (`_decimal_arith`: the result at the exponent Python's Decimal gives, no
 -0; a value of 18 digits or more leaves the table to the rows), and comparisons of them at a
 common scale; % of ints; / of ints and floats into DOUBLE (IEEE, as the reference divides); ABS
@@ -131,8 +133,10 @@ def _supported(e: Scalar) -> bool:
         return len(e.args) == 2 and (t in INT_RANGE or t == "DOUBLE" or (
             f in _ARITH and t.startswith("DECIMAL")))
     if f == "cast":
-        return norm_type(e.type) in ("DOUBLE", "TIMESTAMP", "DATE", "VARCHAR") or \
+        return norm_type(e.type) in ("DOUBLE", "REAL", "TIMESTAMP", "DATE", "VARCHAR") or \
             norm_type(e.type) in INT_RANGE
+    if f == "to_single":
+        return len(e.args) == 1
     if f == "div":
         return len(e.args) == 2 and norm_type(e.type) == "DOUBLE"
     if f == "abs":
@@ -344,9 +348,16 @@ def _eval(e: Scalar, cols: list[Any]) -> Any:
     t = norm_type(e.type)
     if f in _ARITH and t.startswith("DECIMAL"):
         return _decimal_arith(f, args)
+    if f == "to_single":
+        return _single(args[0], kinds[0], overflow=True)
     if f == "cast":
         import pyarrow as pa
 
+        if pa.types.is_float32(args[0].type) and t in ("DOUBLE", "REAL"):
+            return pc.cast(args[0], pa.float64())  # exact: every single is a double
+        if t == "REAL" and kinds[0] in ("int", "float"):
+            return _single(_as_double(args[0]) if kinds[0] == "int" else args[0], "float",
+                           overflow=False)
         if (kinds[0], t) in (("float", "DOUBLE"), ("timestamp", "TIMESTAMP")):
             return args[0]
         if (kinds[0], t) == ("int", "DOUBLE"):
@@ -763,6 +774,22 @@ def _within(out: Any, t: str) -> Any:
         if mm["min"].as_py() < lo or mm["max"].as_py() > hi:
             raise _Undecided
     return out
+
+
+def _single(v: Any, kind: str, overflow: bool) -> Any:
+    """A float64 column's values rounded to single precision (`scalar._to_single`), as
+    float64. A finite value past FLOAT's range is infinite where `overflow` (arithmetic's
+    result), else the rows decide (a CAST refuses it)."""
+    import pyarrow as pa
+
+    if kind != "float":
+        raise _Undecided
+    x = _filled(v, 0.0)
+    with np.errstate(over="ignore"):
+        single = x.astype(np.float32)
+    if not overflow and bool((np.isinf(single) & np.isfinite(x)).any()):
+        raise _Undecided
+    return pa.array(single.astype(np.float64), pa.float64(), mask=_nulls(v))
 
 
 def _nulls(v: Any) -> np.ndarray | None:

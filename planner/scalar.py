@@ -331,15 +331,9 @@ def parse_date_text(text: str, timestamp: bool) -> datetime.datetime:
     if bc is not None and body[m.end():].strip(_NUMBER_SPACE):
         raise _CastFailed(f"could not convert string {text!r} to a date")
     year = int(m.group(1))
-    if bc is not None and year <= 9999:
-        # year Y BC is the proleptic year 1 - Y: leap when that one is
-        stand_in = 2000 if calendar.isleap(1 - year) else 2001
-        body = body[:m.start(1)] + str(stand_in) + body[m.end(1):]
-        m = _DATE_TEXT.match(body)
-        assert m is not None
-        year = stand_in
-    if year == 0 or year > 9999:
-        # parsed as a year in range alike in being leap or not: DuckDB's value if it parses
+    if bc is not None or year == 0 or year > 9999:
+        # parsed as a year in range alike in being leap or not (year Y BC is the proleptic
+        # year 1 - Y): DuckDB's value if it parses
         beyond = True
         stand_in = 2000 if calendar.isleap(1 - year if bc is not None else year) else 2001
         body = body[:m.start(1)] + str(stand_in) + body[m.end(1):]

@@ -2933,3 +2933,41 @@ def test_hydration_edges_from_columns_equal_the_rows_and_duckdb(sql: str, table:
     got = _view_rows(sql, table, types, columns=True)
     assert got == _view_rows(sql, table, types, columns=False)
     assert [tuple(float(v) if isinstance(v, float) else v for v in r) for r in got] == want
+
+
+def test_real_arithmetic_over_columns_equals_the_rows() -> None:
+    """REAL (single-precision) arithmetic as the binder builds it, `to_single(op(CAST(x AS
+    REAL), CAST(y AS REAL)))`, over a FLOAT column (float32), an int and a double column:
+    the columns compute it and equal the rows' values (16777216 + 1 stays 16777216; a result
+    past FLOAT's range is infinite); a double CAST to REAL past its range leaves the table to
+    the rows, which raise."""
+    r = [16777216.0, 0.1, -2.5, None, 3.4e38, -0.0, 1.0]
+    i = [1, 3, None, 7, 2, -5, 2 ** 40]
+    d = [0.3, 1e300, 2.0, None, 0.1, -1.5, 1e-50]
+    table = pa.table([pa.array(r, pa.float32()), pa.array(i, pa.int64()),
+                      pa.array(d, pa.float64())], names=list("rid"))
+    rows = list(rows_of(table, 3))
+    get = Get("t", 3)
+
+    def real(e: Any) -> Any:
+        return Call("cast", (e,), "REAL")
+
+    def single(f: str, x: Any, y: Any) -> Any:
+        return Call("to_single", (Call(f, (real(x), real(y)), "DOUBLE"),), "REAL")
+
+    rc, ic, dc = Col(0), Col(1), Col(2)
+    decided = [single("add", rc, Lit(1, "INTEGER")), single("mul", rc, rc),
+               single("sub", ic, rc), single("mod", rc, Lit(0.3, "DOUBLE")),
+               single("add", rc, rc), real(ic), real(rc), Call("cast", (rc,), "DOUBLE")]
+    for e in decided:
+        m = Mfp(get, (e,), (), (3,))
+        kernel = columns_mfp(m)
+        assert kernel is not None, e
+        got, want = kernel(table), _reference(m, rows)
+        assert got is not None, e
+        assert want is not None and _same(list(rows_of(got, 1)), want), (e, want)
+    assert [row[0] for row in rows_of(columns_mfp(Mfp(get, (decided[0],), (), (3,)))(table), 1)][0] \
+        == 16777216.0  # type: ignore[misc]
+    m = Mfp(get, (single("add", dc, rc),), (), (3,))  # 1e300 is past FLOAT's range
+    assert columns_mfp(m)(table) is None  # type: ignore[misc]
+    assert _reference(m, rows) is None
