@@ -171,15 +171,19 @@ def _finish_sum(a: Agg, total: Any) -> Any:
 
 
 def _finish_avg(a: Agg, total: Any, n: int) -> float:
-    """AVG's result from its exact total and count. Of a DECIMAL, as DuckDB rounds it: an
-    ungrouped AVG is the total's double over the count (`avg(x)` of 1.12, 1.12, 1.12 is
-    1.1199999999999999); a grouped or DISTINCT one is its hash aggregate's finalize, the
-    unscaled sum over `count * 10**scale` in extended precision (1.12)."""
+    """AVG's result from its exact total and count, as DuckDB rounds it. An ungrouped,
+    non-DISTINCT AVG of a DECIMAL or an integer is the total's double over the count (`avg(x)`
+    of 1.12, 1.12, 1.12 is 1.1199999999999999; of three 2**53 + 1 BIGINTs 2**53 + 2); a grouped
+    or DISTINCT one is its hash aggregate's finalize: of a DECIMAL the unscaled sum over `count
+    * 10**scale` in extended precision (1.12), of an integer the exact quotient, rounded once
+    (2**53 + 1)."""
     if a.decimal is not None and (a.grouped or a.distinct):
         width, scale = a.decimal
         unscaled = int(DECIMAL_CONTEXT.scaleb(decimal.Decimal(total), scale))
         return decimal_average(unscaled, n, width, scale)
-    return float(total) / n if not isinstance(total, int) else total / n
+    if isinstance(total, int) and (a.grouped or a.distinct):
+        return total / n
+    return float(total) / n
 
 
 _U64 = 2**64 - 1
@@ -207,12 +211,12 @@ def decimal_average(unscaled: int, n: int, width: int, scale: int) -> float:
 
 
 def as_grouped(group: tuple[int, ...], aggs: tuple[Agg, ...]) -> tuple[Agg, ...]:
-    """The aggregates of a Reduce by `group`, each AVG of a DECIMAL marked grouped when the
-    Reduce has keys (after decorrelation: a correlated subquery's AVG is grouped by its outer
-    columns, as DuckDB's plan of it is)."""
-    if not group or not any(a.decimal is not None for a in aggs):
+    """The aggregates of a Reduce by `group`, each AVG marked grouped when the Reduce has keys
+    (after decorrelation: a correlated subquery's AVG is grouped by its outer columns, as
+    DuckDB's plan of it is)."""
+    if not group or not any(a.func == "avg" for a in aggs):
         return aggs
-    return tuple(replace(a, grouped=True) if a.decimal is not None else a for a in aggs)
+    return tuple(replace(a, grouped=True) if a.func == "avg" else a for a in aggs)
 
 
 def _sum(vals: list[tuple[Any, int]]) -> Any:

@@ -213,8 +213,8 @@ class Agg:
     type: str
     label: str = field(default="", compare=False)  # SQL text, for EvaluationError only
     arg2: int | None = None  # the second argument of covar_pop, covar_samp and corr
-    # AVG of a DECIMAL(width, scale): its (width, scale), and whether it is grouped (its
-    # Reduce has keys: `planner.aggregate.as_grouped`), which decide how DuckDB rounds it
+    # AVG of a DECIMAL(width, scale): its (width, scale); and of any AVG whether it is grouped
+    # (its Reduce has keys: `planner.aggregate.as_grouped`); they decide how DuckDB rounds it
     # (`planner.aggregate._finish_avg`)
     decimal: tuple[int, int] | None = None
     grouped: bool = False

@@ -1,4 +1,4 @@
-"""AVG of a DECIMAL rounds as DuckDB rounds it, to the last bit, on every path.
+"""AVG of a DECIMAL or an integer rounds as DuckDB rounds it, to the last bit, on every path.
 
 DuckDB finishes a grouped or DISTINCT AVG of a DECIMAL by its hash aggregate's rule (the
 unscaled sum over `count * 10**scale` in extended precision; in double for a width up to 4),
@@ -109,5 +109,44 @@ def test_a_narrow_decimal_divides_in_double_a_wider_in_long_double(tmp_path: Pat
         views_equal_duckdb(db, views)
         assert db.view_rows("by_g", None)["rows"] == [[1, 0.0038421052631578945,
                                                         0.003842105263157895]]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("executor", ["inprocess", "columnar"])
+def test_integer_averages_round_as_duckdb(tmp_path: Path, executor: str) -> None:
+    """AVG of a BIGINT past 2**53: ungrouped, DuckDB divides the sum's double by the count
+    (three 2**53 + 1s average 2**53 + 2), grouped or DISTINCT it rounds the exact quotient
+    once (2**53 + 1); after inserts and deletes, on both executors."""
+    from server_harness import views_equal_duckdb
+
+    from server.executors import create_executor
+    from server.settings import Settings
+
+    settings = Settings(data_dir=tmp_path / "data", executor=executor)
+    db = Database(settings, create_executor(settings))
+    try:
+        db.execute("CREATE TABLE b (g INTEGER, x BIGINT, i INTEGER)")
+        views = {"all_b": "SELECT avg(x) AS x, avg(i) AS i, count(*) AS n FROM b",
+                 "by_g": "SELECT g, avg(x) AS x FROM b GROUP BY g",
+                 "distinct_b": "SELECT avg(DISTINCT x) AS x FROM b",
+                 "correlated": "SELECT DISTINCT g, (SELECT avg(x) FROM b c WHERE c.g = b.g) AS x"
+                 " FROM b"}
+        for name, sql in views.items():
+            db.execute(f"CREATE VIEW {name} AS {sql}")
+        db.execute(f"INSERT INTO b VALUES (1, {2 ** 53 + 1}, 1), (1, {2 ** 53 + 1}, 2),"
+                   f" (1, {2 ** 53 + 1}, 3)")
+        views_equal_duckdb(db, views)
+        assert db.view_rows("all_b", None)["rows"] == [[float(2 ** 53 + 2), 2.0, 3]]
+        assert db.view_rows("by_g", None)["rows"] == [[1, float(2 ** 53)]]
+        rng = random.Random(5)
+        for step in range(12):
+            big = [rng.choice([rng.randint(-2 ** 63, 2 ** 63 - 1) // 4, rng.randint(2 ** 53, 2 ** 60)])
+                   for _ in range(rng.randint(1, 12))]
+            db.execute("INSERT INTO b VALUES " + ", ".join(
+                f"({rng.randint(0, 2)}, {v}, {rng.randint(-9, 9)})" for v in big))
+            if step % 3 == 2:
+                db.execute(f"DELETE FROM b WHERE x % 5 = {rng.randint(0, 4)}")
+            views_equal_duckdb(db, views)
     finally:
         db.close()
