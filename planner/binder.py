@@ -1776,7 +1776,15 @@ class ExprCtx:
             if "." in txt:
                 d = decimal.Decimal(txt)
                 scale = max(0, -d.as_tuple().exponent)  # type: ignore[operator]
-                width = max(len(d.as_tuple().digits), scale + 1)
+                # DuckDB's width is the text's digits, leading zeros too (00.5 is
+                # DECIMAL(3,1)); sqlglot reads `.5` as 0.5 (the text at its start is the
+                # point): DECIMAL(1,1)
+                digits = sum(c.isdigit() for c in txt)
+                start = e.meta.get("start")
+                if txt.startswith("0.") and (not isinstance(start, int) or
+                                             b.sql[start:start + 1] == "."):
+                    digits -= 1
+                width = max(digits, scale, 1)
                 if width > MAX_DECIMAL_WIDTH:
                     return Lit(float(txt), "DOUBLE"), "DOUBLE"  # as DuckDB types it
                 t = f"DECIMAL({width},{scale})"
@@ -1865,6 +1873,14 @@ class ExprCtx:
             return self.arith(arith[type(e)], self.bind(e.this), self.bind(e.expression), e,
                               (_int_literal(e.this), _int_literal(e.expression)))
         if isinstance(e, exp.Neg):
+            inner = e.this
+            while isinstance(inner, exp.Paren):
+                inner = inner.this
+            if isinstance(inner, exp.Literal) and not inner.is_string and \
+                    inner.this == str(2 ** 63):
+                # the literal 9223372036854775808 is a HUGEINT, but DuckDB folds its negation
+                # into BIGINT's minimum (-2147483648 stays a BIGINT, the literal's type)
+                return Lit(-(2 ** 63), "BIGINT"), "BIGINT"
             s, t = self.bind(e.this)
             if not is_numeric(t):
                 raise b.err("type_error", f"cannot negate a value of type {t}", e)
@@ -2255,6 +2271,11 @@ class ExprCtx:
                 p, sc = decimal_ps(t)
                 # a precision at or beyond the scale leaves the value (and type) as it is
                 t = decimal_type(p, min(sc, max(0, d)))
+            if norm_type(t) == "REAL" and len(xs) > 1:
+                # DuckDB rounds a FLOAT in double precision and stores the result as a FLOAT:
+                # round(r, 1) of 0.1 is 0.10000000149011612, not the double 0.1
+                q = self.call("round", [(x[0], "DOUBLE"), xs[1]], "DOUBLE")
+                return Call("to_single", (q[0],), "REAL"), "REAL"
             return self.call("round", xs, t)
         if name in ("sqrt", "power", "ln", "exp"):
             if name in ("ln", "exp"):

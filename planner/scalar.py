@@ -312,7 +312,8 @@ def parse_date_text(text: str, timestamp: bool) -> datetime.datetime:
     bare = text.strip(_NUMBER_SPACE).lower()
     if bare in ("epoch", "-epoch"):
         return _EPOCH
-    beyond = bare in _INFINITIES
+    # (DuckDB reads 'inf' and '-inf' too, with whitespace before them but none after)
+    beyond = bare in _INFINITIES or text.lstrip(_NUMBER_SPACE).lower() in ("inf", "-inf")
     body = text
     bc = _BC.fullmatch(text)
     if bc is not None:  # (a date only: DuckDB takes no time before it, a DATE spaces after)
@@ -324,7 +325,7 @@ def parse_date_text(text: str, timestamp: bool) -> datetime.datetime:
         body, beyond = body[:lead] + body[lead + 1:], True
     m = _DATE_TEXT.match(body)
     if m is None:
-        if beyond and bare in _INFINITIES:
+        if beyond and (bare in _INFINITIES or bare in ("inf", "-inf")):
             raise DateOutOfRange(f"the date {text!r} is outside years 1 to 9999, which a "
                                  "view's DATE and TIMESTAMP hold")
         raise _CastFailed(f"could not convert string {text!r} to a date")
@@ -394,7 +395,7 @@ def _double_to_decimal(v: float, scale: int) -> decimal.Decimal:
     r = math.trunc(x)  # (past 2**53 a double is a whole number: x itself)
     if abs(x - r) >= 0.5:
         r += 1 if x > 0 else -1
-    return decimal.Decimal(r).scaleb(-scale)
+    return decimal.Decimal(r).scaleb(-scale, DECIMAL_CONTEXT)  # (exact: a DECIMAL(38) needs 38 digits)
 
 
 def _to_single(x: float) -> float:

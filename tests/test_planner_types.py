@@ -56,6 +56,14 @@ EXPRS = [
     "d + 0.001", "d + 1.5", "d * 1.5", "d * 0.001", "d * m * m", "f + d", "i + 0.5",
     "i * 2.5", "s + 1", "s * i", "i + b", "i // 2", "i % 2", "i / 2", "-i", "-s", "mod(d, i)",
     "mod(i, 2)", "f * i", "f % 2", "1.5 + 2", "1.5 * 2.25", "-(1.5)",
+    # round of a FLOAT is a FLOAT (it was the double 0.1 for round(0.1, 1)); a DOUBLE to a
+    # DECIMAL(38,10) past 28 digits (rounded to 28); the negated literal 2**63 a BIGINT; `.5`
+    # a DECIMAL(1,1), leading zeros counted as DuckDB counts them
+    "round(CAST(f / 5 AS REAL), 1)", "round(CAST(f * 1.1 AS REAL), 2)",
+    "round(CAST(f * 10 AS REAL), -1)", "CAST(f * 1e19 AS DECIMAL(38,10))",
+    "CAST(f * 1e20 AS DECIMAL(38,10))", "-9223372036854775808 + i * 0",
+    "-(9223372036854775808)", "-2147483648", ".5", ".05 + d", "CAST(.5 AS VARCHAR)",
+    "00.5", "000.050 * i", "5.",
     # a FLOAT divided is a FLOAT, in single precision (they were DOUBLEs)
     "CAST(f AS REAL) / 3", "CAST(i AS REAL) / 3", "i / CAST(3 AS REAL)", "CAST(f AS REAL) // 2",
     "CAST(CAST(i AS REAL) / 3 AS VARCHAR)", "CAST(s AS REAL) / CAST(i AS REAL)",
@@ -443,11 +451,14 @@ _DATE_STRINGS = [
     "2021-01-05 10:00 (BC)",
     # (refused, or read as beyond years 1 to 9999: DuckDB gives NULL to them)
     "10000-13-01", "0000-00-00", "10000-01-32", "10000-01-01x", "- 1-01-01", "2020-02-29 (bc)",
-    "2021-01-05(BC)", "10001-02-29", "\u00a0epoch", "EPOCH\u2003", "-epoch", " -epoch\t"]
+    "2021-01-05(BC)", "10001-02-29", "\u00a0epoch", "EPOCH\u2003", "-epoch", " -epoch\t",
+    # ('inf' with whitespace after it, or a plus sign: NULL in DuckDB)
+    "inf ", "-inf\t", "+inf", "+infinity", "infin"]
 # Texts DuckDB reads as dates outside years 1 to 9999: an error, never a NULL for its value
 _BEYOND_DATE_STRINGS = ["10000-01-01", "0000-01-01", "0044-03-15 (BC)", "-2021-01-05",
                         "infinity", "-infinity", " Infinity", "2021-01-05 (bc)", "infinity \t",
-                        "10000-02-29", "0000-02-29", " -2021-01-05", "2025-02-29 (BC)", "0001-02-29 (BC)"]
+                        "10000-02-29", "0000-02-29", " -2021-01-05", "2025-02-29 (BC)", "0001-02-29 (BC)",
+                        "inf", "-inf", "INF", " -Inf"]
 _NUMBER_STRINGS = [
     "1_000", " 12 ", "+12", "1e3", "1.5", "2.5", "-2.5", "0x1f", "0X1F", "0o17", "0b101", "١٢",
     "12abc", "", "-0x10", "0x", ".5", "5.", "1,000", "0x7fffffff", "0x80000000", "1__0", "_1",
