@@ -23,8 +23,11 @@ SEEDS = range(120)
 
 @pytest.mark.parametrize("mode", ["rows", "columnar"])
 def test_random_views_match_duckdb(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # each mode takes every other seed (the grammar's draws are spread over both; the two
+    # modes over all 120 took 5 minutes of CI's 60)
+    seeds = SEEDS[mode == "columnar"::2]
     taken, declined = 0, []
-    for seed in SEEDS:
+    for seed in seeds:
         sql = Gen(seed).query()
         world = World(seed)
         try:
@@ -43,4 +46,4 @@ def test_random_views_match_duckdb(mode: str, monkeypatch: pytest.MonkeyPatch) -
         except AssertionError as e:
             raise AssertionError(f"seed {seed}: {sql}\n{str(e)[:2000]}") from None
         taken += 1
-    assert taken >= 0.9 * len(SEEDS), (taken, declined)
+    assert taken >= 0.9 * len(seeds), (taken, declined)

@@ -171,7 +171,7 @@ def test_parquet_levels_are_deleted_when_nothing_reads_them(spark_ex: Any, tmp_p
     import gc
 
     ex = executor_like(spark_ex, local_rows=0, data_dir=str(tmp_path / "levels"))
-    run_both(ex, reach_build, reach_changes(10, 16), epochs=4, seed=5)
+    run_both(ex, reach_build, reach_changes(10, 16), epochs=3, seed=5)
     on_disk = len(list((tmp_path / "levels").rglob("level-*.parquet")))
     assert ex.jobs > 20
     gc.collect()
