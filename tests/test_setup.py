@@ -201,7 +201,8 @@ def test_readme_setup_commands_in_a_fresh_venv(tmp_path: Path) -> None:
     # The test command: it installs the test and Spark extras and collects the suite.
     assert test.endswith("pytest -q tests"), test
     r = subprocess.run(
-        ["bash", "-c", f"{test} --collect-only -p no:cacheprovider"],
+        # (-n 0: collected in this process, listed one test a line, not by two workers)
+        ["bash", "-c", f"{test} --collect-only -p no:cacheprovider -n 0"],
         cwd=repo,
         env=env,
         capture_output=True,
