@@ -293,6 +293,8 @@ _TIME_TEXT = re.compile(
 # 9999): one of BC (its "(BC)" straight after the date), a negative year, or the infinities.
 _BC = re.compile(r"(.*[0-9]) +\(BC\)([ \t\n\v\f\r]*)", re.ASCII | re.IGNORECASE | re.DOTALL)
 _INFINITIES = ("infinity", "-infinity")
+# DuckDB reads these too, with whitespace before them but none after
+_INF_WORDS = ("inf", "-inf")
 
 
 class DateOutOfRange(EvaluationError):
@@ -312,8 +314,7 @@ def parse_date_text(text: str, timestamp: bool) -> datetime.datetime:
     bare = text.strip(_NUMBER_SPACE).lower()
     if bare in ("epoch", "-epoch"):
         return _EPOCH
-    # (DuckDB reads 'inf' and '-inf' too, with whitespace before them but none after)
-    beyond = bare in _INFINITIES or text.lstrip(_NUMBER_SPACE).lower() in ("inf", "-inf")
+    beyond = bare in _INFINITIES or text.lstrip(_NUMBER_SPACE).lower() in _INF_WORDS
     body = text
     bc = _BC.fullmatch(text)
     if bc is not None:  # (a date only: DuckDB takes no time before it, a DATE spaces after)
@@ -325,7 +326,7 @@ def parse_date_text(text: str, timestamp: bool) -> datetime.datetime:
         body, beyond = body[:lead] + body[lead + 1:], True
     m = _DATE_TEXT.match(body)
     if m is None:
-        if beyond and (bare in _INFINITIES or bare in ("inf", "-inf")):
+        if beyond and (bare in _INFINITIES or bare in _INF_WORDS):
             raise DateOutOfRange(f"the date {text!r} is outside years 1 to 9999, which a "
                                  "view's DATE and TIMESTAMP hold")
         raise _CastFailed(f"could not convert string {text!r} to a date")
