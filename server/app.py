@@ -29,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from server.core import Database
-from server.errors import ApiError
+from server.errors import ApiError, PayloadTooLarge
 from server.executors import create_executor
 from server.middleware import GuardMiddleware
 from server.routes import changes, health, query, sql, tables, views
@@ -79,6 +79,11 @@ _UNPARSED_BODY = "There was an error parsing the body"
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc.__cause__, PayloadTooLarge):
+        # The body limit found while the body was read (one sent in chunks, with no
+        # Content-Length): FastAPI reports any failure of that read as a body it could not
+        # parse, raised from the limit's own error.
+        return _ErrorResponse(exc.__cause__.to_json(), status_code=exc.__cause__.status)
     if exc.status_code == 400 and exc.detail == _UNPARSED_BODY:
         return _error(400, "invalid_json", "the request body is not valid JSON (not UTF-8)")
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")

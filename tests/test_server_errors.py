@@ -3,6 +3,7 @@ request is applied, and the server keeps serving. Also authentication and size l
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -254,6 +255,11 @@ def test_malformed_requests(server: Server) -> None:
     assert_error(server.http.post("/views", json={"sql": "SELECT 1"}), 400)
     big = "INSERT INTO t VALUES " + ", ".join(f"({i + 100}, 'x', NULL)" for i in range(5000))
     assert_error(server.http.post("/sql", json={"sql": big}), 413, "payload_too_large")
+    # The same body sent in chunks, with no Content-Length: the limit is found while reading.
+    body = json.dumps({"sql": big}).encode()
+    chunks = (body[i : i + 4096] for i in range(0, len(body), 4096))
+    r = server.http.post("/sql", content=chunks, headers={"content-type": "application/json"})
+    assert_error(r, 413, "payload_too_large")
     assert state(server) == before
 
 

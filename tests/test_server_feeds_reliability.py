@@ -226,6 +226,29 @@ def test_lagging_subscriber_is_ended_and_resumes_with_nothing_lost(server: Serve
     assert feed.contents == multiset(server.rows("bv", as_of=last)["rows"])  # nothing lost
 
 
+def test_the_byte_bound_counts_what_a_subscriber_is_sent() -> None:
+    """The queue's byte bound is the unsent messages' size as sent (one encoding, SSE or
+    WebSocket), as the README states it: three updates of about 2.6 MB fit in 8 MiB, a fourth
+    does not."""
+    import asyncio
+
+    from server.feeds import Subscription, is_end, progress_message, update_message
+
+    async def pushed(n: int) -> Subscription:
+        sub = Subscription("v", asyncio.get_running_loop(), limit=10_000, limit_bytes=8 << 20)
+        batch = [((i, "x" * 500), 1) for i in range(5000)]
+        for ts in range(1, n + 1):
+            frame = update_message(ts, batch).encode()
+            assert 2_500_000 < len(frame.sse or "") < 2_800_000
+            sub._push([frame, progress_message(ts).encode()])
+        return sub
+
+    three = asyncio.run(pushed(3))
+    assert not any(is_end(f) for f in three.queue)
+    assert three.queued_bytes == sum(max(len(f.sse_text()), len(f.ws_text())) for f in three.queue)
+    assert [is_end(f) for f in asyncio.run(pushed(4)).queue] == [True]
+
+
 # -- #10.3 large reads -------------------------------------------------------------------------
 
 
