@@ -238,7 +238,6 @@ def _as_duckdb_reads(table: Any, schema: Any) -> Any:
 def read_file(spec: CopySpec, path: str, root: Path) -> Any:
     """One file as an Arrow table, its columns named f0..fn-1 (see the module docstring)."""
     import pyarrow as pa
-    import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
     try:
@@ -258,31 +257,57 @@ def read_file(spec: CopySpec, path: str, root: Path) -> Any:
             rows = max(0, blank - spec.header) if spec.null == "" else 0
             table = pa.table({"f0": pa.nulls(rows, pa.string())})
         else:
-            read = pcsv.ReadOptions(autogenerate_column_names=True)
-            parse = pcsv.ParseOptions(delimiter=spec.delimiter, newlines_in_values=True)
-            # Every field is read as text, so that DuckDB alone decides what a value means;
-            # the number of columns comes from the first row.
-            with pcsv.open_csv(path, read_options=read, parse_options=parse) as reader:
-                ncols = len(reader.schema)
-            skip = 0
-            if ncols == 1:
-                # an empty line of a one-column file is a row holding NULL, as DuckDB reads
-                # it (of a wider file, a line to skip), but for the empty lines it starts with
-                parse = pcsv.ParseOptions(delimiter=spec.delimiter, newlines_in_values=True,
-                                          ignore_empty_lines=False)
-                skip = _leading_empty_lines(path)
-            convert = pcsv.ConvertOptions(
-                column_types={f"f{i}": pa.string() for i in range(ncols)},
-                strings_can_be_null=True,
-                null_values=[spec.null],
-                quoted_strings_can_be_null=True,  # DuckDB's allow_quoted_nulls
-            )
-            table = pcsv.read_csv(
-                path, read_options=read, parse_options=parse, convert_options=convert
-            )
-            table = table.slice(skip)
-            if spec.header:
-                table = table.slice(1)
+            table = _read_csv(spec, path)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise _file_error(path, root, e) from None
     return table.rename_columns([f"f{i}" for i in range(table.num_columns)])
+
+
+# pyarrow reads a CSV file in blocks, and a row must fit in one (with newlines in values
+# allowed, a row cannot be found across blocks): its default of 1 MiB refused any longer row
+# with an error naming blocks. Blocks grow until the longest row fits; a row longer than the
+# last is refused with that limit named (DuckDB's own reader stops at 2 MB lines).
+_CSV_BLOCKS = (1 << 20, 1 << 24, 1 << 28)
+_ROW_TOO_LONG = ("straddl", "cannot infer number of columns")
+
+
+def _read_csv(spec: CopySpec, path: str) -> Any:
+    """A CSV file (not empty, not only empty lines) as an Arrow table of text columns."""
+    import pyarrow as pa
+
+    size = os.path.getsize(path)
+    for block in _CSV_BLOCKS:
+        try:
+            return _read_csv_in_blocks(spec, path, min(block, size + 1))
+        except pa.ArrowInvalid as e:
+            if block >= size + 1 or not any(m in str(e) for m in _ROW_TOO_LONG):
+                raise
+    raise ValueError(f"a row is longer than {_CSV_BLOCKS[-1]} bytes, the longest COPY reads")
+
+
+def _read_csv_in_blocks(spec: CopySpec, path: str, block: int) -> Any:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    read = pcsv.ReadOptions(autogenerate_column_names=True, block_size=block)
+    parse = pcsv.ParseOptions(delimiter=spec.delimiter, newlines_in_values=True)
+    # Every field is read as text, so that DuckDB alone decides what a value means; the
+    # number of columns comes from the first row.
+    with pcsv.open_csv(path, read_options=read, parse_options=parse) as reader:
+        ncols = len(reader.schema)
+    skip = 0
+    if ncols == 1:
+        # an empty line of a one-column file is a row holding NULL, as DuckDB reads it (of a
+        # wider file, a line to skip), but for the empty lines it starts with
+        parse = pcsv.ParseOptions(delimiter=spec.delimiter, newlines_in_values=True,
+                                  ignore_empty_lines=False)
+        skip = _leading_empty_lines(path)
+    convert = pcsv.ConvertOptions(
+        column_types={f"f{i}": pa.string() for i in range(ncols)},
+        strings_can_be_null=True,
+        null_values=[spec.null],
+        quoted_strings_can_be_null=True,  # DuckDB's allow_quoted_nulls
+    )
+    table = pcsv.read_csv(path, read_options=read, parse_options=parse, convert_options=convert)
+    table = table.slice(skip)
+    return table.slice(1) if spec.header else table

@@ -574,3 +574,28 @@ def test_a_csv_of_empty_lines_is_null_rows_as_duckdb_reads_it(server: Server) ->
         con.execute(f"COPY two FROM '{imp / 'blank.csv'}'")
     assert_error(s.http.post("/sql", json={"sql": "COPY two FROM 'blank.csv'"}), 400,
                  "column_count_mismatch")
+
+
+def test_a_csv_row_longer_than_a_read_block_loads(server: Server) -> None:
+    """A CSV row longer than pyarrow's default 1 MiB read block (a 3 MB first row, a 5 MB
+    quoted field with a newline among 20,000 short rows) loads like any other: it was refused
+    with an error about blocks. DuckDB reads the same files with a large enough
+    max_line_size."""
+    s, imp = server, server.data_dir / "import"
+    (imp / "first.csv").write_text("1," + "a" * 3_000_000 + "\n2,b\n")
+    rows = [f"{i},row {i}" for i in range(20_000)]
+    rows[12_345] = '12345,"' + "z" * 2_500_000 + "\n" + "y" * 2_500_000 + '"'
+    (imp / "middle.csv").write_text("\n".join(rows) + "\n")
+    s.sql("CREATE TABLE t (id INTEGER, s VARCHAR); "
+          "CREATE VIEW sizes AS SELECT id, length(s) AS n FROM t WHERE length(s) > 100")
+    s.sql("COPY t FROM 'first.csv'; COPY t FROM 'middle.csv'")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (id INTEGER, s VARCHAR)")
+    for name in ("first.csv", "middle.csv"):
+        con.execute(f"INSERT INTO t SELECT * FROM read_csv('{imp / name}', header = false, "
+                    "max_line_size = 10000000, columns = {'id': 'INTEGER', 's': 'VARCHAR'})")
+    assert multiset(s.rows("sizes")["rows"]) == oracle_rows(
+        con, "SELECT id, length(s) FROM t WHERE length(s) > 100") == multiset(
+        [[1, 3_000_000], [12345, 5_000_001]])
+    assert s.query("SELECT count(*), sum(length(s)) FROM t")["rows"] == [
+        list(con.execute("SELECT count(*), sum(length(s)) FROM t").fetchone())]
