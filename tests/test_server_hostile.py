@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -128,6 +129,16 @@ def test_since_out_of_range_is_a_prompt_4xx(server: Server, since: str) -> None:
     assert msg["type"] == "error" and msg["error"]["code"] in ("invalid_request",
                                                                 "since_in_future")
     assert time.monotonic() - t0 < 2 * PROMPT
+
+
+@pytest.mark.parametrize("since", ["1_0", "3.0", " 3", "+2", "\u0663", "0x1", ""])
+def test_since_is_digits_on_both_feeds(server: Server, since: str) -> None:
+    """SSE reads since as the WebSocket feed and Last-Event-ID do: ASCII digits only (it took
+    what Python's int() takes: since=1_0 resumed after timestamp 10)."""
+    r = server.http.get("/views/v/changes", params={"since": since}, timeout=PROMPT)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", r.text
+    msg = _ws_first(server, f"?since={quote(since)}")
+    assert msg["type"] == "error" and msg["error"]["code"] == "invalid_request", msg
 
 
 def test_snapshot_with_since_zero_answers_promptly(server: Server) -> None:

@@ -175,18 +175,24 @@ async def changes_sse(
     db: DatabaseDep,
     settings: SettingsDep,
     snapshot: bool = Query(True, description="start with the current contents"),
-    since: int | None = Query(
-        None, description="resume after this timestamp (at most the latest one issued)"
+    since: str | None = Query(
+        None, description="resume after this timestamp (at most the latest one issued; digits)"
     ),
     last_event_id: str | None = Header(None),
 ) -> StreamingResponse:
-    if since is None and last_event_id:
-        since = _timestamp(last_event_id, "Last-Event-ID")
-    _check_since(since)
+    # Read as text, as the WebSocket feed's since and Last-Event-ID are: an int parameter
+    # would take what Python's int() takes ('1_0', ' 3', '+2', and '3.0' too).
+    if since is not None:
+        resume = _timestamp(since, "since")
+    elif last_event_id:
+        resume = _timestamp(last_event_id, "Last-Event-ID")
+    else:
+        resume = None
+    _check_since(resume)
     await db.wait_ready()  # start-up recovery (see Database.wait_ready)
     # On a worker thread: it waits for the state lock and copies a snapshot under it.
     loop = asyncio.get_running_loop()
-    sub, initial = await run_in_threadpool(db.subscribe, name.translate(FOLD), snapshot, since, loop)
+    sub, initial = await run_in_threadpool(db.subscribe, name.translate(FOLD), snapshot, resume, loop)
 
     async def body() -> AsyncIterator[str]:
         messages = _messages(db, sub, initial, settings.heartbeat_seconds)
