@@ -177,6 +177,31 @@ def refuse_temporary(ast: exp.Expression, what: str, s: Statement) -> None:
         )
 
 
+def new_view_name(
+    s: Statement, tables: dict[str, TableRecord], views: dict[str, ViewRecord]
+) -> tuple[str, bool]:
+    """The name a CREATE VIEW statement gives its view, after the refusals CREATE VIEW makes
+    (OR REPLACE, TEMP, a name `check_new_name` refuses, a name taken: 409 unless IF NOT
+    EXISTS names a view); and whether that view exists already. EXPLAIN CREATE VIEW makes
+    the same checks, so that it plans exactly what CREATE VIEW would create."""
+    ast = s.ast
+    if ast.args.get("replace"):
+        raise SqlError("CREATE OR REPLACE VIEW is not supported", code="unsupported",
+                       line=s.line, column=s.column)
+    refuse_temporary(ast, "VIEW", s)
+    target = ast.this
+    if isinstance(target, exp.Schema):  # CREATE VIEW v(c1, c2): the planner renames
+        target = target.this
+    name = name_of(target, s)
+    check_new_name(name, "view", s)
+    if name in tables or name in views:
+        if ast.args.get("exists") and name in views:
+            return name, True
+        kind = "table" if name in tables else "view"
+        raise Conflict(f"a {kind} named {name!r} already exists", code="already_exists")
+    return name, False
+
+
 def drop_targets(s: Statement) -> list[exp.Expression]:
     """The one name a DROP statement names (CASCADE and lists are refused)."""
     if s.ast.args.get("cascade"):
@@ -251,10 +276,7 @@ def explain(
     assert inner is not None
     name: str | None = None
     if inner.kind == "CREATE VIEW":
-        target = inner.ast.this
-        if isinstance(target, exp.Schema):
-            target = target.this
-        name = name_of(target, inner)
+        name, _ = new_view_name(inner, tables, views)
     compiled = compile_statement(inner, name, tables, views, iteration_limit, statistics)
     return {
         "statement": "EXPLAIN",

@@ -32,6 +32,7 @@ from server.catalog import (
     dependents,
     drop_targets,
     name_of,
+    new_view_name,
     refuse_temporary,
 )
 from server.errors import (
@@ -183,20 +184,9 @@ def drop_table(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
 def create_view(state: ServerState, w: Write, s: Statement) -> dict[str, Any]:
     """Plan the view and record it; it is computed (hydrated) before COMMIT by
     `server.hydration.hydrate_new_views`."""
-    ast = s.ast
-    if ast.args.get("replace"):
-        raise SqlError("CREATE OR REPLACE VIEW is not supported", code="unsupported")
-    refuse_temporary(ast, "VIEW", s)
-    target = ast.this
-    if isinstance(target, exp.Schema):  # CREATE VIEW v(c1, c2): the planner renames
-        target = target.this
-    name = name_of(target, s)
-    check_new_name(name, "view", s)
-    if name in w.tables or name in w.views:
-        if ast.args.get("exists") and name in w.views:
-            return {"statement": "CREATE VIEW", "name": name, "created": False}
-        kind = "table" if name in w.tables else "view"
-        raise Conflict(f"a {kind} named {name!r} already exists", code="already_exists")
+    name, exists = new_view_name(s, w.tables, w.views)
+    if exists:
+        return {"statement": "CREATE VIEW", "name": name, "created": False}
     stats = TableStatistics.of(state.store.conn, w.tables, state.distinct_cache)
     compiled = compile_statement(s, name, w.tables, w.views, state.settings.iteration_limit,
                                  stats)

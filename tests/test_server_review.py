@@ -224,6 +224,17 @@ def test_explain_create_view(server: Server) -> None:
     assert server.http.get("/views/ex2_v").status_code == 404
     error(server.http.post("/sql", json={"sql": "EXPLAIN DELETE FROM ex"}), "unsupported")
     error(server.http.post("/sql", json={"sql": "EXPLAIN CREATE VIEW z AS SELECT * FROM nope"}))
+    # EXPLAIN refuses what CREATE VIEW refuses, with the same code (it planned them all).
+    select = "AS SELECT k FROM ex"
+    for view, code in ((f"{'n' * 300} {select}", "name_too_long"),
+                       (f"__diffsql_x {select}", "invalid_name"),
+                       (f"ex_v {select}", "already_exists"), (f"ex {select}", "already_exists")):
+        for sql in (f"CREATE VIEW {view}", f"EXPLAIN CREATE VIEW {view}"):
+            error(server.http.post("/sql", json={"sql": sql}), code)
+    for sql in (f"CREATE TEMP VIEW t_v {select}", f"CREATE OR REPLACE VIEW ex_v {select}"):
+        error(server.http.post("/sql", json={"sql": sql}), "unsupported")
+        error(server.http.post("/sql", json={"sql": "EXPLAIN " + sql}), "unsupported")
+    assert server.sql(f"EXPLAIN CREATE VIEW IF NOT EXISTS ex_v {select}")[0]["plan"]
 
 
 def _first_joined(plan: str) -> set[str]:
