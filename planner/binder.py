@@ -1927,6 +1927,10 @@ class ExprCtx:
             return self.case_from([( _to_bool(b, cond[0], cond[1], e.this), e.args["true"])],
                                   e.args.get("false"), e)
         if isinstance(e, exp.Coalesce):
+            if b.typed_name(e)[0].lower() == "nvl":
+                # sqlglot reads Oracle's nvl as coalesce; DuckDB has no nvl
+                raise b.err("unsupported", "function nvl is not supported (DuckDB has none): "
+                            "use coalesce", e)
             nodes = [e.this, *e.expressions]
             return self.unified_call("coalesce", [self.bind(x) for x in nodes], e, nodes)
         if isinstance(e, exp.Nullif):
@@ -2194,7 +2198,7 @@ class ExprCtx:
             args = flat
         alias = {"char_length": "length", "character_length": "length",
                  "len": "length", "substring": "substr", "ceiling": "ceil", "pow": "power",
-                 "ifnull": "coalesce", "nvl": "coalesce", "datediff": "date_diff",
+                 "ifnull": "coalesce", "datediff": "date_diff",
                  "date_part": "extract", "datepart": "extract", "timestamptrunc": "date_trunc",
                  "datetrunc": "date_trunc", "timestamp_trunc": "date_trunc",
                  "instr": "strpos", "position": "strpos", "strposition": "strpos", "stringtostr": "concat",
@@ -2404,7 +2408,16 @@ class ExprCtx:
                              f"{'s' if arity != 1 else ''}, got {len(xs)}", e)
         args = [self.str_arg(x) if k == "s" else self.int_arg(x) for k, x in zip(sig[0], xs,
                                                                                     strict=True)]
+        for (_, t), k, x in zip(args, sig[0], xs, strict=True):
+            if k == "i" and fn in _INTEGER_ONLY and t in _WIDER_THAN_INTEGER:
+                # DuckDB's lpad, rpad and chr take an INTEGER, and no wider type casts to
+                # one implicitly: its binder refuses them (repeat and split_part take BIGINT)
+                raise self.b.err("type_error", f"{fn} takes an INTEGER, got {t}: cast it", x)
         return self.call(fn, args, sig[1], _sql(e))
+
+
+_INTEGER_ONLY = ("lpad", "rpad", "chr")
+_WIDER_THAN_INTEGER = ("BIGINT", "HUGEINT", "UINTEGER", "UBIGINT", "UHUGEINT")
 
 
 # ---------------------------------------------------------------- helpers

@@ -130,6 +130,13 @@ def _parser() -> argparse.ArgumentParser:
         "(default 10000)",
     )
     s.add_argument(
+        "--subscriber-queue-bytes",
+        type=int,
+        default=8 * 1024 * 1024,
+        help="bytes of unsent messages (as sent) a slow change-feed client may fall behind "
+        "before it is disconnected (default 8388608, 8 MiB; at least 1024)",
+    )
+    s.add_argument(
         "--write-timeout",
         type=float,
         default=60.0,
@@ -256,6 +263,7 @@ def _serve(args: argparse.Namespace) -> int:
             max_result_bytes=args.max_result_bytes,
             as_of_timeout=args.as_of_timeout,
             subscriber_queue_limit=args.subscriber_queue_limit,
+            subscriber_queue_bytes=args.subscriber_queue_bytes,
             iteration_limit=args.iteration_limit,
             view_time_budget=args.view_time_budget,
             view_work_budget=args.view_work_budget,

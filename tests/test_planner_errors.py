@@ -33,6 +33,9 @@ CASES = [
     ("SELECT max(id, 2) FROM t", "unsupported", "MAX with several arguments", 1, 8),
     ("SELECT a, min(id, 2) FROM t GROUP BY a", "unsupported", "MIN with several", 1, 11),
     ("SELECT id FROM t LIMIT a", "unsupported", "LIMIT", None, None),
+    # DuckDB's lpad, rpad and chr take an INTEGER and refuse a BIGINT (they were taken)
+    ("SELECT lpad(b, id::BIGINT, 'x') FROM t", "type_error", "lpad takes an INTEGER", 1, 16),
+    ("SELECT chr(3000000000) FROM t", "type_error", "chr takes an INTEGER, got BIGINT", 1, 12),
     ("SELECT sha256(b) FROM t", "unsupported", "SHA256", 1, 8),
     ("SELECT date_diff('era', DATE '2024-01-01', DATE '2025-01-01') FROM t", "unsupported",
      "date part 'era'", 1, 8),

@@ -107,6 +107,9 @@ REFUSALS = [
      "function or construct LOCATE is not supported", 1, 12),
     ("SELECT id, charindex('a', b) FROM t", "unsupported",
      "function or construct charindex is not supported", 1, 12),
+    # (it was coalesce: sqlglot reads Oracle's nvl so, and DuckDB has no nvl; ifnull is DuckDB's)
+    ("SELECT id, NVL(a, 'x') FROM t", "unsupported",
+     "function nvl is not supported (DuckDB has none): use coalesce", 1, 12),
     # (it was LIMIT 20: every row of a small table)
     ("SELECT id FROM t ORDER BY id\nLIMIT 20 PERCENT", "unsupported",
      "LIMIT ... PERCENT is not supported", 2, 7),
