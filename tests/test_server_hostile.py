@@ -141,6 +141,31 @@ def test_since_is_digits_on_both_feeds(server: Server, since: str) -> None:
     assert msg["type"] == "error" and msg["error"]["code"] == "invalid_request", msg
 
 
+@pytest.mark.parametrize("value,snapshot", [("t", True), ("TRUE", True), ("on", True),
+                                            ("n", False), ("off", False), ("0", False),
+                                            (" true", None), ("maybe", None)])
+def test_snapshot_is_read_alike_on_both_feeds(server: Server, value: str,
+                                              snapshot: bool | None) -> None:
+    """Both feeds take the same snapshot values (the WebSocket's took ' true' and refused
+    't', the SSE feed the other way round): with a snapshot the first message is the view's
+    contents (an update), without one its progress; a value neither takes is a 4xx or an error
+    frame."""
+    server.sql("INSERT INTO t VALUES (5)")
+    first = _ws_first(server, f"?snapshot={quote(value)}")
+    if snapshot is None:
+        assert first["type"] == "error" and first["error"]["code"] == "invalid_request", first
+        r = server.http.get("/views/v/changes", params={"snapshot": value}, timeout=PROMPT)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", r.text
+        return
+    sse = SSE(server, "v", snapshot=value)
+    try:
+        got = sse.next()
+    finally:
+        sse.close()
+    want = "update" if snapshot else "progress"  # a snapshot is an update of the contents
+    assert first["type"] == want and got["type"] == want, (first, got)
+
+
 def test_snapshot_with_since_zero_answers_promptly(server: Server) -> None:
     # A view created after timestamp 0: since=0 replays its whole retained life.
     server.sql("CREATE VIEW late AS SELECT a FROM t WHERE a > 1")

@@ -20,6 +20,7 @@ from typing import Any
 
 from fastapi import APIRouter, Header, Query, WebSocket, WebSocketDisconnect
 from fastapi.responses import StreamingResponse
+from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import Message as AsgiMessage
@@ -39,6 +40,7 @@ _MAX_TS = 2**63 - 1
 _INLINE_ROWS = 64
 # Frames already queued for a subscriber are written together, up to about this many bytes.
 _BATCH_BYTES = 256 * 1024
+_BOOL = TypeAdapter(bool)
 
 
 async def _messages(
@@ -224,13 +226,13 @@ def _ws_params(query: Any) -> tuple[bool, int | None]:
     snapshot = True
     raw = query.get("snapshot")
     if raw is not None:
-        low = raw.strip().lower()
-        if low in ("true", "1", "yes", "on"):
-            snapshot = True
-        elif low in ("false", "0", "no", "off"):
-            snapshot = False
-        else:
-            raise BadRequest(f"snapshot must be true or false, not {raw!r}", code="invalid_request")
+        # read by the rule that reads the SSE feed's bool parameter (pydantic's), so that the
+        # two feeds take the same values
+        try:
+            snapshot = _BOOL.validate_python(raw)
+        except ValidationError:
+            raise BadRequest(f"snapshot must be true or false, not {raw[:40]!r}",
+                             code="invalid_request") from None
     since: int | None = None
     raw = query.get("since")
     if raw is not None:
