@@ -453,7 +453,7 @@ class Binder:
         if limit is None and offset == 0:
             return b
         keys = []
-        for o in order.expressions if order is not None else []:
+        for o in _order_items(order, len(b.names)):
             e = o.this
             idx = None
             if isinstance(e, exp.Literal) and not e.is_string:
@@ -1194,7 +1194,7 @@ class Binder:
                 inner = e.this if isinstance(e, exp.Alias) else e
                 if _holds_subquery(inner):
                     item_texts.setdefault(_text(inner), k)
-            for o in order.expressions:
+            for o in _order_items(order, len(outs)):
                 e = o.this
                 idx: int | None = None
                 if isinstance(e, exp.Literal) and not e.is_string:
@@ -2429,6 +2429,18 @@ def _sql(node: exp.Expression) -> str:
         return node.sql(dialect="duckdb")
     except Exception:  # noqa: BLE001 - a label is best effort
         return node.key.upper()
+
+
+def _order_items(order: exp.Order | None, outputs: int) -> list[exp.Ordered]:
+    """The items of an ORDER BY, DuckDB's `ORDER BY ALL` (its only item: the parser refuses
+    more) made the select list's positions 1..outputs, each with its direction and NULLs."""
+    items = list(order.expressions) if order is not None else []
+    if len(items) == 1 and isinstance(items[0].this, exp.Var) and \
+            items[0].this.name.upper() == "ALL":
+        o = items[0]
+        return [exp.Ordered(this=exp.Literal.number(i + 1), desc=o.args.get("desc"),
+                            nulls_first=o.args.get("nulls_first")) for i in range(outputs)]
+    return items
 
 
 def _position(node: exp.Expression) -> bool:

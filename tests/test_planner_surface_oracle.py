@@ -117,6 +117,10 @@ VIEWS = [
     # in parentheses, and a cast NULL (they were "must be an integer literal")
     "SELECT id FROM t WHERE a IN (SELECT a FROM u ORDER BY id LIMIT (NULL) OFFSET CAST(NULL AS"
     " INT)) OR id IN (SELECT id FROM u ORDER BY id LIMIT (2) OFFSET ((1)))",
+    # DuckDB's ORDER BY ALL: every output column in order (it was refused as "VAR")
+    "SELECT a, b FROM t ORDER BY ALL LIMIT 3",
+    "SELECT c, a, id FROM t ORDER BY ALL DESC NULLS FIRST LIMIT 4 OFFSET 1",
+    "SELECT a FROM t UNION ALL SELECT a FROM u ORDER BY ALL LIMIT 5",
     # a text among DATEs and TIMESTAMPs (or INTEGERs and DOUBLEs) takes their common type, as
     # DuckDB casts a function's arguments and an IN list (it took the first one's: DATE)
     "SELECT id, coalesce(d, '2000-01-01 10:00:00', d + INTERVAL 5 HOUR) AS x,"
