@@ -125,6 +125,10 @@ def recover_views(state: ServerState) -> None:
     except Exception:  # noqa: BLE001 - a warm-up only: what needs it imports it then
         log.debug("warming pyarrow failed", exc_info=True)
     state.ready.set()
+    if state.last_ts - state.checkpoint_ts >= state.settings.checkpoint_interval:
+        # A replay of a whole interval (a crash after a checkpoint fell due and before it
+        # was made): checkpoint now, or the next crash replays it again and more.
+        checkpoint(state)
 
 
 def _recover_views(state: ServerState) -> None:

@@ -329,18 +329,25 @@ def lead(state: ServerState) -> None:
 
 def _commit_next(state: ServerState) -> bool:
     """Under the write lock: commit the next group of queued requests, up to `MAX_GROUP`
-    (after `_siblings`), and checkpoint if due. False when the queue is empty: then, in the
-    same critical section of `queued`, no writer is draining it any more (`leading`)."""
+    (after `_siblings`) and not past the next checkpoint. False when the queue is empty:
+    then, in the same critical section of `queued`, no writer is draining it any more
+    (`leading`)."""
     with state.queued:
         if not state.write_queue:
             state.leading = False
             return False
         _siblings(state)
-        group = state.write_queue[:MAX_GROUP]
-        del state.write_queue[:MAX_GROUP]
+        # A group takes a timestamp per request (at most): it never takes the clock past the
+        # next checkpoint, which `_try_group` makes before answering, so a crash replays at
+        # most `checkpoint_interval` timestamps (a group of 256 could cross it by 255).
+        size = MAX_GROUP
+        if not state.settings.memory:  # (in memory, nothing is checkpointed or replayed)
+            due = state.settings.checkpoint_interval - (state.last_ts - state.checkpoint_ts)
+            size = max(1, min(MAX_GROUP, due))
+        group = state.write_queue[:size]
+        del state.write_queue[:size]
     state.last_group = len(group)
     _commit_group(state, group)
-    _maybe_checkpoint(state)
     return True
 
 
@@ -500,6 +507,10 @@ def _try_group(
     # (a failed COMMIT raises here: `_commit_group` answers the group with its error)
     failed = dict(zip((id(w) for w in ws), _publish(state, ws, committing), strict=True)) \
         if ws else {}
+    if ws:
+        # Before the answers: a write acknowledged before the checkpoint it made due would
+        # be replayed after a crash beyond the interval (and, crash after crash, ever more).
+        _maybe_checkpoint(state)
     for req, results, w, at in answers:
         for r in results:
             r["timestamp"] = at

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 from server_harness import SSE, Server, multiset
 
 VIEWS = {
@@ -121,6 +123,50 @@ def test_crash_restart_replays_at_most_the_checkpoint_interval(tmp_path: Path) -
         # The clock survives the crashes (the last writes changed only rows: it is read back
         # from the change logs), so the next write takes the next timestamp.
         assert s.sql("UPDATE t SET v = v + 1 WHERE k = 3")[0]["timestamp"] == last + 1
+    finally:
+        s.stop()
+
+
+def test_grouped_writes_are_replayed_at_most_the_interval_crash_after_crash(
+        tmp_path: Path) -> None:
+    """Single-row INSERTs (committed in groups): a write is acknowledged only once the
+    checkpoint it made due is made, and no group takes the clock past a checkpoint. Each was
+    missing: a crash right after an acknowledgement replayed 7, 8, 9, ... timestamps at an
+    interval of 7, one more each time, and 32 concurrent writers' groups replayed up to 32."""
+    interval = 7
+    s = Server(tmp_path / "data", "--checkpoint-interval", str(interval)).start()
+    try:
+        s.sql("CREATE TABLE t (k INTEGER NOT NULL); CREATE VIEW c AS SELECT count(*) AS n FROM t")
+        s.stop()
+        s.start()  # checkpointed at shutdown: the 7th INSERT below makes the next one due
+        acked = []
+        for i in range(interval):
+            s.sql(f"INSERT INTO t VALUES ({i})")
+            acked.append(i)
+        for i in range(3):
+            s.kill()  # right after an acknowledgement: no shutdown checkpoint
+            s.start()
+            rec = s.http.get("/health").json()["recovery"]
+            assert rec["replayed_timestamps"] <= interval, rec
+            s.sql(f"INSERT INTO t VALUES ({100 + i})")
+            acked.append(100 + i)
+        # Concurrent writers: groups of many requests, each at its own timestamp.
+        def writer(j: int) -> list[int]:
+            with httpx.Client(base_url=s.url, timeout=60) as c:
+                for n in range(10):
+                    r = c.post("/sql", json={"sql": f"INSERT INTO t VALUES ({1000 * j + n})"})
+                    assert r.status_code == 200, r.text
+            return [1000 * j + n for n in range(10)]
+
+        with ThreadPoolExecutor(16) as pool:
+            for keys in pool.map(writer, range(1, 17)):
+                acked += keys
+        s.kill()
+        s.start()
+        rec = s.http.get("/health").json()["recovery"]
+        assert rec["replayed_timestamps"] <= interval, rec
+        assert sorted(r[0] for r in s.query("SELECT k FROM t")["rows"]) == sorted(acked)
+        assert s.rows("c")["rows"] == [[len(acked)]]
     finally:
         s.stop()
 
