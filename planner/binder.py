@@ -1154,7 +1154,11 @@ class Binder:
                     raise self.err("unsupported", "GROUP BY () is not supported: without GROUP "
                                    "BY, the aggregates are over all rows, as one group", group)
             if group is not None and group.args.get("all"):
-                raise self.err("unsupported", "GROUP BY ALL is not supported", group)
+                # DuckDB's GROUP BY ALL: by every select-list item with no aggregate of this
+                # query, by position (none: the aggregates are over all rows, one group)
+                keys = [exp.Literal.number(k + 1) for k, (e, _nm) in enumerate(items)
+                        if not self.own_aggs(e)]
+                group = exp.Group(expressions=keys) if keys else None
             ctx = self.aggregate(ctx, group, agg_nodes, items, aliases, outer)
             if having is not None:
                 ctx.having = True

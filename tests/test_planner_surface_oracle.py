@@ -121,6 +121,10 @@ VIEWS = [
     "SELECT a, b FROM t ORDER BY ALL LIMIT 3",
     "SELECT c, a, id FROM t ORDER BY ALL DESC NULLS FIRST LIMIT 4 OFFSET 1",
     "SELECT a FROM t UNION ALL SELECT a FROM u ORDER BY ALL LIMIT 5",
+    # DuckDB's GROUP BY ALL: by every item without an aggregate (it was refused)
+    "SELECT a, a % 2 AS odd, sum(c), count(*) FROM t GROUP BY ALL HAVING count(*) > 1",
+    "SELECT count(*), max(c) FROM t GROUP BY ALL",
+    "SELECT s, a FROM u GROUP BY ALL",
     # a text among DATEs and TIMESTAMPs (or INTEGERs and DOUBLEs) takes their common type, as
     # DuckDB casts a function's arguments and an IN list (it took the first one's: DATE)
     "SELECT id, coalesce(d, '2000-01-01 10:00:00', d + INTERVAL 5 HOUR) AS x,"
